@@ -1,0 +1,29 @@
+"""The Stage protocol: one step of the per-batch processing run by the inference thread."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from livecam.types import FramePacket
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """A processing step. ``process`` gets every packet of one batch, in order, and returns
+    them (same length, same order), modified in place or replaced.
+
+    ``required``: when a required stage raises, the batch's camera frames pass through
+    untouched (later stages are skipped); an optional stage that raises is bypassed.
+    """
+
+    name: str
+    required: bool
+
+    def warmup(self, width: int, height: int) -> None:
+        """Load models and run once on a dummy frame of this size (first-frame latency)."""
+
+    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+        """Process one batch of packets and return them in the same order."""
+
+    def close(self) -> None:
+        """Release models and buffers."""

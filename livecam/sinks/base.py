@@ -1,0 +1,31 @@
+"""The Sink interface: where finished frames go (virtual camera, window, file, null)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from livecam.types import Frame
+
+
+class Sink(ABC):
+    """Consumes finished frames. Driven by exactly one output thread.
+
+    ``open`` is called once with the size of the first frame; every later frame has
+    that size. ``send`` may raise SinkError; the output thread reports it as an event.
+    """
+
+    name: str = "sink"
+    #: True for sinks that need a steady rate (virtual cameras, windows): the output
+    #: thread re-sends the last frame when no new one arrived within one period.
+    wants_repeats: bool = True
+
+    @abstractmethod
+    def open(self, width: int, height: int, fps: float) -> None:
+        """Prepare for frames of ``width`` x ``height`` at ``fps``; raise SinkError on failure."""
+
+    @abstractmethod
+    def send(self, frame: Frame) -> None:
+        """Deliver one frame (uint8 BGR (H, W, 3), C-contiguous)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Flush and release. Safe to call twice, and before ``open``."""

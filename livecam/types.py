@@ -1,0 +1,103 @@
+"""Core data types that cross module boundaries: frames, packets, faces, timings, events."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.errors import FrameFormatError
+
+Frame = npt.NDArray[np.uint8]
+"""A frame at every boundary: uint8, BGR, shape (H, W, 3), C-contiguous."""
+
+
+def validate_frame(frame: object, where: str) -> Frame:
+    """Check ``frame`` follows the frame contract; raise FrameFormatError naming ``where``."""
+    expected = "numpy.uint8 BGR array of shape (H, W, 3), C-contiguous"
+    if not isinstance(frame, np.ndarray):
+        raise FrameFormatError(
+            f"{where}: expected a {expected}, got {type(frame).__name__}",
+            "convert the image with livecam.sources.image.to_bgr8 first",
+        )
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise FrameFormatError(
+            f"{where}: expected a {expected}, got dtype {frame.dtype} shape {frame.shape}",
+            "convert the image with livecam.sources.image.to_bgr8 first",
+        )
+    if frame.shape[0] < 2 or frame.shape[1] < 2:
+        raise FrameFormatError(f"{where}: frame of shape {frame.shape} is too small")
+    if not frame.flags.c_contiguous:
+        raise FrameFormatError(
+            f"{where}: frame of shape {frame.shape} is not C-contiguous",
+            "pass numpy.ascontiguousarray(frame)",
+        )
+    return frame
+
+
+@dataclass
+class Face:
+    """One detected face in one frame. Coordinates are frame pixels (x, y)."""
+
+    bbox: npt.NDArray[np.float32]  # (4,) x1, y1, x2, y2
+    score: float
+    kps: npt.NDArray[np.float32]  # (5, 2): eye left-in-image, eye right, nose, mouth left, right
+    landmarks: npt.NDArray[np.float32] | None = None  # (68|106|468, 2)
+    embedding: npt.NDArray[np.float32] | None = None
+    track_id: int = -1
+
+    @property
+    def width(self) -> float:
+        return float(self.bbox[2] - self.bbox[0])
+
+    @property
+    def height(self) -> float:
+        return float(self.bbox[3] - self.bbox[1])
+
+    @property
+    def area(self) -> float:
+        return max(self.width, 0.0) * max(self.height, 0.0)
+
+    @property
+    def center(self) -> tuple[float, float]:
+        return float(self.bbox[0] + self.bbox[2]) / 2, float(self.bbox[1] + self.bbox[3]) / 2
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    """How long one stage took on one batch, in milliseconds."""
+
+    name: str
+    ms: float
+
+
+@dataclass
+class FramePacket:
+    """A frame travelling through the pipeline, with its sequence number and timings."""
+
+    frame: Frame
+    seq: int
+    t_capture_ns: int
+    timings: list[StageTiming] = field(default_factory=list)
+    faces: list[Face] = field(default_factory=list)
+
+
+EventLevel = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the user should know about while running (a camera lost, a stage failing)."""
+
+    level: EventLevel
+    origin: str
+    message: str
+    hint: str = ""
+    t_ns: int = field(default_factory=time.perf_counter_ns)
+
+    def __str__(self) -> str:
+        text = f"[{self.level}] {self.origin}: {self.message}"
+        return f"{text} (fix: {self.hint})" if self.hint else text
