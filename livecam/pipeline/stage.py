@@ -10,7 +10,9 @@ from livecam.types import FramePacket
 @runtime_checkable
 class Stage(Protocol):
     """A processing step. ``process`` gets every packet of one batch, in order, and returns
-    them (same length, same order), modified in place or replaced.
+    them (same length, same order). A stage never writes into an incoming ``packet.frame``
+    array: it sets ``packet.frame`` to a new array (copy first, then draw on the copy), so
+    the runner can hand the untouched camera frame on when a required stage fails.
 
     ``required``: when a required stage raises, the batch's camera frames pass through
     untouched (later stages are skipped); an optional stage that raises is bypassed.

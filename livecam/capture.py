@@ -1,0 +1,108 @@
+"""The capture thread: reads a Source, stamps packets, pushes them into the ring buffer."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cv2
+
+from livecam.buffer import RingBuffer
+from livecam.errors import LivecamError, SourceError
+from livecam.sources.base import Pacer, Source
+from livecam.telemetry import Telemetry
+from livecam.types import Event, Frame, FramePacket, validate_frame
+from livecam.worker import Worker
+
+
+class CaptureWorker(Worker):
+    """Owns the source: opens, reads, paces, stamps ``seq``/``t_capture_ns``, pushes.
+
+    The first open and first frame happen on this thread (some capture APIs are
+    thread-bound); ``ready`` is set once the first frame is in the ring or the first
+    open failed (``startup_error``). Later failures are events, followed by a reopen
+    every ``reopen_interval_s`` until the device is back.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        ring: RingBuffer[FramePacket],
+        stop: threading.Event,
+        telemetry: Telemetry,
+        *,
+        paced: bool = True,
+        size: tuple[int, int] | None = None,
+        max_frames: int | None = None,
+        reopen_interval_s: float = 1.0,
+    ) -> None:
+        super().__init__("capture", stop, telemetry)
+        self.source = source
+        self.ring = ring
+        self.paced = paced
+        self.size = size
+        self.max_frames = max_frames
+        self.reopen_interval_s = reopen_interval_s
+        self.ready = threading.Event()
+        self.startup_error: LivecamError | None = None
+        self.seq = 0
+
+    def loop(self) -> None:
+        try:
+            self.source.open()
+            self._push(self.source.read())
+        except LivecamError as e:
+            self.startup_error = e
+            return
+        finally:
+            self.ready.set()
+        pacer = Pacer(self.source.fps if self.paced and not self.source.self_paced else 0.0)
+        while not self.stop_event.is_set():
+            if self.max_frames is not None and self.seq >= self.max_frames:
+                break
+            if not pacer.wait(self.stop_event):
+                break
+            try:
+                self._push(self.source.read())
+            except SourceError as e:
+                self._recover(e)
+            except LivecamError as e:  # a malformed frame: report it, keep going
+                self.telemetry.event(Event("error", self.source.name, e.message, e.hint))
+        self.ring.close()
+
+    def _push(self, frame: Frame) -> None:
+        t_ns = time.perf_counter_ns()
+        frame = self._conform(frame)
+        self.telemetry.frame_in(t_ns)
+        packet = FramePacket(frame=frame, seq=self.seq, t_capture_ns=t_ns)
+        while not self.ring.put(packet, timeout=0.1):  # only lossless rings wait for room
+            if self.stop_event.is_set() or self.ring.closed:
+                return
+        self.seq += 1
+
+    def _conform(self, frame: Frame) -> Frame:
+        """Validate the frame and keep one output size for the whole run."""
+        frame = validate_frame(frame, f"source '{self.source.name}'")
+        if self.size is None:
+            self.size = (frame.shape[1], frame.shape[0])
+        elif (frame.shape[1], frame.shape[0]) != self.size:
+            frame = cv2.resize(frame, self.size, interpolation=cv2.INTER_AREA)
+        return frame
+
+    def _recover(self, error: LivecamError) -> None:
+        """Report a device failure, then reopen until it works again or we are stopped."""
+        self.telemetry.event(Event("error", self.source.name, error.message, error.hint))
+        while not self.stop_event.is_set():
+            self.source.close()
+            if self.stop_event.wait(self.reopen_interval_s):
+                return
+            try:
+                self.source.open()
+            except LivecamError:
+                continue
+            self.telemetry.event(Event("info", self.source.name, "reopened"))
+            return
+
+    def cleanup(self) -> None:
+        self.ring.close()
+        self.source.close()
