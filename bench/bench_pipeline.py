@@ -16,20 +16,28 @@ from livecam.config import Config
 
 
 def one_run(size: tuple[int, int], frames: int, stages: tuple[str, ...]) -> dict[str, float]:
-    cfg = Config.from_dict({
-        "source": {"spec": "synthetic", "size": list(size), "unpaced": True},
-        "output": {"sinks": ["null"]},
-        "pipeline": {"stages": list(stages)},
-        "run": {"frames": frames},
-    })
+    cfg = Config.from_dict(
+        {
+            "source": {"spec": "synthetic", "size": list(size), "unpaced": True},
+            "output": {"sinks": ["null"]},
+            "pipeline": {"stages": list(stages)},
+            "run": {"frames": frames},
+        }
+    )
     app = App(cfg)
     app.start()
     app.wait()
     app.stop()
     s = app.snapshot()
     assert s.latency_ms is not None
-    return {"fps_out": s.fps_out, "fps_in": s.fps_in, "p50": s.latency_ms.p50,
-            "p99": s.latency_ms.p99, "dropped": s.dropped, "frames_out": s.frames_out}
+    return {
+        "fps_out": s.fps_out,
+        "fps_in": s.fps_in,
+        "p50": s.latency_ms.p50,
+        "p99": s.latency_ms.p99,
+        "dropped": s.dropped,
+        "frames_out": s.frames_out,
+    }
 
 
 def main() -> None:
@@ -44,12 +52,16 @@ def main() -> None:
     for i in range(args.runs):
         r = one_run((w, h), args.frames, ("passthrough",))
         results.append(r)
-        print(f"run {i + 1}: {r['fps_out']:7.1f} frames/s out, latency p50 {r['p50']:.2f} ms "
-              f"p99 {r['p99']:.2f} ms, {r['frames_out']:.0f} out, {r['dropped']:.0f} dropped")
+        print(
+            f"run {i + 1}: {r['fps_out']:7.1f} frames/s out, latency p50 {r['p50']:.2f} ms "
+            f"p99 {r['p99']:.2f} ms, {r['frames_out']:.0f} out, {r['dropped']:.0f} dropped"
+        )
     med = {k: statistics.median(r[k] for r in results) for k in ("fps_out", "p50", "p99")}
-    print(f"median of {args.runs} runs at {w}x{h}, pass-through, null sink, unpaced: "
-          f"{med['fps_out']:.1f} frames/s, added latency p50 {med['p50']:.2f} ms, "
-          f"p99 {med['p99']:.2f} ms")
+    print(
+        f"median of {args.runs} runs at {w}x{h}, pass-through, null sink, unpaced: "
+        f"{med['fps_out']:.1f} frames/s, added latency p50 {med['p50']:.2f} ms, "
+        f"p99 {med['p99']:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -68,11 +68,15 @@ class App:
         cfg = self.config
         causes: list[LivecamError] = []
         source = _collect(causes, lambda: make_source(cfg.source))
-        stages = self._stages if self._stages is not None else _collect(
-            causes, lambda: build_stages(cfg)
+        stages = (
+            self._stages
+            if self._stages is not None
+            else _collect(causes, lambda: build_stages(cfg))
         )
-        sinks = self._sinks if self._sinks is not None else _collect(
-            causes, lambda: make_sinks(cfg.output.sinks, cfg.output)
+        sinks = (
+            self._sinks
+            if self._sinks is not None
+            else _collect(causes, lambda: make_sinks(cfg.output.sinks, cfg.output))
         )
         if causes or source is None or stages is None or sinks is None:
             raise StartupError(causes)
@@ -81,7 +85,10 @@ class App:
         slot: RingBuffer[FramePacket] = RingBuffer(1, cfg.buffer.lossless)
         self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
         capture = CaptureWorker(
-            source, ring, self._stop, self.telemetry,
+            source,
+            ring,
+            self._stop,
+            self.telemetry,
             paced=not cfg.source.unpaced,
             size=cfg.source.size,
             max_frames=cfg.run.frames,
@@ -89,10 +96,13 @@ class App:
         )
         capture.start()
         if not capture.ready.wait(FIRST_FRAME_TIMEOUT_S):
-            causes.append(SourceError(
-                f"source '{cfg.source.spec}' delivered no frame within {FIRST_FRAME_TIMEOUT_S:.0f} s",
-                "check that the device works in another app, or run `livecam doctor`",
-            ))
+            causes.append(
+                SourceError(
+                    f"source '{cfg.source.spec}' delivered no frame within "
+                    f"{FIRST_FRAME_TIMEOUT_S:.0f} s",
+                    "check that the device works in another app, or run `livecam doctor`",
+                )
+            )
         elif capture.startup_error is not None:
             causes.append(capture.startup_error)
         if causes or capture.size is None:

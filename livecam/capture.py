@@ -6,6 +6,7 @@ import threading
 import time
 
 import cv2
+import numpy as np
 
 from livecam.buffer import RingBuffer
 from livecam.errors import LivecamError, SourceError
@@ -86,7 +87,9 @@ class CaptureWorker(Worker):
         if self.size is None:
             self.size = (frame.shape[1], frame.shape[0])
         elif (frame.shape[1], frame.shape[0]) != self.size:
-            frame = cv2.resize(frame, self.size, interpolation=cv2.INTER_AREA)
+            frame = np.asarray(
+                cv2.resize(frame, self.size, interpolation=cv2.INTER_AREA), dtype=np.uint8
+            )
         return frame
 
     def _recover(self, error: LivecamError) -> None:

@@ -42,43 +42,80 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     src.add_argument("--source", metavar="SPEC", help=SOURCE_HELP)
     src.add_argument("--fps", type=float, help="requested capture rate (default 30)")
     src.add_argument("--size", type=_size, metavar="WxH", help="frame size, e.g. 1280x720")
-    src.add_argument("--unpaced", action="store_true", default=None,
-                     help="deliver frames as fast as possible (benchmarks); no repeats")
-    src.add_argument("--camera-backend", choices=get_args(CameraBackend),
-                     help="OpenCV capture backend (default: the right one for this OS)")
-    src.add_argument("--no-mjpg", dest="mjpg", action="store_false", default=None,
-                     help="do not ask the camera for MJPG")
-    src.add_argument("--face-motion", metavar="IMG",
-                     help="synthetic source: animate this portrait with smooth head motion")
-    src.add_argument("--stamp", action="store_true", default=None,
-                     help="synthetic source: write the capture time into the pixels")
+    src.add_argument(
+        "--unpaced",
+        action="store_true",
+        default=None,
+        help="deliver frames as fast as possible (benchmarks); no repeats",
+    )
+    src.add_argument(
+        "--camera-backend",
+        choices=get_args(CameraBackend),
+        help="OpenCV capture backend (default: the right one for this OS)",
+    )
+    src.add_argument(
+        "--no-mjpg",
+        dest="mjpg",
+        action="store_false",
+        default=None,
+        help="do not ask the camera for MJPG",
+    )
+    src.add_argument(
+        "--face-motion",
+        metavar="IMG",
+        help="synthetic source: animate this portrait with smooth head motion",
+    )
+    src.add_argument(
+        "--stamp",
+        action="store_true",
+        default=None,
+        help="synthetic source: write the capture time into the pixels",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--sink", action="append", metavar="SPEC", help=SINK_HELP)
     out.add_argument("--output-fps", type=float, help="output rate (default: the source's)")
     out.add_argument("--vcam-backend", help="pyvirtualcam backend (default: try each)")
     out.add_argument("--vcam-device", help="virtual camera device, e.g. /dev/video10")
     pipe = p.add_argument_group("pipeline")
-    pipe.add_argument("--stage", action="append", choices=get_args(StageName),
-                      help="stage to run, in order; repeat for several (default: swap when "
-                           "--face is given, else passthrough)")
+    pipe.add_argument(
+        "--stage",
+        action="append",
+        choices=get_args(StageName),
+        help="stage to run, in order; repeat for several (default: swap when "
+        "--face is given, else passthrough)",
+    )
     pipe.add_argument("--yunet", metavar="ONNX", help="YuNet model for the facebox stage")
     pipe.add_argument("--batch", type=int, metavar="N", help="max frames per batch (default 4)")
-    pipe.add_argument("--lossless", action="store_true", default=None,
-                      help="never drop frames: slow the source down instead (offline rendering)")
+    pipe.add_argument(
+        "--lossless",
+        action="store_true",
+        default=None,
+        help="never drop frames: slow the source down instead (offline rendering)",
+    )
     swap = p.add_argument_group("face swap")
     swap.add_argument("--face", metavar="IMG", help="source face image to swap in")
-    swap.add_argument("--face-index", type=int, metavar="N",
-                      help="which face of --face when it holds several (0 = largest)")
+    swap.add_argument(
+        "--face-index",
+        type=int,
+        metavar="N",
+        help="which face of --face when it holds several (0 = largest)",
+    )
     swap.add_argument("--preset", choices=get_args(Preset), help="model set (default offline)")
-    swap.add_argument("--select", choices=get_args(FaceSelection),
-                      help="faces to replace: one (largest), all, or reference")
+    swap.add_argument(
+        "--select",
+        choices=get_args(FaceSelection),
+        help="faces to replace: one (largest), all, or reference",
+    )
     swap.add_argument("--reference", metavar="IMG", help="with --select reference: whose face")
     run = p.add_argument_group("run")
     run.add_argument("--frames", type=int, metavar="N", help="stop after N captured frames")
     run.add_argument("--stats-json", metavar="PATH", help="write a JSON summary at the end")
     run.add_argument("--config", metavar="FILE.toml", help="load settings; options override it")
-    run.add_argument("--save-config", metavar="FILE.toml",
-                     help="write the effective settings to a TOML file and exit")
+    run.add_argument(
+        "--save-config",
+        metavar="FILE.toml",
+        help="write the effective settings to a TOML file and exit",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
@@ -88,19 +125,33 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
     cfg = base or (Config.load(args.config) if args.config else Config())
     overrides: dict[str, dict[str, Any]] = {
         "source": {
-            "spec": args.source, "fps": args.fps, "size": args.size, "unpaced": args.unpaced,
-            "camera_backend": args.camera_backend, "mjpg": args.mjpg,
-            "face_motion": args.face_motion, "stamp": args.stamp,
+            "spec": args.source,
+            "fps": args.fps,
+            "size": args.size,
+            "unpaced": args.unpaced,
+            "camera_backend": args.camera_backend,
+            "mjpg": args.mjpg,
+            "face_motion": args.face_motion,
+            "stamp": args.stamp,
         },
         "output": {
-            "sinks": tuple(args.sink) if args.sink else None, "fps": args.output_fps,
-            "virtualcam_backend": args.vcam_backend, "virtualcam_device": args.vcam_device,
+            "sinks": tuple(args.sink) if args.sink else None,
+            "fps": args.output_fps,
+            "virtualcam_backend": args.vcam_backend,
+            "virtualcam_device": args.vcam_device,
         },
-        "pipeline": {"stages": tuple(args.stage) if args.stage else None,
-                     "yunet_model": args.yunet},
+        "pipeline": {
+            "stages": tuple(args.stage) if args.stage else None,
+            "yunet_model": args.yunet,
+        },
         "buffer": {"batch_limit": args.batch, "lossless": args.lossless},
-        "swap": {"face": args.face, "face_index": args.face_index, "preset": args.preset,
-                 "select": args.select, "reference": args.reference},
+        "swap": {
+            "face": args.face,
+            "face_index": args.face_index,
+            "preset": args.preset,
+            "select": args.select,
+            "reference": args.reference,
+        },
         "run": {"frames": args.frames, "stats_json": args.stats_json},
     }
     for section, values in overrides.items():
@@ -112,7 +163,9 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
     if cfg.buffer.batch_limit > cfg.buffer.capacity:
         raise ConfigError(
             f"config field 'buffer.batch_limit' ({cfg.buffer.batch_limit}) is larger than "
-            f"buffer.capacity ({cfg.buffer.capacity})", "use a batch limit <= capacity")
+            f"buffer.capacity ({cfg.buffer.capacity})",
+            "use a batch limit <= capacity",
+        )
     return cfg
 
 
@@ -136,7 +189,7 @@ class StatusPrinter:
         self._ticks += 1
         with self._lock:
             if self.tty:
-                print("\r" + line[: 200].ljust(120), end="", file=sys.stderr, flush=True)
+                print("\r" + line[:200].ljust(120), end="", file=sys.stderr, flush=True)
             elif self._ticks % 5 == 1:
                 print(line, file=sys.stderr, flush=True)
 
@@ -211,27 +264,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="livecam", description="Real-time face swap to a virtual camera.")
+        prog="livecam", description="Real-time face swap to a virtual camera."
+    )
     parser.add_argument("--version", action="version", version=f"livecam {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
-        "run", help="run the live pipeline",
+        "run",
+        help="run the live pipeline",
         description="Capture frames, process them and send them to one or more sinks. "
-                    "Ctrl-C stops cleanly.")
+        "Ctrl-C stops cleanly.",
+    )
     add_run_options(run)
     run.set_defaults(func=cmd_run)
     demo = sub.add_parser(
-        "demo", help="swap a bundled portrait onto another, offline (no downloads)",
+        "demo",
+        help="swap a bundled portrait onto another, offline (no downloads)",
         description="Swap assets/astronaut.png onto an animated assets/grace_hopper.jpg; shows "
-                    "a window when a display exists, else writes demo.mp4.")
+        "a window when a display exists, else writes demo.mp4.",
+    )
     demo.add_argument("--output", default="demo.mp4", help="video written when headless")
     demo.add_argument("--frames", type=int, default=90, help="frames to render (default 90)")
-    demo.add_argument("--window", action=argparse.BooleanOptionalAction, default=None,
-                      help="force or forbid the preview window (default: when a display exists)")
+    demo.add_argument(
+        "--window",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force or forbid the preview window (default: when a display exists)",
+    )
     demo.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     demo.set_defaults(func=cmd_demo)
-    doctor = sub.add_parser("doctor", help="check this machine: packages, GPU, cameras, "
-                                           "virtual camera, display")
+    doctor = sub.add_parser(
+        "doctor", help="check this machine: packages, GPU, cameras, virtual camera, display"
+    )
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     doctor.set_defaults(func=cmd_doctor)
     return parser

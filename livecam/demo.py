@@ -25,15 +25,21 @@ def demo_config(output: str, frames: int, window: bool) -> Config:
                 f"demo input {path} is missing",
                 "run the demo from a LiveCam checkout (the portraits live in assets/)",
             )
-    return Config.from_dict({
-        "source": {"spec": "synthetic", "face_motion": str(DEMO_TARGET), "fps": 30,
-                   "unpaced": not window},
-        "buffer": {"lossless": not window},
-        "output": {"sinks": ["window"] if window else [output]},
-        "pipeline": {"stages": ["swap"]},
-        "swap": {"face": str(DEMO_SOURCE_FACE), "preset": "offline", "select": "one"},
-        "run": {"frames": frames},
-    })
+    return Config.from_dict(
+        {
+            "source": {
+                "spec": "synthetic",
+                "face_motion": str(DEMO_TARGET),
+                "fps": 30,
+                "unpaced": not window,
+            },
+            "buffer": {"lossless": not window},
+            "output": {"sinks": ["window"] if window else [output]},
+            "pipeline": {"stages": ["swap"]},
+            "swap": {"face": str(DEMO_SOURCE_FACE), "preset": "offline", "select": "one"},
+            "run": {"frames": frames},
+        }
+    )
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -42,8 +48,10 @@ def run_demo(args: argparse.Namespace) -> int:
     window = args.window if args.window is not None else window_problem() is None
     cfg = demo_config(args.output, args.frames, window)
     where = "a preview window" if window else args.output
-    print(f"LiveCam demo: {DEMO_SOURCE_FACE.name} swapped onto an animated {DEMO_TARGET.name} "
-          f"({args.frames} frames, offline preset) -> {where}")
+    print(
+        f"LiveCam demo: {DEMO_SOURCE_FACE.name} swapped onto an animated {DEMO_TARGET.name} "
+        f"({args.frames} frames, offline preset) -> {where}"
+    )
     summary = run_pipeline(cfg, quiet=False)
     print_summary(summary)
     if not window:

@@ -59,7 +59,8 @@ class Snapshot:
         lat = f"{self.latency_ms.p50:.1f}/{self.latency_ms.p99:.1f}" if self.latency_ms else "n/a"
         stages = " ".join(f"{n}={p.p50:.1f}" for n, p in self.stages_ms.items())
         if self.gpu:
-            gpu = f"VRAM {self.gpu.get('vram_used_mb', 0):.0f}/{self.gpu.get('vram_total_mb', 0):.0f}MB"
+            used, total = self.gpu.get("vram_used_mb", 0), self.gpu.get("vram_total_mb", 0)
+            gpu = f"VRAM {used:.0f}/{total:.0f}MB"
         else:
             gpu = "GPU n/a"
         return (

@@ -215,10 +215,25 @@ def test_camera_that_disappears_is_reopened(tmp_path: Path, testdata: Path) -> N
 def test_cli_run_writes_stats_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stats = tmp_path / "stats.json"
     out_png = tmp_path / "last.png"
-    code = cli_main([
-        "run", "--source", "synthetic", "--size", "320x240", "--unpaced", "--frames", "50",
-        "--sink", "null", "--sink", str(out_png), "--stats-json", str(stats), "--quiet",
-    ])
+    code = cli_main(
+        [
+            "run",
+            "--source",
+            "synthetic",
+            "--size",
+            "320x240",
+            "--unpaced",
+            "--frames",
+            "50",
+            "--sink",
+            "null",
+            "--sink",
+            str(out_png),
+            "--stats-json",
+            str(stats),
+            "--quiet",
+        ]
+    )
     assert code == 0
     summary = json.loads(stats.read_text())
     for key in ("frames_in", "frames_out", "dropped", "fps_out", "latency_ms", "stages_ms"):
@@ -231,10 +246,11 @@ def test_cli_run_writes_stats_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "frames in 50" in capsys.readouterr().out
 
 
-def test_cli_bad_config_value_names_the_field(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_bad_config_value_names_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     toml = tmp_path / "bad.toml"
-    toml.write_text('[buffer]\ncapacity = 0\n')
+    toml.write_text("[buffer]\ncapacity = 0\n")
     assert cli_main(["run", "--config", str(toml)]) == 2
     err = capsys.readouterr().err
     assert "buffer.capacity" in err and "1 to 64" in err
@@ -243,9 +259,24 @@ def test_cli_bad_config_value_names_the_field(tmp_path: Path,
 def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
     stats = tmp_path / "s.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "livecam", "run", "--source", "synthetic", "--size", "320x240",
-         "--sink", "null", "--stats-json", str(stats), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "livecam",
+            "run",
+            "--source",
+            "synthetic",
+            "--size",
+            "320x240",
+            "--sink",
+            "null",
+            "--stats-json",
+            str(stats),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     time.sleep(2.5)

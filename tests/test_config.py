@@ -64,7 +64,8 @@ def test_cli_options_override_the_config_file(tmp_path: Path) -> None:
     toml = tmp_path / "c.toml"
     toml.write_text('[source]\nspec = "screen"\nfps = 15.0\n[output]\nsinks = ["window"]\n')
     args = build_parser().parse_args(
-        ["run", "--config", str(toml), "--fps", "60", "--sink", "null", "--sink", "out.mp4"])
+        ["run", "--config", str(toml), "--fps", "60", "--sink", "null", "--sink", "out.mp4"]
+    )
     cfg = config_from_args(args)
     assert cfg.source.spec == "screen" and cfg.source.fps == 60.0
     assert cfg.output.sinks == ("null", "out.mp4")
@@ -81,6 +82,14 @@ def test_run_help_documents_every_option() -> None:
         if action.option_strings and action.dest != "help":
             assert action.help, f"{action.option_strings} has no help text"
     text = run_parser.format_help()
-    for option in ("--source", "--sink", "--fps", "--size", "--frames", "--stats-json",
-                   "--unpaced", "--config"):
+    for option in (
+        "--source",
+        "--sink",
+        "--fps",
+        "--size",
+        "--frames",
+        "--stats-json",
+        "--unpaced",
+        "--config",
+    ):
         assert option in text

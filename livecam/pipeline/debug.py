@@ -85,8 +85,15 @@ class FaceBoxStage:
                 for i in range(5):
                     px, py = int(row[4 + 2 * i]), int(row[5 + 2 * i])
                     cv2.circle(canvas, (px, py), 2, (0, 0, 255), -1)
-                cv2.putText(canvas, f"{row[14]:.2f}", (x, max(y - 4, 10)),
-                            cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 255, 0), 1)
+                cv2.putText(
+                    canvas,
+                    f"{row[14]:.2f}",
+                    (x, max(y - 4, 10)),
+                    cv2.FONT_HERSHEY_SIMPLEX,
+                    0.5,
+                    (0, 255, 0),
+                    1,
+                )
             packet.frame = canvas
         return batch
 
