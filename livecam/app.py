@@ -15,6 +15,7 @@ from livecam.output import OutputWorker
 from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.stage import Stage
+from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sources import make_source
@@ -55,7 +56,8 @@ class App:
         sinks: list[Sink] | None = None,
     ) -> None:
         self.config = config
-        self.telemetry = telemetry or Telemetry()
+        self._gpu = NvmlReader()
+        self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
         self._stages = stages
         self._sinks = sinks
         self._stop = threading.Event()
@@ -165,6 +167,7 @@ class App:
             if worker.is_alive():
                 hung.append(worker.name)
                 log.warning("%s did not stop within %.1f s", worker.name, per_thread)
+        self._gpu.close()
         return hung
 
     def snapshot(self, recent: bool = False) -> Snapshot:

@@ -251,8 +251,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from livecam.doctor import format_checks, run_doctor
 
-    checks = run_doctor()
-    print(format_checks(checks))
+    checks = run_doctor(args.vcam_backend, args.vcam_device)
+    ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+    print(format_checks(checks, ascii_only=ascii_only))
     return 0 if all(c.ok is not False for c in checks) else 1
 
 
@@ -295,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser(
         "doctor", help="check this machine: packages, GPU, cameras, virtual camera, display"
     )
+    doctor.add_argument("--vcam-backend", help="check this pyvirtualcam backend only")
+    doctor.add_argument("--vcam-device", help="check this virtual camera device")
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     doctor.set_defaults(func=cmd_doctor)
     return parser

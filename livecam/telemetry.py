@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -18,9 +19,9 @@ EventListener = Callable[[Event], None]
 
 
 class GpuReader(Protocol):
-    """Anything that returns a GPU reading as a dict (name, vram_used_mb, ...) or None."""
+    """Anything that returns a GPU reading (with vram_used_mb, vram_total_mb) or None."""
 
-    def read(self) -> dict[str, Any] | None: ...
+    def snapshot(self) -> Any | None: ...
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class Telemetry:
             fps_in, fps_out = self._in.rate(recent), self._out.rate(recent)
             frames_in, frames_out, repeats = self._in.count, self._out.count, self._repeats
             events = self._event_count
-        gpu = self._gpu_reader.read() if self._gpu_reader is not None else None
+        reading = self._gpu_reader.snapshot() if self._gpu_reader is not None else None
+        gpu = dataclasses.asdict(reading) if reading is not None else None
         stage_pcts = {n: p for n, v in stages.items() if (p := Percentiles.of(v)) is not None}
         return Snapshot(
             elapsed_s=(time.perf_counter_ns() - self._start_ns) / 1e9,

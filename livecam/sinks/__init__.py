@@ -1,0 +1,128 @@
+"""Output sinks and the factory that builds them from ``output.sinks`` specs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from livecam.config import OutputConfig
+from livecam.errors import SinkError, VirtualCameraUnavailable
+from livecam.sinks.base import Sink
+from livecam.sinks.null import NullSink
+from livecam.sinks.preview import PreviewWindowSink, window_problem
+from livecam.sinks.recorder import IMAGE_SUFFIXES, VIDEO_CODECS, ImageWriterSink, RecorderSink
+from livecam.sinks.virtualcam import VirtualCamSink
+from livecam.types import Frame
+
+__all__ = [
+    "AutoSink",
+    "ImageWriterSink",
+    "NullSink",
+    "PreviewWindowSink",
+    "RecorderSink",
+    "Sink",
+    "VirtualCamSink",
+    "make_sink",
+    "make_sinks",
+]
+
+log = logging.getLogger(__name__)
+
+ACCEPTED = (
+    "'virtualcam', 'window', 'auto', 'null', a video file "
+    f"({', '.join(VIDEO_CODECS)}) or an image file ({', '.join(IMAGE_SUFFIXES)})"
+)
+
+
+class AutoSink(Sink):
+    """The virtual camera if one opens; else a preview window when a display exists; else null.
+
+    Falling back is logged as a loud warning that carries the virtual-camera fix.
+    ``chosen`` is the sink in use after ``open``; ``wants_repeats`` follows it.
+    """
+
+    name = "auto"
+
+    def __init__(self, backend: str | None = None, device: str | None = None) -> None:
+        self._backend = backend
+        self._device = device
+        self.chosen: Sink | None = None
+
+    @property
+    def wants_repeats(self) -> bool:  # type: ignore[override]
+        return True if self.chosen is None else self.chosen.wants_repeats
+
+    def open(self, width: int, height: int, fps: float) -> None:
+        self.close()
+        cam = VirtualCamSink(self._backend, self._device)
+        try:
+            cam.open(width, height, fps)
+        except VirtualCameraUnavailable as e:
+            fallback = self._open_fallback(width, height, fps)
+            log.warning(
+                "NO VIRTUAL CAMERA - apps like OBS, Zoom or Discord will not see LiveCam; "
+                "showing the output in %s instead.\n%s\n  fix: %s",
+                "a preview window"
+                if isinstance(fallback, PreviewWindowSink)
+                else "no window (null sink: frames are discarded)",
+                e.message,
+                e.hint,
+            )
+            self.chosen = fallback
+            return
+        self.chosen = cam
+
+    @staticmethod
+    def _open_fallback(width: int, height: int, fps: float) -> Sink:
+        if window_problem() is None:
+            window = PreviewWindowSink()
+            try:
+                window.open(width, height, fps)
+                return window
+            except SinkError as e:
+                log.warning("preview window unavailable: %s", e)
+        null = NullSink()
+        null.open(width, height, fps)
+        return null
+
+    def send(self, frame: Frame) -> None:
+        if self.chosen is None:
+            raise SinkError("auto sink: send() before open()")
+        self.chosen.send(frame)
+
+    def close(self) -> None:
+        chosen, self.chosen = self.chosen, None
+        if chosen is not None:
+            chosen.close()
+
+    @property
+    def closed(self) -> bool:
+        """True when the fallback preview window was closed by the user."""
+        return bool(getattr(self.chosen, "closed", False))
+
+
+def make_sink(spec: str, cfg: OutputConfig) -> Sink:
+    """Build one sink from a spec; raise SinkError listing the accepted forms."""
+    key = spec.strip()
+    kind = key.lower()
+    if kind == "virtualcam":
+        return VirtualCamSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
+    if kind == "auto":
+        return AutoSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
+    if kind == "window":
+        return PreviewWindowSink()
+    if kind == "null":
+        return NullSink()
+    suffix = Path(key).suffix.lower()
+    if key and suffix in VIDEO_CODECS:
+        return RecorderSink(key)
+    if key and suffix in IMAGE_SUFFIXES:
+        return ImageWriterSink(key)
+    raise SinkError(f"unknown output sink {spec!r}", f"use {ACCEPTED}")
+
+
+def make_sinks(specs: tuple[str, ...], cfg: OutputConfig) -> list[Sink]:
+    """Build every sink named in ``specs`` (several are allowed), in order."""
+    if not specs:
+        raise SinkError("no output sink given", f"use {ACCEPTED}")
+    return [make_sink(s, cfg) for s in specs]

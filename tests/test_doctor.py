@@ -1,0 +1,212 @@
+"""ONNX Runtime provider handling, NVML readings and `livecam doctor` on this machine."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from recording_backend import (
+    RecordingStore,
+    register_recording_backend,
+    unregister,
+    xvfb_display,
+)
+
+from livecam.doctor import Check, check_display, check_package, format_checks, run_doctor
+from livecam.doctor import _Package as Package
+from livecam.errors import ModelError
+from livecam.runtime.gpu import NvmlReader, gpu_snapshot
+from livecam.runtime.providers import (
+    CPU,
+    CUDA,
+    TENSORRT,
+    create_session,
+    probe_providers,
+    provider_chain,
+    short_name,
+    tiny_model_bytes,
+)
+
+
+def _has_nvidia() -> bool:
+    with NvmlReader() as r:
+        return r.available
+
+
+def test_provider_chain() -> None:
+    every = [TENSORRT, CUDA, CPU]
+    assert provider_chain("auto", every) == [CUDA, CPU]  # TensorRT only when asked for
+    assert provider_chain("cuda", every) == [CUDA, CPU]
+    assert provider_chain("tensorrt", every) == [TENSORRT, CUDA, CPU]
+    assert provider_chain("cpu", every) == [CPU]
+    assert provider_chain("cuda", [CPU]) == [CPU]  # plain onnxruntime build
+    assert provider_chain("auto", ["DmlExecutionProvider", CPU]) == ["DmlExecutionProvider", CPU]
+    trt = provider_chain("tensorrt", every, trt_cache_dir="/cache")[0]
+    assert isinstance(trt, tuple) and trt[0] == TENSORRT
+    assert trt[1]["trt_engine_cache_path"] == "/cache"
+    with pytest.raises(ValueError, match="gpu"):
+        provider_chain("gpu", every)  # type: ignore[arg-type]
+    assert short_name(CUDA) == "cuda" and short_name("FooExecutionProvider") == "foo"
+
+
+def test_probe_reports_cpu_working_and_gpu_providers_with_reasons() -> None:
+    t0 = time.perf_counter()
+    probes = {p.name: p for p in probe_providers()}
+    elapsed = time.perf_counter() - t0
+    assert set(probes) == set(ort.get_available_providers())
+    assert probes[CPU].works and probes[CPU].detail
+    if _has_nvidia():
+        pytest.skip("an NVIDIA GPU is present; the GPU probes are checked by bench/")
+    for name in (CUDA, TENSORRT):
+        if name in probes:  # listed as available by onnxruntime-gpu, but cannot work here
+            assert probes[name].works is False
+            assert len(probes[name].detail) > 10  # a reason, e.g. the missing CUDA library
+    assert elapsed < 3.0 * len(probes)
+
+
+def test_probe_of_an_unknown_provider_is_a_result_not_an_exception() -> None:
+    (probe,) = probe_providers(["NoSuchExecutionProvider"])
+    assert probe.works is False and "not in this ONNX Runtime build" in probe.detail
+
+
+def test_create_session_runs_and_reports_the_provider(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="livecam.runtime.providers"):
+        session, used = create_session(tiny_model_bytes(), "cpu")
+    assert used == CPU == session.get_providers()[0]
+    x = np.ones((1, 4), np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], x + x)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_create_session_from_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.onnx"
+    path.write_bytes(tiny_model_bytes())
+    _, used = create_session(path, "cpu")
+    assert used == CPU
+
+
+@pytest.mark.parametrize("prefer", ["cuda", "auto"])
+def test_cpu_fallback_is_loud(caplog: pytest.LogCaptureFixture, prefer: str) -> None:
+    if _has_nvidia():
+        pytest.skip("CUDA may really work on this machine")
+    if CUDA not in ort.get_available_providers():
+        pytest.skip("this ONNX Runtime build has no CUDA provider")
+    with caplog.at_level(logging.WARNING, logger="livecam.runtime.providers"):
+        session, used = create_session(tiny_model_bytes(), prefer)  # type: ignore[arg-type]
+    assert used == CPU and session.get_providers() == [CPU]
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    text = warning.getMessage()
+    assert "NOT CUDA" in text and "running on CPU" in text and "Fix:" in text
+
+
+def test_bad_model_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="bad.onnx"):
+        create_session(bad, "cpu")
+
+
+def test_gpu_snapshot_or_none_with_reason() -> None:
+    reader = NvmlReader()
+    try:
+        if reader.available:
+            snap = reader.snapshot()
+            assert snap is not None and snap.vram_total_mb > 0
+            assert 0 <= snap.vram_used_mb <= snap.vram_total_mb
+            return
+        assert reader.snapshot() is None
+        assert reader.error
+    finally:
+        reader.close()
+        reader.close()
+    assert gpu_snapshot() is None
+
+
+def test_package_check_flags_both_onnxruntime_builds() -> None:
+    both = Package("ONNX Runtime", ("onnxruntime-gpu", "pyvirtualcam"), True)  # two present
+    check = check_package(both)
+    assert check.ok is False and "several" in check.detail and "uninstall" in check.fix
+    missing = check_package(Package("x", ("no-such-dist-livecam",), True))
+    assert missing.ok is False and missing.fix == "pip install no-such-dist-livecam"
+    optional = check_package(Package("y", ("no-such-dist-livecam",), False, "extras"))
+    assert optional.ok is None
+
+
+@pytest.fixture
+def recording() -> Iterator[RecordingStore]:
+    store = register_recording_backend()
+    yield store
+    unregister(store.name)
+
+
+def test_doctor_on_this_machine() -> None:
+    t0 = time.perf_counter()
+    checks = run_doctor()
+    assert time.perf_counter() - t0 < 5.0
+    by_name = {c.name: c for c in checks}
+    assert by_name["Python"].ok is True
+    assert by_name["package numpy"].ok is True and np.__version__ in by_name["package numpy"].detail
+    assert by_name["ONNX Runtime cpu"].ok is True
+    cam = by_name["virtual camera"]
+    if cam.ok:
+        pytest.skip("a real virtual camera works here")
+    if sys.platform == "linux":
+        assert "'v4l2loopback' backend" in cam.detail
+        assert "sudo modprobe v4l2loopback devices=1 video_nr=10 exact_nr=1" in cam.fix
+    for c in checks:
+        assert c.ok is True or c.detail  # every problem says what it is
+        if c.ok is False:
+            assert c.fix, c.name
+    assert {"GPU", "cameras", "display"} <= set(by_name)
+    if sys.platform == "linux" and not list(Path("/dev").glob("video*")):
+        assert by_name["cameras"].ok is False
+    text = format_checks(checks)
+    assert "✘ virtual camera" in text and "    fix: " in text
+
+
+def test_doctor_virtual_camera_ok_with_backend(recording: RecordingStore) -> None:
+    checks = run_doctor(virtualcam_backend=recording.name)
+    (cam,) = [c for c in checks if c.name == "virtual camera"]
+    assert cam.ok is True and recording.device in cam.detail
+
+
+def test_format_checks() -> None:
+    checks = [
+        Check("a", True, "fine", "ignored"),
+        Check("b", False, "broken\nsecond line", "do this"),
+        Check("c", None, "absent", "maybe that"),
+    ]
+    assert format_checks(checks).splitlines() == [
+        "✔ a: fine",
+        "✘ b: broken",
+        "    second line",
+        "    fix: do this",
+        "– c: absent",
+        "    fix: maybe that",
+    ]
+    assert format_checks(checks, ascii_only=True).splitlines()[1] == "x b: broken"
+
+
+def test_display_check_without_and_with_xvfb(monkeypatch: pytest.MonkeyPatch) -> None:
+    if sys.platform != "linux":
+        pytest.skip("display detection by environment is Linux-only")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    absent = check_display()
+    assert absent.ok is None and "DISPLAY" in absent.detail and "xvfb-run" in absent.fix
+    with xvfb_display() as display:
+        if display is None:
+            pytest.skip("Xvfb not installed")
+        monkeypatch.setenv("DISPLAY", display)
+        present = check_display()
+    assert (
+        present.ok is True
+        and display in present.detail
+        and "screen capture works" in present.detail
+    )
