@@ -1,0 +1,274 @@
+"""Webcams through OpenCV's VideoCapture, with the right backend per OS.
+
+A ``CameraSource`` also accepts a path or URL instead of a device index (tests drive the
+real VideoCapture on a video file this way); a file is replayed from its start at its end,
+as an endless stream, like a camera.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy.typing as npt
+
+from livecam.config import SourceConfig
+from livecam.errors import SourceError
+from livecam.sources.base import Source
+from livecam.sources.image import fit_frame, to_bgr8
+from livecam.sources.video import file_fps
+from livecam.types import Frame
+
+log = logging.getLogger(__name__)
+
+_BACKENDS = {
+    "v4l2": "CAP_V4L2",
+    "dshow": "CAP_DSHOW",
+    "msmf": "CAP_MSMF",
+    "avfoundation": "CAP_AVFOUNDATION",
+    "gstreamer": "CAP_GSTREAMER",
+    "ffmpeg": "CAP_FFMPEG",
+}
+_OPEN_ATTEMPTS = 5  # reads tried right after opening (some drivers drop the first frames)
+_CLOSE_WAIT_S = 2.0
+
+
+def camera_api(backend: str = "auto", platform: str = sys.platform) -> int:
+    """The cv2 ``CAP_*`` constant for a ``source.camera_backend`` name on ``platform``.
+
+    ``auto`` picks DirectShow on Windows, AVFoundation on macOS and V4L2 on Linux
+    (``CAP_ANY`` elsewhere).
+    """
+    if backend == "auto":
+        if platform.startswith("win"):
+            backend = "dshow"
+        elif platform == "darwin":
+            backend = "avfoundation"
+        elif platform.startswith("linux"):
+            backend = "v4l2"
+        else:
+            return int(cv2.CAP_ANY)
+    if backend not in _BACKENDS:
+        raise SourceError(
+            f"unknown camera backend {backend!r}",
+            f"use one of: auto, {', '.join(_BACKENDS)}",
+        )
+    return int(getattr(cv2, _BACKENDS[backend]))
+
+
+def camera_hint(device: int | str, platform: str = sys.platform) -> str:
+    """What to try when camera ``device`` cannot be opened, for ``platform``."""
+    common = "close other apps that use the camera (Zoom, Teams, OBS, browser tabs)"
+    others = "try another index, e.g. source.spec = 'camera:1' (`livecam doctor` lists cameras)"
+    if platform.startswith("win"):
+        os_part = (
+            "allow camera access in Settings > Privacy & security > Camera "
+            "('Let desktop apps access your camera')"
+        )
+    elif platform == "darwin":
+        os_part = (
+            "allow camera access for your terminal or Python in "
+            "System Settings > Privacy & Security > Camera"
+        )
+    else:
+        os_part = (
+            "check the device exists with `ls /dev/video*` and that you may read it "
+            "(add yourself to the 'video' group: sudo usermod -aG video $USER, then log in again)"
+        )
+    if isinstance(device, str):
+        return f"check the path or URL {device!r} exists and plays; {common}"
+    return f"{common}; {os_part}; {others}"
+
+
+@contextlib.contextmanager
+def quiet_opencv() -> Iterator[None]:
+    """Silence OpenCV's own warnings (failed probes print a lot) for the block."""
+    logging_mod = getattr(getattr(cv2, "utils", None), "logging", None)
+    if logging_mod is None:
+        yield
+        return
+    previous = logging_mod.getLogLevel()
+    logging_mod.setLogLevel(logging_mod.LOG_LEVEL_SILENT)
+    try:
+        yield
+    finally:
+        logging_mod.setLogLevel(previous)
+
+
+def _device_label(device: int | str) -> str:
+    return f"camera {device}" if isinstance(device, int) else f"camera stream {device!r}"
+
+
+class CameraSource(Source):
+    """A camera (device index) or a stream/file (path or URL) read with cv2.VideoCapture.
+
+    ``read`` waits for the device's next frame (``self_paced``). The requested
+    ``cfg.size``/``cfg.fps`` and MJPG (``cfg.mjpg``) are asked of the device; frames the
+    device delivers at another size are fitted to ``cfg.size`` (scale to cover, centre
+    crop), or made even when no size was asked for.
+    """
+
+    name = "camera"
+    self_paced = True
+
+    def __init__(self, device: int | str | Path = 0, cfg: SourceConfig | None = None) -> None:
+        self.device: int | str = device if isinstance(device, int) else str(device)
+        self.cfg = cfg or SourceConfig()
+        self._cap: cv2.VideoCapture | None = None
+        self._fps = self.cfg.fps
+        self._pending: Frame | None = None
+        self._lock = threading.Lock()
+        self._close_requested = False
+        self._warned_size = False
+
+    @property
+    def fps(self) -> float:
+        return self._fps
+
+    @property
+    def is_file(self) -> bool:
+        return isinstance(self.device, str) and Path(self.device).is_file()
+
+    def _api(self) -> int:
+        if isinstance(self.device, str) and self.cfg.camera_backend == "auto":
+            return int(cv2.CAP_ANY)  # a path or URL: let OpenCV pick (FFmpeg, GStreamer)
+        return camera_api(self.cfg.camera_backend)
+
+    def _configure(self, cap: cv2.VideoCapture) -> None:
+        """Ask for MJPG, size and fps (fourcc first: some V4L2 drivers need that order)."""
+        if self.cfg.mjpg:
+            cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter.fourcc(*"MJPG"))
+        if self.cfg.size is not None:
+            cap.set(cv2.CAP_PROP_FRAME_WIDTH, self.cfg.size[0])
+            cap.set(cv2.CAP_PROP_FRAME_HEIGHT, self.cfg.size[1])
+        cap.set(cv2.CAP_PROP_FPS, self.cfg.fps)
+        cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # newest frame, not a queue of stale ones
+
+    def _start(self) -> tuple[cv2.VideoCapture, npt.NDArray[Any]]:
+        label = _device_label(self.device)
+        with quiet_opencv():
+            cap = cv2.VideoCapture(self.device, self._api())
+            if not cap.isOpened():
+                cap.release()
+                raise SourceError(f"cannot open {label}", camera_hint(self.device))
+            if isinstance(self.device, int):
+                self._configure(cap)
+            for _ in range(_OPEN_ATTEMPTS):
+                ok, raw = cap.read()
+                if ok and raw is not None:
+                    return cap, raw
+        cap.release()
+        raise SourceError(
+            f"{label} opened but delivers no frames (busy or not a video device)",
+            camera_hint(self.device),
+        )
+
+    def _convert(self, raw: npt.NDArray[Any]) -> Frame:
+        frame = raw if raw.ndim == 3 and raw.shape[2] == 3 else to_bgr8(raw)
+        size = self.cfg.size
+        if size is not None and (frame.shape[1], frame.shape[0]) != size and not self._warned_size:
+            self._warned_size = True
+            log.warning(
+                "%s delivers %dx%d instead of the requested %dx%d; resizing",
+                _device_label(self.device),
+                frame.shape[1],
+                frame.shape[0],
+                *size,
+            )
+        return fit_frame(frame, size)
+
+    def open(self) -> None:
+        cap, raw = self._start()
+        fps = file_fps(cap, self.cfg.fps)
+        with self._lock:
+            self._release()
+            self._close_requested = False
+            self._cap, self._pending, self._fps = cap, self._convert(raw), fps
+        log.info(
+            "%s open via %s: %dx%d at %.2f fps",
+            _device_label(self.device),
+            cap.getBackendName(),
+            raw.shape[1],
+            raw.shape[0],
+            fps,
+        )
+
+    def read(self) -> Frame:
+        with self._lock:
+            if self._pending is not None:
+                frame, self._pending = self._pending, None
+                return frame
+            if self._cap is None:
+                raise SourceError(f"{_device_label(self.device)} is not open", "call open() first")
+            ok, raw = self._cap.read()
+            if self._close_requested:  # close() gave up waiting for us: release here
+                self._release()
+                raise SourceError(f"{_device_label(self.device)} was closed")
+            if (not ok or raw is None) and self.is_file:
+                self._release()  # end of a file: replay it like an endless camera stream
+                self._cap, raw = self._start()
+                ok = True
+            if not ok or raw is None:
+                raise SourceError(
+                    f"{_device_label(self.device)} stopped delivering frames "
+                    "(unplugged, or taken by another app?)",
+                    "replug the camera or close the other app; LiveCam reopens it "
+                    f"every {self.cfg.reopen_interval_s:g} s",
+                )
+            return self._convert(raw)
+
+    def _release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+    def close(self) -> None:
+        """Release the device; safe from another thread while ``read`` waits on it."""
+        if self._lock.acquire(timeout=_CLOSE_WAIT_S):
+            try:
+                self._release()
+                self._pending = None
+            finally:
+                self._lock.release()
+        else:  # a read is stuck in the driver; it releases the device when it returns
+            self._close_requested = True
+            log.warning("%s: read still pending, release deferred", _device_label(self.device))
+
+
+def list_cameras(max_index: int = 5, backend: str = "auto") -> list[dict[str, object]]:
+    """Probe device indices 0..max_index-1 quietly; describe each camera that delivers a frame.
+
+    Each entry: ``index``, ``backend`` (OpenCV's name), ``width``, ``height``, ``fps``.
+    On Linux indices without a ``/dev/videoN`` node are skipped without opening anything.
+    """
+    found: list[dict[str, object]] = []
+    api = camera_api(backend)
+    with quiet_opencv():
+        for index in range(max_index):
+            if sys.platform.startswith("linux") and not Path(f"/dev/video{index}").exists():
+                continue
+            cap = cv2.VideoCapture(index, api)
+            try:
+                if not cap.isOpened():
+                    continue
+                ok, raw = cap.read()
+                if not ok or raw is None:
+                    continue
+                found.append(
+                    {
+                        "index": index,
+                        "backend": cap.getBackendName(),
+                        "width": int(raw.shape[1]),
+                        "height": int(raw.shape[0]),
+                        "fps": float(cap.get(cv2.CAP_PROP_FPS) or 0.0),
+                    }
+                )
+            finally:
+                cap.release()
+    return found

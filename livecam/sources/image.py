@@ -1,0 +1,223 @@
+"""Still images: load any common image file as a contract frame, and repeat it as a source.
+
+Conversion rules (``to_bgr8``), chosen so every input gives a predictable BGR frame:
+
+* grayscale (H, W) or (H, W, 1) -> three equal channels;
+* BGRA -> **composited over black** (``bgr * alpha``): fully transparent pixels become
+  black whatever colour they hide, half-transparent ones are darkened;
+* 16-bit -> 8-bit by ``round(v / 257)`` (65535 -> 255); float -> ``[0, 1]`` scaled to
+  255 when its maximum is <= 1, else clipped to ``[0, 255]``; bool -> 0 / 255;
+* palette PNGs are expanded by the decoder (with a tRNS chunk they arrive as BGRA).
+
+Frame-size policy (sinks and video encoders need even sizes):
+
+* with a requested size, ``fit_frame`` scales to *cover* it and centre-crops the excess,
+  so faces are never stretched and there are no black bars (``contain`` mode instead
+  keeps the whole picture and fills the bars with a blurred copy);
+* without one, ``make_even`` drops the last row and/or column of odd-sized frames, which
+  keeps every other pixel exact (no resampling blur).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Literal
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from livecam.config import SourceConfig
+from livecam.errors import FrameFormatError, SourceError
+from livecam.sources.base import Source
+from livecam.types import Frame
+
+log = logging.getLogger(__name__)
+
+IMAGE_EXTENSIONS = frozenset(
+    {
+        ".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".dib", ".tif", ".tiff", ".webp",
+        ".jp2", ".pbm", ".pgm", ".ppm", ".pnm", ".pxm", ".sr", ".ras", ".exr", ".hdr",
+        ".pic", ".avif",
+    }
+)  # fmt: skip
+"""File extensions treated as still images (GIF is read as a video: it may be animated)."""
+
+FitMode = Literal["cover", "contain"]
+
+READABLE_FORMATS = "JPEG, PNG (8/16-bit, grayscale, RGBA, palette), BMP, TIFF, WebP, PNM"
+
+
+def _to_uint8(array: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
+    """Convert any numeric dtype to uint8 with the rules in the module docstring."""
+    if array.dtype == np.uint8:
+        return array  # type: ignore[return-value]
+    if array.dtype == np.bool_:
+        return array.astype(np.uint8) * np.uint8(255)
+    if array.dtype == np.uint16:
+        return ((array.astype(np.uint32) + 128) // 257).astype(np.uint8)
+    if np.issubdtype(array.dtype, np.floating):
+        f = np.nan_to_num(array.astype(np.float32), nan=0.0, posinf=255.0, neginf=0.0)
+        if f.size and float(f.max()) <= 1.0:
+            f = f * 255.0
+        return np.clip(np.rint(f), 0, 255).astype(np.uint8)
+    if np.issubdtype(array.dtype, np.integer):
+        return np.clip(array, 0, 255).astype(np.uint8)
+    raise FrameFormatError(
+        f"cannot convert an image of dtype {array.dtype} to 8-bit",
+        "pass an integer, float or bool image",
+    )
+
+
+def to_bgr8(array: npt.NDArray[np.generic]) -> Frame:
+    """Return ``array`` as a contract frame: uint8 BGR (H, W, 3), C-contiguous.
+
+    Accepts (H, W), (H, W, 1), (H, W, 3) BGR and (H, W, 4) BGRA of any numeric dtype;
+    see the module docstring for the exact rules. The input is never modified.
+    """
+    if not isinstance(array, np.ndarray):
+        raise FrameFormatError(f"expected a numpy array, got {type(array).__name__}")
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[:, :, 0]
+    if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[2] not in (3, 4)):
+        raise FrameFormatError(
+            f"cannot convert an image of shape {array.shape} to BGR",
+            "pass (H, W) grayscale, (H, W, 3) BGR or (H, W, 4) BGRA",
+        )
+    if array.shape[0] < 2 or array.shape[1] < 2:
+        raise FrameFormatError(f"image of shape {array.shape} is too small (min 2x2)")
+    if array.ndim == 3 and array.shape[2] == 4:
+        alpha = _to_uint8(array[:, :, 3]).astype(np.uint16)
+        bgr = _to_uint8(array[:, :, :3]).astype(np.uint16)
+        out: npt.NDArray[np.uint8] = ((bgr * alpha[:, :, None] + 127) // 255).astype(np.uint8)
+        return np.ascontiguousarray(out)
+    img = _to_uint8(array)
+    if img.ndim == 2:
+        gray3 = np.asarray(cv2.cvtColor(img, cv2.COLOR_GRAY2BGR), dtype=np.uint8)
+        return gray3
+    return np.ascontiguousarray(img)
+
+
+def make_even(frame: Frame) -> Frame:
+    """Drop the last row/column of an odd-sized frame; return a C-contiguous frame."""
+    h, w = frame.shape[:2]
+    if h % 2 == 0 and w % 2 == 0 and frame.flags.c_contiguous:
+        return frame
+    return np.ascontiguousarray(frame[: h - h % 2, : w - w % 2])
+
+
+def _resize(frame: Frame, size: tuple[int, int]) -> Frame:
+    shrink = size[0] * size[1] < frame.shape[0] * frame.shape[1]
+    interp = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
+    return np.asarray(cv2.resize(frame, size, interpolation=interp), dtype=np.uint8)
+
+
+def fit_frame(frame: Frame, size: tuple[int, int] | None, mode: FitMode = "cover") -> Frame:
+    """Return ``frame`` at ``size`` (width, height) without distorting it.
+
+    ``cover``: scale to cover the size and centre-crop the excess (no bars; the default,
+    what webcams do). ``contain``: scale to fit inside and fill the bars with a blurred,
+    darkened copy of the frame (nothing is cut off: used for portraits). With ``size``
+    None the frame is only made even (see ``make_even``).
+    """
+    if size is None:
+        return make_even(frame)
+    tw, th = size
+    h, w = frame.shape[:2]
+    if (w, h) == (tw, th):
+        return frame if frame.flags.c_contiguous else np.ascontiguousarray(frame)
+    if mode == "contain":
+        scale = min(tw / w, th / h)
+        sw, sh = min(tw, max(1, round(w * scale))), min(th, max(1, round(h * scale)))
+        small = _resize(frame, (max(2, tw // 16), max(2, th // 16)))
+        blurred = np.asarray(cv2.GaussianBlur(small, (0, 0), 2), dtype=np.uint8)
+        canvas = _resize(blurred, (tw, th)) // 2
+        x0, y0 = (tw - sw) // 2, (th - sh) // 2
+        canvas[y0 : y0 + sh, x0 : x0 + sw] = _resize(frame, (sw, sh))
+        return canvas
+    scale = max(tw / w, th / h)
+    sw, sh = max(tw, round(w * scale)), max(th, round(h * scale))
+    scaled = _resize(frame, (sw, sh))
+    x0, y0 = (sw - tw) // 2, (sh - th) // 2
+    return np.ascontiguousarray(scaled[y0 : y0 + th, x0 : x0 + tw])
+
+
+def _decode(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.generic] | None:
+    """Decode with depth and alpha kept; apply the EXIF orientation of 8-bit colour images."""
+    img: npt.NDArray[np.generic] | None = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if img is None:
+        return None
+    plain_8bit = img.dtype == np.uint8 and (img.ndim == 2 or img.shape[2] in (1, 3))
+    if plain_8bit and b"Exif" in data[:65536].tobytes():
+        # IMREAD_UNCHANGED ignores EXIF orientation; IMREAD_COLOR applies it (phone photos).
+        oriented = cv2.imdecode(data, cv2.IMREAD_COLOR)
+        if oriented is not None:
+            return oriented
+    return img
+
+
+def load_image_bgr(path: str | Path) -> Frame:
+    """Read an image file of any common kind as a contract frame (uint8 BGR (H, W, 3)).
+
+    Keeps the native size (odd sizes included); raises SourceError naming the file when it
+    is missing or cannot be decoded.
+    """
+    p = Path(path)
+    try:
+        # np.fromfile + imdecode also works for non-ASCII paths on Windows (imread does not).
+        data = np.fromfile(p, dtype=np.uint8)
+    except FileNotFoundError:
+        raise SourceError(f"image file {p} does not exist", "check the path") from None
+    except OSError as e:
+        raise SourceError(
+            f"cannot read image file {p}: {e.strerror or e}", "check the path and permissions"
+        ) from None
+    img = _decode(data) if data.size else None
+    if img is None:
+        raise SourceError(
+            f"cannot decode image file {p} (unknown format or corrupt)",
+            f"use one of {READABLE_FORMATS}; re-save the picture as PNG or JPEG",
+        )
+    try:
+        return to_bgr8(img)
+    except FrameFormatError as e:
+        raise SourceError(f"image file {p}: {e.message}", e.hint) from None
+
+
+class ImageSource(Source):
+    """Repeats one still image at ``cfg.fps`` (paced by the capture thread).
+
+    Each ``read`` returns a fresh copy, so a stage drawing on its frame never alters the
+    still. Size: ``cfg.size`` if set (see ``fit_frame``), else the image's size made even.
+    """
+
+    name = "image"
+    self_paced = False
+
+    def __init__(self, path: str | Path, cfg: SourceConfig | None = None) -> None:
+        self.path = Path(path)
+        self.cfg = cfg or SourceConfig(spec=str(path))
+        self._frame: Frame | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def fps(self) -> float:
+        return self.cfg.fps
+
+    def open(self) -> None:
+        frame = fit_frame(load_image_bgr(self.path), self.cfg.size)
+        with self._lock:
+            self._frame = frame
+        log.info("image source %s: %dx%d", self.path, frame.shape[1], frame.shape[0])
+
+    def read(self) -> Frame:
+        with self._lock:
+            if self._frame is None:
+                raise SourceError(f"image source {self.path} is not open", "call open() first")
+            return self._frame.copy()
+
+    def close(self) -> None:
+        with self._lock:
+            self._frame = None
