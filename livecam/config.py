@@ -204,7 +204,7 @@ class SwapConfig(_Validated):
     preset: Preset = "offline"
     select: FaceSelection = "one"
     reference: str | None = None  # with select = "reference": image of the face to replace
-    reference_threshold: float = 0.6  # max descriptor distance to the reference face
+    reference_threshold: float | None = None  # max embedding distance (None: the model's own)
     detect_every: int = 3  # run the detector every N frames, track in between
     smoothing: float = 1.0  # landmark smoothing strength (0 = off)
     keep_mouth: bool = True  # keep the target's inner mouth
@@ -215,7 +215,11 @@ class SwapConfig(_Validated):
         self._require(
             self.face_index is None or self.face_index >= 0, "face_index", "an integer >= 0"
         )
-        self._require(0 < self.reference_threshold <= 2, "reference_threshold", "(0, 2]")
+        self._require(
+            self.reference_threshold is None or 0 < self.reference_threshold <= 2,
+            "reference_threshold",
+            "a distance in (0, 2], or unset for the model's default",
+        )
         self._require(1 <= self.detect_every <= 60, "detect_every", "an integer from 1 to 60")
         self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
 

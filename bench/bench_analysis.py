@@ -1,0 +1,105 @@
+"""Benchmark the offline (dlib) face analysis at 640x480: detector, landmarks, descriptor,
+and the per-frame cost of FaceTracker on a face-motion clip. Prints medians of several runs.
+
+    python bench/bench_analysis.py [--face PORTRAIT] [--frames 120] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from livecam.config import SourceConfig
+from livecam.pipeline.analysis import offline_analyzer
+from livecam.pipeline.tracking import FaceTracker
+from livecam.sources.synthetic import SyntheticSource
+from livecam.types import Frame
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_face() -> Path:
+    env = os.environ.get("LIVECAM_TESTDATA")
+    roots = ([Path(env)] if env else []) + [p / "shared" / "testdata" for p in REPO.parents]
+    for root in roots:
+        path = root / "faces" / "obama_official_portrait_2012.jpg"
+        if path.is_file():
+            return path
+    assets = sorted((REPO / "assets").glob("*.jpg"))
+    if assets:
+        return assets[0]
+    raise SystemExit("no portrait found: pass --face PATH")
+
+
+def clip(face: Path, frames: int) -> list[Frame]:
+    src = SyntheticSource(SourceConfig(spec="synthetic", size=(640, 480), face_motion=str(face)))
+    src.open()
+    out = [src.render(i) for i in range(frames)]
+    src.close()
+    return out
+
+
+def ms(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--face", type=Path, default=None)
+    ap.add_argument("--frames", type=int, default=120)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--detect-every", type=int, default=3)
+    args = ap.parse_args()
+    face = args.face or default_face()
+    frames = clip(face, args.frames)
+    analyzer = offline_analyzer()
+    first = analyzer.analyze(frames[0], with_embedding=True)
+    print(
+        f"clip: {len(frames)} frames 640x480 from {face.name}; faces in frame 0: {len(first)}"
+        + (f", width {first[0].width:.0f} px" if first else "")
+    )
+    det = analyzer.detector
+    print(f"HOG detect (max_side 400)     : {ms(lambda: det.detect(frames[0]), 20):6.2f} ms")
+    if first:
+        lmk, enc = analyzer.landmarker, analyzer.encoder
+        f0 = first[0]
+        print(f"68-pt landmark fit (1 face)   : {ms(lambda: lmk.fit(frames[0], f0), 50):6.2f} ms")
+        if enc is not None:
+            print(
+                f"128-d descriptor (1 face)     : {ms(lambda: enc.embed(frames[0], f0), 5):6.2f} ms"
+            )
+    for every, smoothing in [(1, 1.0), (args.detect_every, 0.0), (args.detect_every, 1.0)]:
+        means, medians, p95s, counts = [], [], [], []
+        for _ in range(args.runs):
+            tracker = FaceTracker.from_analyzer(analyzer, detect_every=every, smoothing=smoothing)
+            per = []
+            found = 0
+            for i, frame in enumerate(frames):
+                t = time.perf_counter()
+                found += len(tracker.update(frame, i))
+                per.append((time.perf_counter() - t) * 1000)
+            means.append(float(np.mean(per)))
+            medians.append(float(np.median(per)))
+            p95s.append(float(np.percentile(per, 95)))
+            counts.append(found / len(frames))
+        print(
+            f"tracker detect_every={every} smoothing={smoothing}: per frame mean "
+            f"{statistics.median(means):.2f} ms, median {statistics.median(medians):.2f} ms, "
+            f"p95 {statistics.median(p95s):.2f} ms (median of {args.runs} runs; "
+            f"faces/frame {statistics.median(counts):.2f})"
+        )
+
+
+if __name__ == "__main__":
+    main()

