@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from media import xvfb_display
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -34,3 +36,12 @@ def testdata() -> Path:
 @pytest.fixture(scope="session")
 def assets_dir() -> Path:
     return REPO / "assets"
+
+
+@pytest.fixture(scope="module")
+def xvfb() -> Iterator[str]:
+    """A private 640x480 Xvfb display (``:N``); skips where Xvfb is not installed."""
+    with xvfb_display() as display:
+        if display is None:
+            pytest.skip("Xvfb is not installed (apt-get install xvfb): these tests need a display")
+        yield display

@@ -9,15 +9,9 @@ Registering mutates pyvirtualcam's global backend table: use unique names and ca
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import shutil
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,27 +130,3 @@ def register_failing_backend(name: str | None = None) -> str:
 def unregister(name: str) -> None:
     """Remove a backend registered by a test (no error when already gone)."""
     BACKENDS.pop(name, None)
-
-
-@contextlib.contextmanager
-def xvfb_display() -> Iterator[str | None]:
-    """Start a private Xvfb and yield its DISPLAY (``:N``), or None when Xvfb is absent."""
-    exe = shutil.which("Xvfb")
-    if exe is None or not sys.platform.startswith("linux"):
-        yield None
-        return
-    r, w = os.pipe()
-    proc = subprocess.Popen(
-        [exe, "-displayfd", str(w), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-        pass_fds=(w,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(w)
-    try:
-        with os.fdopen(r) as f:
-            number = f.readline().strip()
-        yield f":{number}" if number else None
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

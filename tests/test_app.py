@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from recording_backend import RecordingStore, register_recording_backend, unregister
 
 from livecam.app import App
 from livecam.cli import main as cli_main
@@ -28,7 +29,6 @@ from livecam.errors import StartupError
 from livecam.sources.stamp import read_stamp
 from livecam.telemetry import Telemetry
 from livecam.types import Event, FramePacket
-from tests.recording_backend import RecordingStore, register_recording_backend, unregister
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import cv2
+from media import read_video
 
 from livecam.demo import DEMO_SOURCE_FACE, DEMO_TARGET
 
@@ -24,13 +25,7 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "frames in 45, out 45" in proc.stdout
-    cap = cv2.VideoCapture(str(out))
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        frames.append(frame)
+    frames, _ = read_video(out)
     assert len(frames) == 45
     assert frames[0].shape[:2] == cv2.imread(str(DEMO_TARGET)).shape[:2]
     # the face in the video is closer to the source identity than the animated original

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from media import xvfb_display
 from recording_backend import (
     RecordingStore,
     register_recording_backend,
     unregister,
-    xvfb_display,
 )
 
 from livecam.doctor import Check, check_display, check_package, format_checks, run_doctor

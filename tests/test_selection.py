@@ -14,15 +14,10 @@ from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
 from livecam.pipeline.identity import embedding_distance
 from livecam.pipeline.selection import ReferenceMatcher, main_face, select_faces
 from livecam.pipeline.source_face import SourceFaceCache
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
 TWO = "obama_biden_two_people.jpg"
-
-
-def _imread(path: Path) -> Frame:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    assert img is not None, path
-    return np.ascontiguousarray(img, dtype=np.uint8)
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +32,12 @@ def cache() -> SourceFaceCache:
 
 @pytest.fixture(scope="module")
 def two(testdata: Path, analyzer: FaceAnalyzer) -> tuple[Frame, list[Face]]:
-    img = _imread(testdata / "faces" / TWO)
+    img = load_image_bgr(testdata / "faces" / TWO)
     return img, analyzer.analyze(img)
 
 
 def _ref(testdata: Path, analyzer: FaceAnalyzer, name: str) -> np.ndarray:
-    face = analyzer.analyze(_imread(testdata / "faces" / name), with_embedding=True)[0]
+    face = analyzer.analyze(load_image_bgr(testdata / "faces" / name), with_embedding=True)[0]
     assert face.embedding is not None
     return face.embedding
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from media import read_video
 from recording_backend import (
     RecordingStore,
     register_failing_backend,
     register_recording_backend,
     unregister,
-    xvfb_display,
 )
 
 from livecam.config import OutputConfig
@@ -60,20 +60,6 @@ def imread(path: Path) -> np.ndarray:
     image = cv2.imread(str(path))
     assert image is not None, f"{path} is not readable"
     return image
-
-
-def read_video(path: Path) -> tuple[list[np.ndarray], float]:
-    cap = cv2.VideoCapture(str(path))
-    assert cap.isOpened(), f"{path} does not play"
-    fps = cap.get(cv2.CAP_PROP_FPS)
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        frames.append(frame)
-    cap.release()
-    return frames, fps
 
 
 @pytest.mark.parametrize(
@@ -208,14 +194,6 @@ def test_window_problem_rules() -> None:
     assert window_problem({"DISPLAY": ":1"}) is None
     assert "XWayland" in (window_problem({"WAYLAND_DISPLAY": "wayland-0"}) or "")
     assert "abort" in (window_problem({"DISPLAY": ":1", "QT_QPA_PLATFORM": "offscreen"}) or "")
-
-
-@pytest.fixture
-def xvfb() -> Iterator[str]:
-    with xvfb_display() as display:
-        if display is None:
-            pytest.skip("Xvfb not installed")
-        yield display
 
 
 def test_window_shows_frames_on_xvfb(xvfb: str) -> None:

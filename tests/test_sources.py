@@ -9,9 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
-import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -256,30 +254,6 @@ class _X11:
 
     def close(self) -> None:
         self.x.XCloseDisplay(self.dpy)
-
-
-@pytest.fixture(scope="module")
-def xvfb() -> Iterator[str]:
-    """A 640x480 Xvfb display on a free number (Xvfb picks it: -displayfd)."""
-    binary = shutil.which("Xvfb")
-    if binary is None:
-        pytest.skip("Xvfb is not installed (apt-get install xvfb) - screen tests need a display")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [binary, "-displayfd", str(write_fd), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    try:
-        with os.fdopen(read_fd) as pipe:
-            number = pipe.readline().strip()  # written once the server accepts clients
-        assert number.isdigit(), "Xvfb did not report its display number"
-        yield f":{number}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 BG_BGR = (0xCC, 0x66, 0x33)  # root background 0x3366CC (RGB)

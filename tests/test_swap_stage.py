@@ -7,6 +7,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from recording_backend import RecordingStore, register_recording_backend, unregister
 
 from livecam.app import App
 from livecam.cli import main as cli_main
@@ -17,7 +18,6 @@ from livecam.pipeline.identity import embedding_distance
 from livecam.pipeline.swap import build_swap_stage
 from livecam.sources.image import load_image_bgr, make_even
 from livecam.types import FramePacket
-from tests.recording_backend import RecordingStore, register_recording_backend, unregister
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
 from livecam.pipeline.detect import DlibHogDetector
 from livecam.pipeline.tracking import FaceTracker, OneEuroFilter, box_from_landmarks, iou
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
 PORTRAIT = "obama_official_portrait_2012.jpg"
@@ -30,12 +31,6 @@ class CountingDetector(DlibHogDetector):
         return super().detect_gray(gray)
 
 
-def _imread(path: Path) -> Frame:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    assert img is not None, path
-    return np.ascontiguousarray(img, dtype=np.uint8)
-
-
 @pytest.fixture(scope="module")
 def analyzer() -> FaceAnalyzer:
     return offline_analyzer(with_encoder=False)
@@ -44,7 +39,7 @@ def analyzer() -> FaceAnalyzer:
 @pytest.fixture(scope="module")
 def face_crop(testdata: Path) -> Frame:
     """A 300x300 head-and-shoulders crop with a face of about 150 px."""
-    img = _imread(testdata / "faces" / PORTRAIT)
+    img = load_image_bgr(testdata / "faces" / PORTRAIT)
     (face,) = DlibHogDetector(max_side=800).detect(img)
     cx, cy = face.center
     s = face.width
@@ -173,7 +168,7 @@ def test_box_from_landmarks_matches_the_detector_box(
     testdata: Path, analyzer: FaceAnalyzer
 ) -> None:
     for name in [PORTRAIT, "biden_official_portrait.jpg", "grace_hopper_navy_portrait.jpg"]:
-        img = _imread(testdata / "faces" / name)
+        img = load_image_bgr(testdata / "faces" / name)
         face = offline_analyzer(max_side=800, with_encoder=False).analyze(img)[0]
         assert face.landmarks is not None
         assert iou(box_from_landmarks(face.landmarks), face.bbox) > 0.6, name

@@ -1,0 +1,213 @@
+"""Colour transfer, mask building and alpha blending for face paste-back.
+
+Pure functions on image regions (ROIs). Images are uint8 BGR or float32 Lab arrays of the
+same (h, w); masks are float32 in [0, 1] unless said otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+FloatImage = npt.NDArray[np.float32]
+ByteImage = npt.NDArray[np.uint8]
+Points = npt.NDArray[np.float32]
+
+ColorMode = Literal["lab", "rct", "none"]
+
+
+def to_lab(bgr: ByteImage) -> FloatImage:
+    """uint8 BGR -> float32 Lab in OpenCV's 8-bit scaling (all channels 0..255)."""
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB).astype(np.float32)
+
+
+def from_lab(lab: FloatImage) -> ByteImage:
+    """float32 Lab (8-bit scaling) -> uint8 BGR, clipped."""
+    return np.asarray(
+        cv2.cvtColor(np.clip(lab, 0, 255).astype(np.uint8), cv2.COLOR_LAB2BGR), np.uint8
+    )
+
+
+def masked_mean_std(
+    img: FloatImage, weight: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Per-channel mean and standard deviation of ``img`` over the pixels where ``weight``."""
+    c = img.shape[2]
+    mask = weight.view(np.uint8) if weight.dtype == np.bool_ else weight.astype(np.uint8)
+    if cv2.countNonZero(mask) < 2:
+        return np.zeros(c, np.float32), np.ones(c, np.float32)
+    mean, std = cv2.meanStdDev(img, mask=mask)
+    return mean.reshape(c).astype(np.float32), std.reshape(c).astype(np.float32)
+
+
+def transfer_mean_std(
+    src: FloatImage,
+    src_region: npt.NDArray[np.bool_],
+    ref: FloatImage,
+    ref_region: npt.NDArray[np.bool_],
+    max_ratio: float = 2.0,
+) -> FloatImage:
+    """Reinhard-style transfer: give ``src`` the per-channel mean/std of ``ref``.
+
+    Statistics come from the masked regions; the std ratio is clipped to
+    [1/max_ratio, max_ratio] so a flat region does not blow up noise.
+    """
+    mu_s, sd_s = masked_mean_std(src, src_region)
+    mu_r, sd_r = masked_mean_std(ref, ref_region)
+    ratio = np.clip(sd_r / np.maximum(sd_s, 1e-3), 1.0 / max_ratio, max_ratio)
+    return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
+
+
+def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImage:
+    """Normalised-convolution Gaussian low-pass of ``img`` using only pixels where ``mask``.
+
+    Computed at a reduced resolution (the result is smooth anyway), so its cost does not
+    grow with sigma.
+    """
+    h, w = mask.shape
+    scale = max(1, int(sigma / 3))
+    sw, sh = max(1, w // scale), max(1, h // scale)
+    small_m = cv2.resize(mask, (sw, sh), interpolation=cv2.INTER_AREA)
+    small_i = cv2.resize(img, (sw, sh), interpolation=cv2.INTER_AREA)
+    s = sigma / scale
+    num = cv2.GaussianBlur(small_i * small_m[..., None], (0, 0), s)
+    den = cv2.GaussianBlur(small_m, (0, 0), s)[..., None]
+    small = num / np.maximum(den, 1e-4)
+    out = np.asarray(cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR), np.float32)
+    if out.ndim == 2:
+        out = out[..., None]
+    return out
+
+
+def color_transfer_lab(
+    src: FloatImage,
+    ref: FloatImage,
+    region: npt.NDArray[np.bool_],
+    mode: ColorMode,
+    face_size: float,
+    local_strength: float = 1.0,
+) -> FloatImage:
+    """Colour-match the warped source face ``src`` to the target ``ref`` (Lab, same ROI).
+
+    ``lab``: per-channel mean/std transfer in Lab, then local illumination matching: the
+    low-frequency difference (masked Gaussian, sigma about 1/7 of the face size) between
+    target and source is added, so the target's shading (three-quarter light) carries over
+    while the source's detail stays. ``rct``: Reinhard mean/std transfer in Lab only.
+    ``none``: returns ``src`` unchanged.
+    """
+    if mode == "none" or not region.any():
+        return src
+    out = transfer_mean_std(src, region, ref, region)
+    if mode == "lab" and local_strength > 0:
+        m = region.astype(np.float32)
+        sigma = max(2.0, face_size / 7.0)
+        diff = masked_lowpass(ref, m, sigma) - masked_lowpass(out, m, sigma)
+        out += local_strength * diff
+    return out
+
+
+def color_transfer(
+    src_bgr: ByteImage,
+    ref_bgr: ByteImage,
+    region: npt.NDArray[np.bool_],
+    mode: ColorMode,
+    face_size: float,
+    local_strength: float = 1.0,
+) -> ByteImage:
+    """``color_transfer_lab`` on uint8 BGR images (see there)."""
+    if mode == "none" or not region.any():
+        return src_bgr
+    lab = color_transfer_lab(
+        to_lab(src_bgr), to_lab(ref_bgr), region, mode, face_size, local_strength
+    )
+    return from_lab(lab)
+
+
+def skin_likelihood(
+    lab: FloatImage, sample: npt.NDArray[np.bool_], smooth: float, lo: float = 2.0, hi: float = 3.5
+) -> FloatImage:
+    """How skin-like each pixel is (0..1), judged against the skin sampled in ``sample``.
+
+    Mahalanobis distance in Lab to the sample's mean and covariance (lightly regularised):
+    1 below ``lo``, 0 above ``hi``, linear between, then
+    blurred with sigma ``smooth``. Computed at half resolution.
+    """
+    h, w = lab.shape[:2]
+    if sample.sum() < 10:
+        return np.ones((h, w), np.float32)
+    px = lab[sample].astype(np.float64)
+    mu = px.mean(axis=0)
+    cov = np.cov(px, rowvar=False) + np.diag([4.0, 1.0, 1.0])
+    inv = np.linalg.inv(cov).astype(np.float32)
+    small = cv2.resize(lab, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA)
+    d = small.reshape(-1, 3) - mu.astype(np.float32)
+    d2 = np.einsum("ij,jk,ik->i", d, inv, d).reshape(small.shape[:2])
+    p = np.clip((hi - np.sqrt(d2)) / (hi - lo), 0.0, 1.0).astype(np.float32)
+    p = cv2.GaussianBlur(p, (0, 0), max(0.5, smooth / 2))
+    out: FloatImage = cv2.resize(p, (w, h), interpolation=cv2.INTER_LINEAR)
+    return out
+
+
+def feather_mask(
+    hull_mask: ByteImage, feather_px: float, keep_out: ByteImage | None = None
+) -> FloatImage:
+    """Alpha from a filled hull mask (uint8 0/255): 0 on the boundary, rising smoothly
+    (smoothstep of the distance to the boundary) to 1 at ``feather_px`` inside.
+
+    ``keep_out`` (uint8 0/255) marks regions that must show the target (e.g. the inner
+    mouth); they are cut out with a soft edge of about ``feather_px / 6``.
+    """
+    dist = cv2.distanceTransform(hull_mask, cv2.DIST_L2, 3)
+    t = np.clip(dist * (1.0 / max(feather_px, 1.0)), 0.0, 1.0)
+    alpha: FloatImage = t * t * (3.0 - 2.0 * t)
+    if keep_out is not None and keep_out.any():
+        k = max(1.0, feather_px / 6.0)
+        soft = cv2.GaussianBlur(keep_out.astype(np.float32) * (1.0 / 255.0), (0, 0), k)
+        alpha *= 1.0 - np.clip(soft * 1.6, 0.0, 1.0)
+    return alpha
+
+
+def polygon_mask(shape: tuple[int, int], polygons: list[Points], convex: bool) -> ByteImage:
+    """uint8 mask (0/255) of size ``shape`` (h, w) with the polygons filled."""
+    mask = np.zeros(shape, np.uint8)
+    for poly in polygons:
+        pts = np.round(poly).astype(np.int32)
+        if convex:
+            cv2.fillConvexPoly(mask, cv2.convexHull(pts), 255, cv2.LINE_AA)
+        else:
+            cv2.fillPoly(mask, [pts], 255, cv2.LINE_AA)
+    mask[mask < 128] = 0
+    mask[mask >= 128] = 255
+    return mask
+
+
+def alpha_blend(dst: ByteImage, src: ByteImage, alpha: FloatImage) -> ByteImage:
+    """``dst + alpha * (src - dst)``, rounded to uint8. Where alpha is 0 the result equals
+    ``dst`` bit for bit."""
+    d = dst.astype(np.float32)
+    out = d + alpha[..., None] * (src.astype(np.float32) - d)
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+
+
+def seamless_blend(
+    dst: ByteImage, src: ByteImage, alpha: FloatImage, threshold: float = 0.5
+) -> ByteImage:
+    """Poisson (cv2.seamlessClone) blend of ``src`` into ``dst`` (same size ROI) inside
+    ``alpha > threshold``; the result is then alpha-blended so the edge stays soft and
+    pixels with alpha 0 keep ``dst`` exactly."""
+    mask = np.where(alpha > threshold, 255, 0).astype(np.uint8)
+    h, w = mask.shape
+    # seamlessClone needs the mask strictly inside the destination
+    mask[:1, :] = 0
+    mask[-1:, :] = 0
+    mask[:, :1] = 0
+    mask[:, -1:] = 0
+    if not mask.any():
+        return alpha_blend(dst, src, alpha)
+    x, y, bw, bh = cv2.boundingRect(mask)
+    center = (x + bw // 2, y + bh // 2)
+    cloned = np.asarray(cv2.seamlessClone(src, dst, mask, center, cv2.NORMAL_CLONE), np.uint8)
+    return alpha_blend(dst, cloned, alpha)

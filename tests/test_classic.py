@@ -1,0 +1,160 @@
+"""The classic swapper on real faces (dlib analysis from the offline preset)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from livecam.config import SwapConfig
+from livecam.errors import LivecamError
+from livecam.pipeline import blend, mesh
+from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
+from livecam.pipeline.classic import ClassicSwapper
+from livecam.types import Face
+
+
+def _load(testdata: Path, name: str, max_side: int = 640) -> np.ndarray:
+    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
+    assert img is not None, name
+    s = max_side / max(img.shape[:2])
+    if s < 1:
+        img = cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(img)
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> FaceAnalyzer:
+    return offline_analyzer(max_side=1024, upsample=1)
+
+
+@pytest.fixture(scope="module")
+def obama(testdata: Path, analyzer: FaceAnalyzer) -> tuple[np.ndarray, Face]:
+    img = _load(testdata, "obama_official_portrait_2012.jpg")
+    return img, analyzer.analyze(img, with_embedding=True)[0]
+
+
+@pytest.fixture(scope="module")
+def biden(testdata: Path, analyzer: FaceAnalyzer) -> tuple[np.ndarray, Face]:
+    img = _load(testdata, "biden_official_portrait.jpg")
+    return img, analyzer.analyze(img, with_embedding=True)[0]
+
+
+def _dist(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    assert a is not None and b is not None
+    return float(np.linalg.norm(a - b))
+
+
+def _face_at(analyzer: FaceAnalyzer, img: np.ndarray, ref: Face) -> Face:
+    faces = analyzer.analyze(img, with_embedding=True)
+    assert faces, "no face found in the output"
+    return min(faces, key=lambda f: np.hypot(*(np.subtract(f.center, ref.center))))
+
+
+def test_swap_moves_identity_toward_source(analyzer, obama, biden) -> None:
+    (src, sf), (tgt, tf) = obama, biden
+    swapper = ClassicSwapper()
+    model = swapper.prepare(src, sf.landmarks)
+    out = swapper.swap(tgt, [tf.landmarks], model)
+    of = _face_at(analyzer, out, tf)
+    before = _dist(tf.embedding, sf.embedding)
+    after = _dist(of.embedding, sf.embedding)
+    assert after < before - 0.05, (before, after)
+    assert _dist(of.embedding, sf.embedding) < _dist(of.embedding, tf.embedding)
+
+
+@pytest.mark.parametrize("mode", ["feather", "seamless"])
+def test_pixels_outside_face_roi_unchanged(obama, biden, mode) -> None:
+    (src, sf), (tgt, tf) = obama, biden
+    swapper = ClassicSwapper(SwapConfig(blend=mode))
+    original = tgt.copy()
+    out = swapper.swap(tgt, [tf.landmarks], swapper.prepare(src, sf.landmarks))
+    assert np.array_equal(tgt, original), "the input frame must not be modified"
+    roi = swapper.face_roi(tf.landmarks, tgt.shape)
+    assert roi is not None
+    x0, y0, x1, y1 = roi
+    outside = np.ones(tgt.shape[:2], bool)
+    outside[y0:y1, x0:x1] = False
+    assert np.array_equal(out[outside], tgt[outside])
+    assert not np.array_equal(out[y0:y1, x0:x1], tgt[y0:y1, x0:x1])
+
+
+def test_no_target_returns_frame_unchanged(obama, biden) -> None:
+    (src, sf), (tgt, _) = obama, biden
+    swapper = ClassicSwapper()
+    model = swapper.prepare(src, sf.landmarks)
+    assert np.array_equal(swapper.swap(tgt, [], model), tgt)
+    assert swapper.swap(tgt, [], model, inplace=True) is tgt
+
+
+def test_two_faces_both_swapped(testdata, analyzer, biden) -> None:
+    src, sf = biden
+    img = _load(testdata, "obama_biden_two_people.jpg", 1200)
+    faces = analyzer.analyze(img, with_embedding=True)
+    assert len(faces) == 2
+    swapper = ClassicSwapper()
+    out = swapper.swap(img, [f.landmarks for f in faces], swapper.prepare(src, sf.landmarks))
+    for f in faces:
+        roi = swapper.face_roi(f.landmarks, img.shape)
+        assert roi is not None
+        x0, y0, x1, y1 = roi
+        assert np.abs(out[y0:y1, x0:x1].astype(int) - img[y0:y1, x0:x1]).mean() > 3
+        of = _face_at(analyzer, out, f)
+        assert _dist(of.embedding, sf.embedding) < _dist(f.embedding, sf.embedding)
+
+
+def _inner_mouth(shape: tuple[int, ...], lm: np.ndarray) -> np.ndarray:
+    m = blend.polygon_mask((shape[0], shape[1]), [lm[mesh.INNER_MOUTH]], convex=False)
+    return cv2.erode(m, np.ones((5, 5), np.uint8)) > 0
+
+
+def test_keep_mouth_keeps_target_mouth_interior(testdata, analyzer, obama) -> None:
+    src, sf = obama
+    tgt = _load(testdata, "obama_speech_2009.jpg")  # speaking: mouth open
+    tf = analyzer.analyze(tgt)[0]
+    inner = _inner_mouth(tgt.shape, tf.landmarks)
+    assert inner.sum() > 50, "the test target should have an open mouth"
+    kept = ClassicSwapper(SwapConfig(keep_mouth=True))
+    out = kept.swap(tgt, [tf.landmarks], kept.prepare(src, sf.landmarks))
+    diff_kept = np.abs(out[inner].astype(int) - tgt[inner]).mean()
+    free = ClassicSwapper(SwapConfig(keep_mouth=False))
+    out2 = free.swap(tgt, [tf.landmarks], free.prepare(src, sf.landmarks))
+    diff_free = np.abs(out2[inner].astype(int) - tgt[inner]).mean()
+    assert diff_kept < 2.0, diff_kept
+    assert diff_free > diff_kept + 5, (diff_free, diff_kept)
+
+
+@pytest.mark.parametrize("mode", ["lab", "rct"])
+def test_color_transfer_moves_lab_mean_toward_target(obama, biden, mode) -> None:
+    (src, sf), (tgt, tf) = obama, biden
+    swapper = ClassicSwapper(SwapConfig(color="none"))
+    # warp the source face onto the target without colour matching, then match
+    model = swapper.prepare(src, sf.landmarks)
+    warped = swapper.swap(tgt, [tf.landmarks], model)
+    region = blend.polygon_mask(tgt.shape[:2], [tf.landmarks[:27]], convex=True) > 0
+    matched = blend.color_transfer(warped, tgt, region, mode, face_size=200.0)
+    target_mean = blend.to_lab(tgt)[region].mean(axis=0)
+    before = np.linalg.norm(blend.to_lab(warped)[region].mean(axis=0) - target_mean)
+    after = np.linalg.norm(blend.to_lab(matched)[region].mean(axis=0) - target_mean)
+    assert before > 5, before
+    assert after < 0.3 * before, (before, after)
+    assert np.array_equal(blend.color_transfer(warped, tgt, region, "none", 200.0), warped)
+
+
+def test_bad_landmarks_are_a_clear_error(obama) -> None:
+    src, _ = obama
+    with pytest.raises(LivecamError, match=r"\(68, 2\)"):
+        ClassicSwapper().prepare(src, np.zeros((5, 2), np.float32))
+
+
+def test_face_partly_outside_frame(obama, biden) -> None:
+    (src, sf), (tgt, tf) = obama, biden
+    # crop so the frame edge cuts through the target face
+    cx = int(tf.center[0])
+    crop = np.ascontiguousarray(tgt[:, cx:])
+    lm = tf.landmarks - np.array([cx, 0], np.float32)
+    swapper = ClassicSwapper()
+    out = swapper.swap(crop, [lm], swapper.prepare(src, sf.landmarks))
+    assert out.shape == crop.shape and not np.array_equal(out, crop)
