@@ -175,6 +175,7 @@ class App:
 
     def _abort(self, capture: CaptureWorker, sinks: list[Sink]) -> None:
         self._stop.set()
+        self._gpu.close()
         capture.join(2.0)
         for sink in sinks:
             try:

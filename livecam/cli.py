@@ -284,7 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
         "a window when a display exists, else writes demo.mp4.",
     )
     demo.add_argument("--output", default="demo.mp4", help="video written when headless")
-    demo.add_argument("--frames", type=int, default=90, help="frames to render (default 90)")
+    demo.add_argument(
+        "--frames",
+        type=int,
+        help="frames to render (default: 90 to a file, until the window is closed on screen)",
+    )
     demo.add_argument(
         "--window",
         action=argparse.BooleanOptionalAction,

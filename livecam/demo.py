@@ -17,7 +17,10 @@ DEMO_SOURCE_FACE = ASSETS / "grace_hopper.jpg"
 DEMO_TARGET = ASSETS / "astronaut.png"
 
 
-def demo_config(output: str, frames: int, window: bool) -> Config:
+HEADLESS_FRAMES = 90
+
+
+def demo_config(output: str, frames: int | None, window: bool) -> Config:
     """The offline-preset demo: the target portrait moves like a head on a webcam."""
     for path in (DEMO_SOURCE_FACE, DEMO_TARGET):
         if not path.is_file():

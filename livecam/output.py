@@ -17,7 +17,8 @@ class OutputWorker(Worker):
     frame to sinks that need a steady rate (virtual cameras, windows).
 
     Sinks are opened by the app before this thread starts and closed by this thread. A
-    sink that raises is reported as an event and dropped; the other sinks go on.
+    sink that raises, or that the user closed, is reported and dropped; the others go on.
+    With no sink left the thread ends, and so does the stream.
     """
 
     def __init__(
@@ -59,6 +60,11 @@ class OutputWorker(Worker):
                 self.telemetry.event(
                     Event("error", f"sink {sink.name}", f"{e}; this output is turned off")
                 )
+                self.sinks.remove(sink)
+                self._close(sink)
+                continue
+            if sink.closed:
+                self.telemetry.event(Event("info", f"sink {sink.name}", "closed by the user"))
                 self.sinks.remove(sink)
                 self._close(sink)
 

@@ -107,3 +107,24 @@ def test_a_failing_sink_is_turned_off_and_the_others_go_on() -> None:
     assert app.stop() == []
     assert bad.sent == 3 and good.sent == 30
     assert any(e.origin == "sink exploding" and "device vanished" in e.message for e in events)
+
+
+class ClosableWindow(CountingSink):
+    """A window the user closes after five frames."""
+
+    name = "window"
+    wants_repeats = True
+
+    def send(self, frame: Frame) -> None:
+        self.sent += 1
+        self.closed = self.sent >= 5
+
+
+def test_stream_ends_when_the_user_closes_the_only_window() -> None:
+    window = ClosableWindow()
+    cfg = Config.from_dict({"source": {"spec": "synthetic", "size": [320, 240], "fps": 60}})
+    app = App(cfg, sinks=[window])
+    app.start()
+    assert app.wait(5), "closing the last output ends the stream"
+    assert app.stop() == []
+    assert window.sent == 5

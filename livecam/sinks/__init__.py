@@ -96,9 +96,9 @@ class AutoSink(Sink):
             chosen.close()
 
     @property
-    def closed(self) -> bool:
+    def closed(self) -> bool:  # type: ignore[override]
         """True when the fallback preview window was closed by the user."""
-        return bool(getattr(self.chosen, "closed", False))
+        return self.chosen is not None and self.chosen.closed
 
 
 def make_sink(spec: str, cfg: OutputConfig) -> Sink:

@@ -18,6 +18,9 @@ class Sink(ABC):
     #: True for sinks that need a steady rate (virtual cameras, windows): the output
     #: thread re-sends the last frame when no new one arrived within one period.
     wants_repeats: bool = True
+    #: set by sinks the user can close (a preview window); the output thread then drops
+    #: the sink, and when no sink is left the stream ends
+    closed: bool = False
 
     @abstractmethod
     def open(self, width: int, height: int, fps: float) -> None:
