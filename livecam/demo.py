@@ -49,11 +49,13 @@ def run_demo(args: argparse.Namespace) -> int:
     from livecam.sinks.preview import window_problem
 
     window = args.window if args.window is not None else window_problem() is None
-    cfg = demo_config(args.output, args.frames, window)
-    where = "a preview window" if window else args.output
+    frames = args.frames if args.frames is not None or window else HEADLESS_FRAMES
+    cfg = demo_config(args.output, frames, window)
+    where = "a preview window (close it or press q to stop)" if window else args.output
+    length = f"{frames} frames" if frames else "until stopped"
     print(
         f"LiveCam demo: {DEMO_SOURCE_FACE.name} swapped onto an animated {DEMO_TARGET.name} "
-        f"({args.frames} frames, offline preset) -> {where}"
+        f"({length}, offline preset) -> {where}"
     )
     summary = run_pipeline(cfg, quiet=False)
     print_summary(summary)

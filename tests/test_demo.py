@@ -17,16 +17,16 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
     out = tmp_path / "demo.mp4"
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     proc = subprocess.run(
-        [sys.executable, "-m", "livecam", "demo", "--frames", "45", "--output", str(out)],
+        [sys.executable, "-m", "livecam", "demo", "--output", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "frames in 45, out 45" in proc.stdout
+    assert "frames in 90, out 90" in proc.stdout
     frames, _ = read_video(out)
-    assert len(frames) == 45
+    assert len(frames) == 90
     assert frames[0].shape[:2] == cv2.imread(str(DEMO_TARGET)).shape[:2]
     # the face in the video is closer to the source identity than the animated original
     from livecam.config import SourceConfig
