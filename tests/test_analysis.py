@@ -193,3 +193,19 @@ def test_grayscale_shape_predictor_matches_colour_entry(testdata: Path) -> None:
     b = lmk.fit_gray(gray, det).landmarks
     assert a is not None and b is not None
     np.testing.assert_array_equal(a, b)
+
+
+def test_five_point_predictor_gives_arcface_keypoints(
+    testdata: Path, analyzer: FaceAnalyzer
+) -> None:
+    from livecam.pipeline.landmarks import Dlib5Landmarker
+
+    img = _read(testdata, "obama_official_portrait_2012.jpg")
+    face = analyzer.analyze(img)[0]
+    five = Dlib5Landmarker().fit(img, face)
+    assert five.landmarks is None and five.kps.shape == (5, 2)
+    inter_ocular = float(np.linalg.norm(face.kps[1] - face.kps[0]))
+    err = np.linalg.norm(five.kps - face.kps, axis=1) / inter_ocular
+    assert err[:2].max() < 0.05, f"eye centres off by {err[:2]}"
+    assert err.max() < 0.25, f"template-placed nose/mouth off by {err}"
+    assert five.kps[0, 0] < five.kps[1, 0] and five.kps[3, 1] > five.kps[2, 1] > five.kps[0, 1]
