@@ -18,15 +18,14 @@ import argparse
 import statistics
 from pathlib import Path
 
-from livecam.app import App
-from livecam.config import Config
+from pipeline_run import run_to_end
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
 def one_run(frames: int, unpaced: bool, fps: float) -> dict[str, float]:
     """One pipeline run; unpaced runs are lossless so every frame is swapped."""
-    cfg = Config.from_dict(
+    return run_to_end(
         {
             "source": {
                 "spec": "synthetic",
@@ -42,21 +41,6 @@ def one_run(frames: int, unpaced: bool, fps: float) -> dict[str, float]:
             "run": {"frames": frames},
         }
     )
-    app = App(cfg)
-    app.start()
-    app.wait()
-    app.stop()
-    s = app.snapshot()
-    assert s.latency_ms is not None
-    swap = s.stages_ms["swap"]
-    return {
-        "fps_out": s.fps_out,
-        "p50": s.latency_ms.p50,
-        "p99": s.latency_ms.p99,
-        "swap_p50": swap.p50,
-        "dropped": s.dropped,
-        "frames_out": s.frames_out,
-    }
 
 
 def report(label: str, runs: list[dict[str, float]]) -> None:

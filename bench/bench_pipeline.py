@@ -11,12 +11,11 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from livecam.app import App
-from livecam.config import Config
+from pipeline_run import run_to_end
 
 
 def one_run(size: tuple[int, int], frames: int, stages: tuple[str, ...]) -> dict[str, float]:
-    cfg = Config.from_dict(
+    return run_to_end(
         {
             "source": {"spec": "synthetic", "size": list(size), "unpaced": True},
             "output": {"sinks": ["null"]},
@@ -24,20 +23,6 @@ def one_run(size: tuple[int, int], frames: int, stages: tuple[str, ...]) -> dict
             "run": {"frames": frames},
         }
     )
-    app = App(cfg)
-    app.start()
-    app.wait()
-    app.stop()
-    s = app.snapshot()
-    assert s.latency_ms is not None
-    return {
-        "fps_out": s.fps_out,
-        "fps_in": s.fps_in,
-        "p50": s.latency_ms.p50,
-        "p99": s.latency_ms.p99,
-        "dropped": s.dropped,
-        "frames_out": s.frames_out,
-    }
 
 
 def main() -> None:
