@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any, get_args
 
 from livecam import __version__
-from livecam.config import CameraBackend, Config, FaceSelection, Preset, StageName
+from livecam.config import (
+    BlendMode,
+    CameraBackend,
+    ColorTransfer,
+    Config,
+    FaceSelection,
+    Preset,
+    StageName,
+)
 from livecam.errors import ConfigError, LivecamError
 from livecam.types import Event
 
@@ -107,6 +115,35 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="faces to replace: one (largest), all, or reference",
     )
     swap.add_argument("--reference", metavar="IMG", help="with --select reference: whose face")
+    swap.add_argument(
+        "--blend",
+        choices=get_args(BlendMode),
+        help="feather (default) or seamless (Poisson cloning, slower)",
+    )
+    swap.add_argument(
+        "--color",
+        choices=get_args(ColorTransfer),
+        help="colour matching: lab (with local light, default), rct, none",
+    )
+    swap.add_argument(
+        "--keep-eyes",
+        action="store_true",
+        default=None,
+        help="keep the target's eyes (when the source photo blinks)",
+    )
+    swap.add_argument(
+        "--no-keep-mouth",
+        dest="keep_mouth",
+        action="store_false",
+        default=None,
+        help="paste the source's mouth too instead of keeping the target's",
+    )
+    swap.add_argument(
+        "--detect-every",
+        type=int,
+        metavar="N",
+        help="run the face detector every N frames, track between (default 3)",
+    )
     run = p.add_argument_group("run")
     run.add_argument("--frames", type=int, metavar="N", help="stop after N captured frames")
     run.add_argument("--stats-json", metavar="PATH", help="write a JSON summary at the end")
@@ -151,6 +188,11 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
             "preset": args.preset,
             "select": args.select,
             "reference": args.reference,
+            "blend": args.blend,
+            "color": args.color,
+            "keep_eyes": args.keep_eyes,
+            "keep_mouth": args.keep_mouth,
+            "detect_every": args.detect_every,
         },
         "run": {"frames": args.frames, "stats_json": args.stats_json},
     }

@@ -208,6 +208,7 @@ class SwapConfig(_Validated):
     detect_every: int = 3  # run the detector every N frames, track in between
     smoothing: float = 1.0  # landmark smoothing strength (0 = off)
     keep_mouth: bool = True  # keep the target's inner mouth
+    keep_eyes: bool = False  # keep the target's eyes (when the source photo blinks)
     color: ColorTransfer = "lab"
     blend: BlendMode = "feather"
 

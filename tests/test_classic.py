@@ -13,6 +13,7 @@ from livecam.errors import LivecamError
 from livecam.pipeline import blend, mesh
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
 from livecam.pipeline.classic import ClassicSwapper
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face
 
 
@@ -158,3 +159,18 @@ def test_face_partly_outside_frame(obama, biden) -> None:
     swapper = ClassicSwapper()
     out = swapper.swap(crop, [lm], swapper.prepare(src, sf.landmarks))
     assert out.shape == crop.shape and not np.array_equal(out, crop)
+
+
+def test_keep_eyes_keeps_the_target_eyes() -> None:
+    assets = Path(__file__).resolve().parents[1] / "assets"
+    analyzer = offline_analyzer(max_side=800, with_encoder=False)
+    src, tgt = load_image_bgr(assets / "grace_hopper.jpg"), load_image_bgr(assets / "astronaut.png")
+    src_lm, tgt_lm = analyzer.analyze(src)[0].landmarks, analyzer.analyze(tgt)[0].landmarks
+    assert src_lm is not None and tgt_lm is not None
+    x, y = tgt_lm[36:42].mean(axis=0).astype(int)
+    eye = (slice(y - 3, y + 4), slice(x - 3, x + 4))
+    for keep, changed in ((False, True), (True, False)):
+        swapper = ClassicSwapper(SwapConfig(keep_eyes=keep))
+        out = swapper.swap(tgt, [tgt_lm], swapper.prepare(src, src_lm))
+        diff = np.abs(out[eye].astype(int) - tgt[eye].astype(int)).mean()
+        assert (diff > 10) == changed, (keep, diff)

@@ -59,7 +59,6 @@ class SourceModel:
 class ClassicOptions:
     """Tuning knobs of the classic swapper (defaults chosen on the swap-quality bench)."""
 
-    keep_eyes: bool = False  # keep the target's eyes (helps when the source blinks)
     feather: float = 0.16  # feather width, fraction of the eye-to-chin distance
     local_light: float = 1.0  # strength of the local illumination matching (lab mode)
     shape_weight: float = 0.5  # move the target mesh toward the source's face shape (0..1)
@@ -184,11 +183,11 @@ class ClassicSwapper:
             band = np.vstack([brow, brow[::-1] + up * (0.05 * size)])
             face |= blend.polygon_mask(shape, [band], convex=False)
         keep_out = None
-        if self.config.keep_mouth or opts.keep_eyes:
+        if self.config.keep_mouth or self.config.keep_eyes:
             polys = []
             if self.config.keep_mouth:
                 polys.append(lm_roi[mesh.INNER_MOUTH])
-            if opts.keep_eyes:
+            if self.config.keep_eyes:
                 polys += [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE]]
             keep_out = blend.polygon_mask(shape, polys, convex=False)
         region = (face > 0) & (hull > 0)
