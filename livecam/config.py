@@ -206,6 +206,7 @@ class SwapConfig(_Validated):
     reference: str | None = None  # with select = "reference": image of the face to replace
     reference_threshold: float | None = None  # max embedding distance (None: the model's own)
     detect_every: int = 3  # run the detector every N frames, track in between
+    detect_size: int = 400  # detector input, long side in px: faces from ~1/5 of it
     smoothing: float = 1.0  # landmark smoothing strength (0 = off)
     keep_mouth: bool = True  # keep the target's inner mouth
     keep_eyes: bool = False  # keep the target's eyes (when the source photo blinks)
@@ -222,6 +223,9 @@ class SwapConfig(_Validated):
             "a distance in (0, 2], or unset for the model's default",
         )
         self._require(1 <= self.detect_every <= 60, "detect_every", "an integer from 1 to 60")
+        self._require(
+            160 <= self.detect_size <= 4096, "detect_size", "an integer from 160 to 4096 (px)"
+        )
         self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
 
 

@@ -19,6 +19,8 @@ from livecam.pipeline.swap import build_swap_stage
 from livecam.sources.image import load_image_bgr, make_even
 from livecam.types import FramePacket
 
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
 
 @pytest.fixture
 def vcam() -> RecordingStore:
@@ -144,3 +146,20 @@ def test_missing_face_and_unknown_preset_are_startup_errors() -> None:
         build_swap_stage(SwapConfig())
     with pytest.raises(ModelError, match="--preset offline"):
         build_swap_stage(SwapConfig(face="x.jpg", preset="standard"))
+
+
+def test_detect_size_finds_smaller_faces_in_large_frames(testdata: Path) -> None:
+    portrait = load_image_bgr(faces_dir(testdata) / "obama_official_portrait_2012.jpg")
+    small = cv2.resize(portrait, None, fx=0.45, fy=0.45)
+    frame = np.full((720, 1280, 3), 100, np.uint8)
+    frame[100 : 100 + small.shape[0], 500 : 500 + small.shape[1]] = small
+    found = {}
+    for size in (400, 800):
+        stage = build_swap_stage(
+            SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), detect_size=size)
+        )
+        stage.warmup(1280, 720)
+        packet = FramePacket(frame, seq=0, t_capture_ns=0)
+        stage.process([packet])
+        found[size] = len(packet.faces)
+    assert found == {400: 0, 800: 1}

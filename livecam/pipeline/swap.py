@@ -98,7 +98,7 @@ def build_swap_stage(cfg: SwapConfig) -> ClassicSwapStage:
         if ref_face.embedding is None or encoder is None:
             raise ModelError(f"no identity embedding for the reference face {cfg.reference}")
         reference = ReferenceMatcher(encoder, ref_face.embedding, cfg.reference_threshold)
-    live = offline_analyzer(with_encoder=False)
+    live = offline_analyzer(max_side=cfg.detect_size, with_encoder=False)
     log.info(
         "swap: source face %d of %d in %s, preset %s, select %s",
         source.face_index,
