@@ -209,3 +209,13 @@ def test_five_point_predictor_gives_arcface_keypoints(
     assert err[:2].max() < 0.05, f"eye centres off by {err[:2]}"
     assert err.max() < 0.25, f"template-placed nose/mouth off by {err}"
     assert five.kps[0, 0] < five.kps[1, 0] and five.kps[3, 1] > five.kps[2, 1] > five.kps[0, 1]
+
+
+def test_corrupt_dlib_weights_are_a_model_error(tmp_path: Path) -> None:
+    corrupt = tmp_path / "shape_predictor_68_face_landmarks.dat"
+    corrupt.write_bytes(b"\x00" * 64)
+    with pytest.raises(ModelError, match="corrupt") as info:
+        Dlib68Landmarker(corrupt)
+    assert str(corrupt) in str(info.value) and "force-reinstall" in str(info.value)
+    with pytest.raises(ModelError, match="corrupt"):
+        DlibDescriptor(corrupt)

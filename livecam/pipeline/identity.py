@@ -17,7 +17,7 @@ import dlib
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.dlib_files import RESNET, dlib_model_path
+from livecam.pipeline.dlib_files import RESNET, dlib_model_path, load_dlib_model
 from livecam.types import Face, Frame
 
 Embedding = npt.NDArray[np.float32]
@@ -69,7 +69,7 @@ class DlibDescriptor:
 
     def __init__(self, model_path: Path | None = None, num_jitters: int = 0) -> None:
         path = model_path if model_path is not None else dlib_model_path(RESNET)
-        self._net = dlib.face_recognition_model_v1(str(path))
+        self._net = load_dlib_model(dlib.face_recognition_model_v1, path)
         self.num_jitters = num_jitters
 
     def embed(self, frame: Frame, face: Face) -> Embedding:

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.pipeline.detect import to_gray
-from livecam.pipeline.dlib_files import SHAPE_5, SHAPE_68, dlib_model_path
+from livecam.pipeline.dlib_files import SHAPE_5, SHAPE_68, dlib_model_path, load_dlib_model
 from livecam.types import Face, Frame
 
 
@@ -45,7 +45,7 @@ class Dlib68Landmarker:
 
     def __init__(self, model_path: Path | None = None) -> None:
         path = model_path if model_path is not None else dlib_model_path(SHAPE_68)
-        self._predictor = dlib.shape_predictor(str(path))
+        self._predictor = load_dlib_model(dlib.shape_predictor, path)
 
     def fit(self, frame: Frame, face: Face) -> Face:
         return self.fit_gray(to_gray(frame), face)
@@ -100,7 +100,7 @@ class Dlib5Landmarker:
 
     def __init__(self, model_path: Path | None = None) -> None:
         path = model_path if model_path is not None else dlib_model_path(SHAPE_5)
-        self._predictor = dlib.shape_predictor(str(path))
+        self._predictor = load_dlib_model(dlib.shape_predictor, path)
 
     def fit(self, frame: Frame, face: Face) -> Face:
         shape = self._predictor(to_gray(frame), dlib_rect(face.bbox))
