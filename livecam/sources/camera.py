@@ -65,7 +65,7 @@ def camera_api(backend: str = "auto", platform: str = sys.platform) -> int:
 def camera_hint(device: int | str, platform: str = sys.platform) -> str:
     """What to try when camera ``device`` cannot be opened, for ``platform``."""
     common = "close other apps that use the camera (Zoom, Teams, OBS, browser tabs)"
-    others = "try another index, e.g. source.spec = 'camera:1' (`livecam doctor` lists cameras)"
+    others = "try another camera with --source camera:1 (`livecam doctor` lists cameras)"
     if platform.startswith("win"):
         os_part = (
             "allow camera access in Settings > Privacy & security > Camera "
