@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,21 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
         d_before = embedding_distance(source.embedding, before.embedding)
         d_after = embedding_distance(source.embedding, after.embedding)
         assert d_after < d_before - 0.05, (index, d_before, d_after)
+
+
+def test_demo_shows_the_swap_in_a_window_on_a_display(xvfb: str) -> None:
+    """With a display the demo opens a preview window fed by the output thread."""
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env["DISPLAY"] = xvfb
+    proc = subprocess.run(
+        [sys.executable, "-m", "livecam", "demo", "--frames", "45"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "a preview window" in proc.stdout
+    match = re.search(r"frames in (\d+), out (\d+)", proc.stdout)
+    assert match is not None, proc.stdout
+    assert int(match[1]) == 45 and int(match[2]) >= 40, "the window received the frames"

@@ -66,27 +66,27 @@ class PreviewWindowSink(Sink):
     def __init__(self, title: str = "LiveCam") -> None:
         self.title = title
         self._open = False
+        self._created = False
+        self._size = (0, 0)
         self.closed = False
 
     def open(self, width: int, height: int, fps: float) -> None:
+        """Check a window can be shown; the window itself is created by the first ``send``
+        so that it lives on the output thread (highgui windows are thread-bound)."""
         why = window_problem()
+        if why is None and _gui_backend().upper() in ("", "NONE"):
+            why = "this OpenCV build has no window support (opencv-python-headless?)"
         if why is not None:
             raise SinkError(
                 f"cannot open a preview window: {why}",
                 "run LiveCam inside an X11/XWayland desktop session (or `xvfb-run`) with "
                 "QT_QPA_PLATFORM unset, or choose another output sink: virtualcam, "
-                "a file such as out.mp4, or null",
+                "a file such as out.mp4, or null (with opencv-python-headless: "
+                "`pip install --force-reinstall opencv-python`)",
             )
-        try:
-            cv2.namedWindow(self.title, cv2.WINDOW_NORMAL)
-            cv2.resizeWindow(self.title, width, height)
-        except cv2.error as e:
-            raise SinkError(
-                f"cannot open a preview window: OpenCV has no window support ({e.err})",
-                "opencv-python-headless has no GUI: `pip uninstall opencv-python-headless` and "
-                "`pip install --force-reinstall opencv-python`, or use another output sink",
-            ) from e
+        self._size = (width, height)
         self._open = True
+        self._created = False
         self.closed = False
 
     def send(self, frame: Frame) -> None:
@@ -94,7 +94,14 @@ class PreviewWindowSink(Sink):
             if self.closed:
                 return
             raise SinkError("preview window: send() before open()")
-        if not self._visible():  # closed since the last frame: don't let imshow reopen it
+        if not self._created:
+            try:
+                cv2.namedWindow(self.title, cv2.WINDOW_NORMAL)
+                cv2.resizeWindow(self.title, *self._size)
+            except cv2.error as e:
+                raise SinkError(f"cannot create the preview window: {e.err}") from e
+            self._created = True
+        elif not self._visible():  # closed since the last frame: don't let imshow reopen it
             self._user_closed()
             return
         cv2.imshow(self.title, frame)
@@ -116,6 +123,9 @@ class PreviewWindowSink(Sink):
     def close(self) -> None:
         if self._open:
             self._open = False
+            if not self._created:
+                return
+            self._created = False
             try:
                 cv2.destroyWindow(self.title)
                 cv2.waitKey(1)  # let highgui process the destroy event
