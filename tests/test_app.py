@@ -97,7 +97,7 @@ def test_output_is_paced_and_repeats_when_the_source_is_slow(vcam: RecordingStor
     gaps = np.diff(t)
     assert 35 <= len(vcam.frames) <= 50, len(vcam.frames)
     assert 28 <= float(np.median(gaps)) <= 38, f"median gap {np.median(gaps):.1f} ms"
-    assert float(gaps.max()) < 80, "a steady rate: no long stalls"
+    assert float(gaps.max()) < 120, "a steady rate: no long stalls"
     snap = app.snapshot()
     assert snap.repeats > 0 and 12 <= snap.frames_out <= 17
 
