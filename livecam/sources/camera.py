@@ -10,19 +10,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import cv2
-import numpy.typing as npt
 
 from livecam.config import SourceConfig
 from livecam.errors import SourceError
-from livecam.sources.base import Source
-from livecam.sources.image import fit_frame, to_bgr8
-from livecam.sources.video import file_fps
+from livecam.sources.cv_capture import CvCaptureSource, RawFrame
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)
@@ -105,7 +100,7 @@ def _device_label(device: int | str) -> str:
     return f"camera {device}" if isinstance(device, int) else f"camera stream {device!r}"
 
 
-class CameraSource(Source):
+class CameraSource(CvCaptureSource):
     """A camera (device index) or a stream/file (path or URL) read with cv2.VideoCapture.
 
     ``read`` waits for the device's next frame (``self_paced``). The requested
@@ -118,18 +113,14 @@ class CameraSource(Source):
     self_paced = True
 
     def __init__(self, device: int | str | Path = 0, cfg: SourceConfig | None = None) -> None:
+        super().__init__(cfg or SourceConfig())
         self.device: int | str = device if isinstance(device, int) else str(device)
-        self.cfg = cfg or SourceConfig()
-        self._cap: cv2.VideoCapture | None = None
-        self._fps = self.cfg.fps
-        self._pending: Frame | None = None
-        self._lock = threading.Lock()
         self._close_requested = False
         self._warned_size = False
 
     @property
-    def fps(self) -> float:
-        return self._fps
+    def label(self) -> str:
+        return _device_label(self.device)
 
     @property
     def is_file(self) -> bool:
@@ -150,13 +141,12 @@ class CameraSource(Source):
         cap.set(cv2.CAP_PROP_FPS, self.cfg.fps)
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # newest frame, not a queue of stale ones
 
-    def _start(self) -> tuple[cv2.VideoCapture, npt.NDArray[Any]]:
-        label = _device_label(self.device)
+    def _start(self) -> tuple[cv2.VideoCapture, RawFrame]:
         with quiet_opencv():
             cap = cv2.VideoCapture(self.device, self._api())
             if not cap.isOpened():
                 cap.release()
-                raise SourceError(f"cannot open {label}", camera_hint(self.device))
+                raise SourceError(f"cannot open {self.label}", camera_hint(self.device))
             if isinstance(self.device, int):
                 self._configure(cap)
             for _ in range(_OPEN_ATTEMPTS):
@@ -165,68 +155,42 @@ class CameraSource(Source):
                     return cap, raw
         cap.release()
         raise SourceError(
-            f"{label} opened but delivers no frames (busy or not a video device)",
+            f"{self.label} opened but delivers no frames (busy or not a video device)",
             camera_hint(self.device),
         )
 
-    def _convert(self, raw: npt.NDArray[Any]) -> Frame:
-        frame = raw if raw.ndim == 3 and raw.shape[2] == 3 else to_bgr8(raw)
+    def _convert(self, raw: RawFrame) -> Frame:
         size = self.cfg.size
-        if size is not None and (frame.shape[1], frame.shape[0]) != size and not self._warned_size:
+        if size is not None and (raw.shape[1], raw.shape[0]) != size and not self._warned_size:
             self._warned_size = True
             log.warning(
                 "%s delivers %dx%d instead of the requested %dx%d; resizing",
-                _device_label(self.device),
-                frame.shape[1],
-                frame.shape[0],
+                self.label,
+                raw.shape[1],
+                raw.shape[0],
                 *size,
             )
-        return fit_frame(frame, size)
+        return super()._convert(raw)
 
     def open(self) -> None:
-        cap, raw = self._start()
-        fps = file_fps(cap, self.cfg.fps)
-        with self._lock:
+        self._close_requested = False
+        super().open()
+        backend = self._cap.getBackendName() if self._cap is not None else "?"
+        log.info("%s open via %s at %.2f fps", self.label, backend, self.fps)
+
+    def _after_read(self, ok: bool, raw: RawFrame | None) -> RawFrame:
+        if self._close_requested:  # close() gave up waiting for us: release here
             self._release()
-            self._close_requested = False
-            self._cap, self._pending, self._fps = cap, self._convert(raw), fps
-        log.info(
-            "%s open via %s: %dx%d at %.2f fps",
-            _device_label(self.device),
-            cap.getBackendName(),
-            raw.shape[1],
-            raw.shape[0],
-            fps,
+            raise SourceError(f"{self.label} was closed")
+        if ok and raw is not None:
+            return raw
+        if self.is_file:
+            return self._replay()  # end of a file: replay it like an endless camera stream
+        raise SourceError(
+            f"{self.label} stopped delivering frames (unplugged, or taken by another app?)",
+            "replug the camera or close the other app; LiveCam reopens it "
+            f"every {self.cfg.reopen_interval_s:g} s",
         )
-
-    def read(self) -> Frame:
-        with self._lock:
-            if self._pending is not None:
-                frame, self._pending = self._pending, None
-                return frame
-            if self._cap is None:
-                raise SourceError(f"{_device_label(self.device)} is not open", "call open() first")
-            ok, raw = self._cap.read()
-            if self._close_requested:  # close() gave up waiting for us: release here
-                self._release()
-                raise SourceError(f"{_device_label(self.device)} was closed")
-            if (not ok or raw is None) and self.is_file:
-                self._release()  # end of a file: replay it like an endless camera stream
-                self._cap, raw = self._start()
-                ok = True
-            if not ok or raw is None:
-                raise SourceError(
-                    f"{_device_label(self.device)} stopped delivering frames "
-                    "(unplugged, or taken by another app?)",
-                    "replug the camera or close the other app; LiveCam reopens it "
-                    f"every {self.cfg.reopen_interval_s:g} s",
-                )
-            return self._convert(raw)
-
-    def _release(self) -> None:
-        if self._cap is not None:
-            self._cap.release()
-            self._cap = None
 
     def close(self) -> None:
         """Release the device; safe from another thread while ``read`` waits on it."""

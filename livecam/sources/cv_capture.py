@@ -1,0 +1,95 @@
+"""What the camera and video sources share: an OpenCV VideoCapture read under a lock."""
+
+from __future__ import annotations
+
+import math
+import threading
+from abc import abstractmethod
+from typing import Any
+
+import cv2
+import numpy.typing as npt
+
+from livecam.config import SourceConfig
+from livecam.errors import SourceError
+from livecam.sources.base import Source
+from livecam.sources.image import fit_frame, to_bgr8
+from livecam.types import Frame
+
+RawFrame = npt.NDArray[Any]
+
+
+def file_fps(cap: cv2.VideoCapture, fallback: float) -> float:
+    """The frame rate a capture reports, or ``fallback`` when it reports none or nonsense."""
+    fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+    return fps if math.isfinite(fps) and 0 < fps <= 1000 else fallback
+
+
+class CvCaptureSource(Source):
+    """A source read with cv2.VideoCapture. ``open`` decodes the first frame at once (so
+    a device or file that cannot deliver fails there) and hands it to the first ``read``.
+
+    Subclasses give ``label``, ``_start`` (open and read the first frame) and
+    ``_after_read`` (what a failed read means: replay a file, or raise for a device).
+    """
+
+    def __init__(self, cfg: SourceConfig) -> None:
+        self.cfg = cfg
+        self._cap: cv2.VideoCapture | None = None
+        self._fps = cfg.fps
+        self._pending: Frame | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def fps(self) -> float:
+        return self._fps
+
+    @property
+    @abstractmethod
+    def label(self) -> str:
+        """How errors and logs name this source."""
+
+    @abstractmethod
+    def _start(self) -> tuple[cv2.VideoCapture, RawFrame]:
+        """Open the capture and decode its first frame; raise SourceError otherwise."""
+
+    @abstractmethod
+    def _after_read(self, ok: bool, raw: RawFrame | None) -> RawFrame:
+        """The frame to use after ``cap.read()`` returned (ok, raw); called under the lock."""
+
+    def open(self) -> None:
+        cap, raw = self._start()
+        fps = file_fps(cap, self.cfg.fps)
+        with self._lock:
+            self._release()
+            self._cap, self._pending, self._fps = cap, self._convert(raw), fps
+
+    def read(self) -> Frame:
+        with self._lock:
+            if self._pending is not None:
+                frame, self._pending = self._pending, None
+                return frame
+            if self._cap is None:
+                raise SourceError(f"{self.label} is not open", "call open() first")
+            ok, raw = self._cap.read()
+            return self._convert(self._after_read(ok, raw))
+
+    def _replay(self) -> RawFrame:
+        """Start the file again from its first frame (reopening seeks reliably)."""
+        self._release()
+        self._cap, raw = self._start()
+        return raw
+
+    def _convert(self, raw: RawFrame) -> Frame:
+        frame = raw if raw.ndim == 3 and raw.shape[2] == 3 else to_bgr8(raw)
+        return fit_frame(frame, self.cfg.size)
+
+    def _release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._release()
+            self._pending = None
