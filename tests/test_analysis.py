@@ -20,13 +20,12 @@ from livecam.pipeline.identity import (
     embedding_distance,
 )
 from livecam.pipeline.landmarks import Dlib68Landmarker, Landmarker, kps_from_68
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face
 
 
 def _read(testdata: Path, name: str) -> np.ndarray:
-    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
-    assert img is not None, name
-    return np.ascontiguousarray(img)
+    return load_image_bgr(testdata / "faces" / name)
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,11 @@ from livecam.metrics import (
     landmark_error,
 )
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
+from livecam.sources.image import load_image_bgr
 
 
 def _load(testdata: Path, name: str) -> np.ndarray:
-    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
-    assert img is not None
+    img = load_image_bgr(testdata / "faces" / name)
     s = 640 / max(img.shape[:2])
     return np.ascontiguousarray(cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA))
 
