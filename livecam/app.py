@@ -56,7 +56,7 @@ class App:
         sinks: list[Sink] | None = None,
     ) -> None:
         self.config = config
-        self._gpu = NvmlReader()
+        self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
         self._stages = stages
         self._sinks = sinks
@@ -167,7 +167,8 @@ class App:
             if worker.is_alive():
                 hung.append(worker.name)
                 log.warning("%s did not stop within %.1f s", worker.name, per_thread)
-        self._gpu.close()
+        if self._gpu is not None:
+            self._gpu.close()
         return hung
 
     def snapshot(self, recent: bool = False) -> Snapshot:
@@ -175,7 +176,8 @@ class App:
 
     def _abort(self, capture: CaptureWorker, sinks: list[Sink]) -> None:
         self._stop.set()
-        self._gpu.close()
+        if self._gpu is not None:
+            self._gpu.close()
         capture.join(2.0)
         for sink in sinks:
             try:

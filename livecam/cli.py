@@ -21,7 +21,7 @@ from livecam.config import (
     Preset,
     StageName,
 )
-from livecam.errors import ConfigError, LivecamError
+from livecam.errors import LivecamError
 from livecam.types import Event
 
 log = logging.getLogger("livecam")
@@ -210,12 +210,6 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
             cfg = cfg.with_section(section, **given)
     if args.face and not args.stage:
         cfg = cfg.with_section("pipeline", stages=("swap",))
-    if cfg.buffer.batch_limit > cfg.buffer.capacity:
-        raise ConfigError(
-            f"config field 'buffer.batch_limit' ({cfg.buffer.batch_limit}) is larger than "
-            f"buffer.capacity ({cfg.buffer.capacity})",
-            "use a batch limit <= capacity",
-        )
     return cfg
 
 

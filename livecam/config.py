@@ -173,7 +173,9 @@ class BufferConfig(_Validated):
     def _check(self) -> None:
         self._require(1 <= self.capacity <= 64, "capacity", "an integer from 1 to 64")
         self._require(
-            1 <= self.batch_limit <= self.capacity, "batch_limit", "an integer from 1 to capacity"
+            1 <= self.batch_limit <= self.capacity,
+            "batch_limit",
+            f"an integer from 1 to capacity ({self.capacity})",
         )
 
 
