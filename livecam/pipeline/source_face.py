@@ -8,11 +8,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
-import numpy as np
-
 from livecam.errors import FaceSourceError, LivecamError
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
 log = logging.getLogger(__name__)
@@ -39,17 +37,6 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _load_bgr(path: Path) -> Frame:
-    try:
-        from livecam.sources.image import load_image_bgr
-    except ImportError:  # pragma: no cover - the image source is part of the package
-        img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if img is None:
-            raise FaceSourceError(f"cannot read the source face image {path}") from None
-        return np.ascontiguousarray(img)
-    return load_image_bgr(path)
 
 
 def describe_faces(faces: list[Face]) -> str:
@@ -91,9 +78,7 @@ class SourceFaceCache:
         entry = self._entries.get(sha)
         if entry is None:
             try:
-                image = _load_bgr(p)
-            except FaceSourceError:
-                raise
+                image = load_image_bgr(p)
             except LivecamError as e:
                 raise FaceSourceError(
                     f"cannot read the source face image {p}: {e.message}",
