@@ -1,4 +1,9 @@
-"""Shared fixtures. Real test data lives in ../shared/testdata (never copied into the repo)."""
+"""Shared fixtures. Real test data lives in ../shared/testdata (never copied into the repo).
+
+One rule finds it: ``$LIVECAM_TESTDATA`` if set, else ``shared/testdata`` in a folder
+above the checkout. A test that needs it and does not find it is skipped on a developer's
+machine with the reason, and fails in CI (``CI`` set), where the data must be present.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,15 @@ from pathlib import Path
 
 import pytest
 from media import xvfb_display
+from recording_backend import RecordingStore, register_recording_backend, unregister
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _find_testdata() -> Path | None:
+def find_testdata() -> Path | None:
+    """The shared test-data folder, or None (the one rule every test and bench uses)."""
     env = os.environ.get("LIVECAM_TESTDATA")
     candidates = [Path(env)] if env else []
     candidates += [p / "shared" / "testdata" for p in REPO.parents]
@@ -24,12 +31,20 @@ def _find_testdata() -> Path | None:
     return None
 
 
+def missing(what: str) -> None:
+    """Skip the test (developer machine) or fail it (CI) because ``what`` is missing."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI", pytrace=False)
+    pytest.skip(what)
+
+
 @pytest.fixture(scope="session")
 def testdata() -> Path:
-    """The shared test-data folder (faces/, video/, models/); skips when it is absent."""
-    found = _find_testdata()
+    """The shared test-data folder (faces/, video/, models/)."""
+    found = find_testdata()
     if found is None:
-        pytest.skip("../shared/testdata not found (set LIVECAM_TESTDATA to its path)")
+        missing("../shared/testdata not found (set LIVECAM_TESTDATA to its path)")
+    assert found is not None
     return found
 
 
@@ -40,8 +55,18 @@ def assets_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def xvfb() -> Iterator[str]:
-    """A private 640x480 Xvfb display (``:N``); skips where Xvfb is not installed."""
+    """A private 640x480 Xvfb display (``:N``)."""
     with xvfb_display() as display:
         if display is None:
-            pytest.skip("Xvfb is not installed (apt-get install xvfb): these tests need a display")
+            missing("Xvfb is not installed (apt-get install xvfb): these tests need a display")
+        assert display is not None
         yield display
+
+
+@pytest.fixture
+def vcam() -> Iterator[RecordingStore]:
+    """A recording backend registered with pyvirtualcam: the real ``pyvirtualcam.Camera``
+    drives it and it keeps every frame it receives (``vcam.name`` is the backend name)."""
+    store = register_recording_backend()
+    yield store
+    unregister(store.name)
