@@ -1,19 +1,39 @@
-"""Builds source, ring, stages and sinks from a Config, and runs the four-thread pipeline."""
+"""Builds source, ring, stages and sinks from a Config and runs the five-thread pipeline.
+
+The App owns everything long-lived: the source-face cache (shared by every build of the
+face pipeline), the threads (capture, inference, output, loader) and the control plane
+(``app.controls``). Start-up collects every cause of failure and closes whatever it had
+opened; once running, failures are events and the stream goes on.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
+
+import platformdirs
 
 from livecam.buffer import RingBuffer
 from livecam.capture import CaptureWorker
 from livecam.config import Config
-from livecam.errors import LivecamError, SourceError, StartupError
+from livecam.controls import Controls
+from livecam.errors import (
+    ControlError,
+    LivecamError,
+    SourceError,
+    StartupError,
+    as_livecam_error,
+)
+from livecam.loader import LoaderWorker
 from livecam.output import OutputWorker
 from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.runner import InferenceWorker
+from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.stage import Stage
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
@@ -21,15 +41,23 @@ from livecam.sinks.base import Sink
 from livecam.sources import make_source
 from livecam.telemetry import Snapshot, Telemetry
 from livecam.types import FramePacket
+from livecam.worker import Worker
 
 log = logging.getLogger(__name__)
 
 FIRST_FRAME_TIMEOUT_S = 10.0
+OUTPUT_SLOT = 4  # frames waiting for the output thread (it skips all but the newest two)
 T = TypeVar("T")
 
 
-def build_stages(config: Config) -> list[Stage]:
-    """Create the configured stages in order (each may raise a LivecamError)."""
+def default_cache_dir() -> Path:
+    """Where analysed source faces are kept: ``$LIVECAM_CACHE_DIR`` or the user cache dir."""
+    env = os.environ.get("LIVECAM_CACHE_DIR")
+    return Path(env) if env else Path(platformdirs.user_cache_dir("livecam")) / "faces"
+
+
+def build_stages(config: Config, faces: SourceFaceCache) -> list[Stage]:
+    """Create the configured stages in order (each may raise)."""
     stages: list[Stage] = []
     for name in config.pipeline.stages:
         if name == "passthrough":
@@ -39,13 +67,14 @@ def build_stages(config: Config) -> list[Stage]:
         elif name == "swap":
             from livecam.pipeline.swap import build_swap_stage
 
-            stages.append(build_swap_stage(config.swap))
+            stages.append(build_swap_stage(config.swap, faces))
     return stages
 
 
 class App:
     """The running pipeline: ``start`` (raises StartupError listing every cause), ``wait``,
-    ``stop`` (joins every thread within about two seconds), ``snapshot`` for telemetry."""
+    ``stop`` (joins every thread within about two seconds), ``controls`` to change the
+    running stream, ``snapshot`` for telemetry."""
 
     def __init__(
         self,
@@ -54,37 +83,68 @@ class App:
         telemetry: Telemetry | None = None,
         stages: list[Stage] | None = None,
         sinks: list[Sink] | None = None,
+        faces: SourceFaceCache | None = None,
     ) -> None:
-        self.config = config
+        self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
+        self.faces = faces if faces is not None else SourceFaceCache(default_cache_dir())
         self._stages = stages
         self._sinks = sinks
         self._stop = threading.Event()
-        self._workers: list[CaptureWorker | InferenceWorker | OutputWorker] = []
+        self._workers: list[Worker] = []
         self._output: OutputWorker | None = None
+        self._controls: Controls | None = None
         self.frame_size: tuple[int, int] | None = None
+
+    @property
+    def config(self) -> Config:
+        """The effective config: the start config plus every applied live change."""
+        return self._controls.config if self._controls is not None else self._config
+
+    @property
+    def controls(self) -> Controls:
+        """The control plane of the running stream (after ``start``)."""
+        if self._controls is None:
+            raise ControlError("the stream is not running", "call start() first")
+        return self._controls
+
+    def build_warm(self, config: Config) -> list[Stage]:
+        """Build the stage list for ``config`` and warm it up at the running frame size
+        (the loader thread calls this for live changes); closes what it built on failure."""
+        if self.frame_size is None:
+            raise ControlError("the stream is not running", "call start() first")
+        stages = build_stages(config, self.faces)
+        try:
+            for stage in stages:
+                stage.warmup(*self.frame_size)
+        except Exception:
+            for stage in stages:
+                _close_quietly(stage)
+            raise
+        return stages
 
     def start(self) -> None:
         """Open everything and start the threads; on any problem, clean up and raise."""
-        cfg = self.config
+        cfg = self._config
         causes: list[LivecamError] = []
-        source = _collect(causes, lambda: make_source(cfg.source))
+        source = _collect(causes, "source", lambda: make_source(cfg.source))
         stages = (
             self._stages
             if self._stages is not None
-            else _collect(causes, lambda: build_stages(cfg))
+            else _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces))
         )
         sinks = (
             self._sinks
             if self._sinks is not None
-            else _collect(causes, lambda: make_sinks(cfg.output.sinks, cfg.output))
+            else _collect(causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output))
         )
         if causes or source is None or stages is None or sinks is None:
+            self._close_all(stages or [], [])
             raise StartupError(causes)
 
         ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, cfg.buffer.lossless)
-        slot: RingBuffer[FramePacket] = RingBuffer(1, cfg.buffer.lossless)
+        slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, cfg.buffer.lossless)
         self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
         capture = CaptureWorker(
             source,
@@ -108,7 +168,7 @@ class App:
         elif capture.startup_error is not None:
             causes.append(capture.startup_error)
         if causes or capture.size is None:
-            self._abort(capture, [])
+            self._abort(capture, stages, [])
             raise StartupError(causes)
         self.frame_size = width, height = capture.size
         fps = cfg.output.fps or source.fps
@@ -118,26 +178,42 @@ class App:
             try:
                 sink.open(width, height, fps)
                 opened.append(sink)
-            except LivecamError as e:
-                causes.append(e)
+            except Exception as e:
+                causes.append(as_livecam_error(e, f"output {sink.name}"))
         for stage in stages:
             try:
                 stage.warmup(width, height)
-            except LivecamError as e:
-                causes.append(e)
+            except Exception as e:
+                causes.append(as_livecam_error(e, f"stage {stage.name}"))
         if causes:
-            self._abort(capture, opened)
+            self._abort(capture, stages, opened)
             raise StartupError(causes)
 
         inference = InferenceWorker(
-            stages, ring, slot, self._stop, self.telemetry, cfg.buffer.batch_limit
+            stages,
+            ring,
+            slot,
+            self._stop,
+            self.telemetry,
+            cfg.buffer.batch_limit,
+            lossless=cfg.buffer.lossless,
         )
         self._output = OutputWorker(
-            opened, slot, self._stop, self.telemetry, fps, repeat=not cfg.source.unpaced
+            opened,
+            slot,
+            self._stop,
+            self.telemetry,
+            fps,
+            repeat=not cfg.source.unpaced,
+            lossless=cfg.buffer.lossless,
         )
-        self._workers = [capture, inference, self._output]
-        inference.start()
-        self._output.start()
+        loader = LoaderWorker(self._stop, self.telemetry)
+        self._controls = Controls(
+            cfg, (width, height), inference, loader, self.telemetry, self.build_warm
+        )
+        self._workers = [loader, capture, inference, self._output]
+        for worker in (loader, inference, self._output):
+            worker.start()
         log.info("running %dx%d at %.1f fps: %s", width, height, fps, self.describe())
 
     def describe(self) -> str:
@@ -160,13 +236,13 @@ class App:
     def stop(self, timeout_s: float = 2.0) -> list[str]:
         """Stop and join every thread (output first); return names of threads that hung."""
         self._stop.set()
-        per_thread = timeout_s / max(len(self._workers), 1)
+        deadline = time.monotonic() + timeout_s
         hung = []
         for worker in reversed(self._workers):
-            worker.join(per_thread)
+            worker.join(max(0.05, deadline - time.monotonic()))
             if worker.is_alive():
                 hung.append(worker.name)
-                log.warning("%s did not stop within %.1f s", worker.name, per_thread)
+                log.warning("%s did not stop within %.1f s", worker.name, timeout_s)
         if self._gpu is not None:
             self._gpu.close()
         return hung
@@ -174,22 +250,30 @@ class App:
     def snapshot(self, recent: bool = False) -> Snapshot:
         return self.telemetry.snapshot(recent)
 
-    def _abort(self, capture: CaptureWorker, sinks: list[Sink]) -> None:
+    def _abort(self, capture: CaptureWorker, stages: list[Stage], sinks: list[Sink]) -> None:
         self._stop.set()
+        capture.join(2.0)
+        self._close_all(stages, sinks)
+
+    def _close_all(self, stages: list[Stage], sinks: list[Sink]) -> None:
+        """Close what start-up opened or built (never raises)."""
         if self._gpu is not None:
             self._gpu.close()
-        capture.join(2.0)
-        for sink in sinks:
-            try:
-                sink.close()
-            except Exception as e:
-                log.warning("closing %s failed: %r", sink.name, e)
+        for part in [*sinks, *stages]:
+            _close_quietly(part)
 
 
-def _collect(causes: list[LivecamError], action: Callable[[], T]) -> T | None:
-    """Run ``action``; on a LivecamError, append it to ``causes`` and return None."""
+def _close_quietly(part: Sink | Stage) -> None:
+    try:
+        part.close()
+    except Exception as e:
+        log.warning("closing %s failed: %r", part.name, e)
+
+
+def _collect(causes: list[LivecamError], where: str, action: Callable[[], T]) -> T | None:
+    """Run ``action``; on any error, append it to ``causes`` and return None."""
     try:
         return action()
-    except LivecamError as e:
-        causes.append(e)
+    except Exception as e:
+        causes.append(as_livecam_error(e, where))
         return None

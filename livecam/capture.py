@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from livecam.buffer import RingBuffer
-from livecam.errors import LivecamError, SourceError
+from livecam.errors import FrameFormatError, LivecamError, as_livecam_error
 from livecam.sources.base import Pacer, Source
 from livecam.telemetry import Telemetry
 from livecam.types import Event, Frame, FramePacket, validate_frame
@@ -52,8 +52,8 @@ class CaptureWorker(Worker):
         try:
             self.source.open()
             self._push(self.source.read())
-        except LivecamError as e:
-            self.startup_error = e
+        except Exception as e:  # any library error at start-up is a cause, never a crash
+            self.startup_error = as_livecam_error(e, f"source '{self.source.name}'")
             return
         finally:
             self.ready.set()
@@ -65,10 +65,10 @@ class CaptureWorker(Worker):
                 break
             try:
                 self._push(self.source.read())
-            except SourceError as e:
-                self._recover(e)
-            except LivecamError as e:  # a malformed frame: report it, keep going
+            except FrameFormatError as e:  # one malformed frame: report it, keep going
                 self.telemetry.event(Event("error", self.source.name, e.message, e.hint))
+            except Exception as e:  # the device failed (or its library raised): reopen
+                self._recover(as_livecam_error(e, "read failed"))
         self.ring.close()
 
     def _push(self, frame: Frame) -> None:
@@ -96,16 +96,22 @@ class CaptureWorker(Worker):
         """Report a device failure, then reopen until it works again or we are stopped."""
         self.telemetry.event(Event("error", self.source.name, error.message, error.hint))
         while not self.stop_event.is_set():
-            self.source.close()
+            self._close_source()
             if self.stop_event.wait(self.reopen_interval_s):
                 return
             try:
                 self.source.open()
-            except LivecamError:
+            except Exception:
                 continue
             self.telemetry.event(Event("info", self.source.name, "reopened"))
             return
 
+    def _close_source(self) -> None:
+        try:
+            self.source.close()
+        except Exception as e:
+            self.telemetry.event(Event("warning", self.source.name, f"close: {e!r}"))
+
     def cleanup(self) -> None:
         self.ring.close()
-        self.source.close()
+        self._close_source()

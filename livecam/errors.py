@@ -56,3 +56,16 @@ class StartupError(LivecamError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class ControlError(LivecamError):
+    """A live control command cannot be applied (nothing was changed)."""
+
+
+def as_livecam_error(error: Exception, where: str = "") -> LivecamError:
+    """``error`` itself when it is ours, else a LivecamError naming where it happened
+    (libraries raise their own types: cv2.error, ONNX Runtime's RuntimeError, OSError)."""
+    if isinstance(error, LivecamError):
+        return error
+    prefix = f"{where}: " if where else ""
+    return LivecamError(f"{prefix}{type(error).__name__}: {error}")
