@@ -160,6 +160,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE.toml",
         help="write the effective settings to a TOML file and exit",
     )
+    run.add_argument(
+        "--commands",
+        action="store_true",
+        help="read live commands from standard input, one per line (swap on|off, blank on|off, "
+        "freeze on|off, face IMG, select MODE, preset NAME, set FIELD VALUE; `help` lists them)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
@@ -227,6 +233,12 @@ class StatusPrinter:
             prefix = "\n" if self.tty and not self.quiet else ""
             print(f"{prefix}{event}", file=sys.stderr, flush=True)
 
+    def message(self, text: str) -> None:
+        """A line for the user (a command's error or help), printed at once."""
+        with self._lock:
+            prefix = "\n" if self.tty and not self.quiet else ""
+            print(f"{prefix}{text}", file=sys.stderr, flush=True)
+
     def status(self, line: str) -> None:
         if self.quiet:
             return
@@ -238,9 +250,12 @@ class StatusPrinter:
                 print(line, file=sys.stderr, flush=True)
 
 
-def run_pipeline(cfg: Config, quiet: bool = False) -> dict[str, Any]:
-    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary."""
+def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> dict[str, Any]:
+    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary.
+
+    ``commands``: read live commands from standard input (see ``livecam.console``)."""
     from livecam.app import App
+    from livecam.console import CommandReader
 
     app = App(cfg)
     printer = StatusPrinter(quiet)
@@ -253,6 +268,8 @@ def run_pipeline(cfg: Config, quiet: bool = False) -> dict[str, Any]:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         app.start()
+        if commands:
+            CommandReader(app.controls, sys.stdin, printer.message).start()
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
             printer.status(app.snapshot(recent=True).status_line())
     finally:
@@ -287,7 +304,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg.save(args.save_config)
         print(f"wrote {args.save_config}")
         return 0
-    summary = run_pipeline(cfg, args.quiet)
+    summary = run_pipeline(cfg, args.quiet, args.commands)
     print_summary(summary)
     return 0
 
