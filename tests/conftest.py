@@ -38,6 +38,15 @@ def missing(what: str) -> None:
     pytest.skip(what)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Analysed source faces go to a folder of this test session, not the user's cache
+    (child processes inherit it through the environment)."""
+    folder = tmp_path_factory.mktemp("livecam-cache")
+    os.environ["LIVECAM_CACHE_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def testdata() -> Path:
     """The shared test-data folder (faces/, video/, models/)."""
