@@ -239,10 +239,17 @@ class StatusPrinter:
 
 
 def run_pipeline(cfg: Config, quiet: bool = False) -> dict[str, Any]:
-    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary."""
-    from livecam.app import App
+    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary.
 
-    app = App(cfg)
+    When a sink is a preview window (``window``, or ``auto`` that fell back to one), the
+    main thread runs the Qt window until it is closed, the stream ends or a stop is asked.
+    """
+    from livecam.app import App
+    from livecam.sinks import make_sinks
+    from livecam.sinks.preview import window_sinks
+
+    sinks = make_sinks(cfg.output.sinks, cfg.output)  # built here to find the windows
+    app = App(cfg, sinks=sinks)
     printer = StatusPrinter(quiet)
     app.telemetry.add_listener(printer.event)
     stop_requested = threading.Event()
@@ -250,11 +257,25 @@ def run_pipeline(cfg: Config, quiet: bool = False) -> dict[str, Any]:
     def on_signal(signum: int, _frame: object) -> None:
         stop_requested.set()
 
+    def print_status() -> None:
+        printer.status(app.snapshot(recent=True).status_line())
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         app.start()
+        windows = window_sinks(sinks)
+        if windows:
+            from ui.preview_window import run_preview
+
+            run_preview(
+                windows,
+                lambda: stop_requested.is_set() or app.wait(0),
+                tick=print_status,
+                tick_s=cfg.run.status_interval_s,
+                fps=lambda: app.snapshot(recent=True).fps_out,
+            )
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
-            printer.status(app.snapshot(recent=True).status_line())
+            print_status()
     finally:
         hung = app.stop()
         for s, handler in previous.items():
