@@ -14,7 +14,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from PySide6.QtCore import QEventLoop, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QColor, QImage, QKeyEvent, QPainter, QPaintEvent
+from PySide6.QtGui import (
+    QCloseEvent,
+    QColor,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QPainter,
+    QPaintEvent,
+)
 from PySide6.QtWidgets import QApplication, QWidget
 
 from livecam.sinks.preview import FrameHandoff, PreviewWindowSink
@@ -34,6 +42,13 @@ def fit_rect(width: int, height: int, area: QRect) -> QRect:
     scale = min(area.width() / width, area.height() / height)
     w, h = max(1, round(width * scale)), max(1, round(height * scale))
     return QRect(area.x() + (area.width() - w) // 2, area.y() + (area.height() - h) // 2, w, h)
+
+
+def initial_size(frame_size: tuple[int, int], available: QRect) -> tuple[int, int]:
+    """The frame size, scaled down (aspect kept) to fit 90 % of the screen's free area."""
+    w, h = frame_size if min(frame_size) > 0 else (640, 480)
+    scale = min(1.0, 0.9 * available.width() / w, 0.9 * available.height() / h)
+    return max(1, round(w * scale)), max(1, round(h * scale))
 
 
 class PreviewWindow(QWidget):
@@ -145,8 +160,8 @@ def run_preview(
     windows = []
     for sink in sinks:
         poll_ms = max(2, min(20, int(500 / sink.fps))) if sink.fps > 0 else 5
-        w, h = sink.size
-        window = PreviewWindow(sink.handoff, sink.title, (w or 640, h or 480), poll_ms, fps)
+        size = initial_size(sink.size, QGuiApplication.primaryScreen().availableGeometry())
+        window = PreviewWindow(sink.handoff, sink.title, size, poll_ms, fps)
         windows.append(window)
 
     def check() -> None:
