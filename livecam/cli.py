@@ -84,6 +84,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--output-fps", type=float, help="output rate (default: the source's)")
     out.add_argument("--vcam-backend", help="pyvirtualcam backend (default: try each)")
     out.add_argument("--vcam-device", help="virtual camera device, e.g. /dev/video10")
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        default=None,
+        help="replace an existing recording or image file (default: keep it and write to "
+        "a new name with a timestamp)",
+    )
     pipe = p.add_argument_group("pipeline")
     pipe.add_argument(
         "--stage",
@@ -183,6 +190,7 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
             "fps": args.output_fps,
             "virtualcam_backend": args.vcam_backend,
             "virtualcam_device": args.vcam_device,
+            "overwrite": args.overwrite,
         },
         "pipeline": {
             "stages": tuple(args.stage) if args.stage else None,

@@ -17,9 +17,10 @@ import pytest
 from framegen import psnr, smooth_frames
 
 from livecam.app import App
+from livecam.cli import build_parser, config_from_args
 from livecam.config import Config
 from livecam.errors import SinkError
-from livecam.sinks import RecorderSink
+from livecam.sinks import RecorderSink, make_sinks
 from livecam.telemetry import FrameReport, Telemetry
 from livecam.types import Event, FramePacket
 
@@ -302,3 +303,13 @@ def test_a_folder_removed_mid_stream_turns_the_recorder_off(
     assert not any("recorded" in r.getMessage() for r in caplog.records)
     assert not folder.exists(), "nothing re-created the folder"
     assert len(times.capture_ns) == 60, "the null sink went on to the last frame"
+
+
+def test_overwrite_option_reaches_the_recorder(tmp_path: Path) -> None:
+    out = str(tmp_path / "o.mp4")
+    for argv, want in ((["--overwrite"], True), ([], False)):
+        args = build_parser().parse_args(["run", "--sink", out, *argv])
+        cfg = config_from_args(args)
+        assert cfg.output.overwrite is want
+        sink = make_sinks(cfg.output.sinks, cfg.output)[0]
+        assert isinstance(sink, RecorderSink) and sink.overwrite is want
