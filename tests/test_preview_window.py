@@ -9,17 +9,18 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
-import mss
 import numpy as np
 import pytest
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
+from xwindow import grab, press, wait_window
 
 from livecam.errors import SinkError
 from livecam.sinks.preview import (
@@ -269,29 +270,6 @@ def start_livecam(args: list[str], display: str) -> subprocess.Popen[str]:
     )
 
 
-def xdotool(display: str, *args: str) -> str:
-    out = subprocess.run(
-        ["xdotool", *args],
-        env={**os.environ, "DISPLAY": display},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    return out.stdout
-
-
-def wait_window(display: str) -> tuple[str, tuple[int, int, int, int]]:
-    """The preview window's id and (x, y, w, h), once it is shown."""
-    if subprocess.run(["which", "xdotool"], capture_output=True).returncode != 0:
-        pytest.fail("xdotool is not installed (apt-get install xdotool)")
-    wid = xdotool(display, "search", "--sync", "--onlyvisible", "--name", "^LiveCam").split()[0]
-    geometry = xdotool(display, "getwindowgeometry", wid)
-    x, y = map(int, re.search(r"Position: (\d+),(\d+)", geometry).groups())  # type: ignore[union-attr]
-    w, h = map(int, re.search(r"Geometry: (\d+)x(\d+)", geometry).groups())  # type: ignore[union-attr]
-    return wid, (x, y, w, h)
-
-
 def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err[-3000:]
@@ -304,19 +282,15 @@ def test_window_on_screen_shows_the_frames_and_escape_ends_the_stream(
     image = testdata / "faces" / "grace_hopper_navy_portrait.jpg"
     proc = start_livecam(["--source", str(image), "--sink", "window"], xvfb)
     try:
-        wid, (x, y, w, h) = wait_window(xvfb)
-        frame = load_image_bgr(image)
-        expected = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA).astype(np.float32)
-        with mss.MSS(display=xvfb) as screen:
-            for _ in range(100):  # until the first frame is painted
-                shot = np.asarray(screen.grab({"left": x, "top": y, "width": w, "height": h}))
-                diff = float(np.abs(shot[:, :, :3].astype(np.float32) - expected).mean())
-                if diff < 8:
-                    break
-                threading.Event().wait(0.1)
+        wid, rect = wait_window(xvfb)
+        expected = cv2.resize(load_image_bgr(image), rect[2:], interpolation=cv2.INTER_AREA)
+        for _ in range(100):  # until the first frame is painted
+            diff = float(np.abs(grab(xvfb, rect).astype(np.float32) - expected).mean())
+            if diff < 8:
+                break
+            time.sleep(0.1)
         assert diff < 8, f"the window does not show the source image (mean diff {diff:.1f})"
-        xdotool(xvfb, "windowfocus", "--sync", wid)
-        xdotool(xvfb, "key", "--clearmodifiers", "Escape")
+        press(xvfb, wid, "Escape")
         out, err = finish(proc)
     finally:
         proc.kill()
