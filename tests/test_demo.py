@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import cv2
 from media import read_video
 from xwindow import grab, press, wait_window
 
@@ -52,7 +51,7 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
     frames, _ = read_video(out)
     assert len(frames) == 90
     with demo_portraits() as (face, target):
-        assert frames[0].shape[:2] == cv2.imread(str(target)).shape[:2]
+        assert frames[0].shape[:2] == load_image_bgr(target).shape[:2]
         plain = SyntheticSource(SourceConfig(spec="synthetic", face_motion=str(target)))
         face_image = load_image_bgr(face)
     # the face in the video is closer to the source identity than the animated original
@@ -63,6 +62,7 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
     for index in (0, 30):
         before = analyzer.analyze(plain.render(index), with_embedding=True)[0]
         after = analyzer.analyze(frames[index], with_embedding=True)[0]
+        assert before.embedding is not None and after.embedding is not None
         d_before = embedding_distance(source.embedding, before.embedding)
         d_after = embedding_distance(source.embedding, after.embedding)
         assert d_after < d_before - 0.05, (index, d_before, d_after)
@@ -84,14 +84,14 @@ def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
     with demo_portraits() as (face, target):
         source = analyzer.analyze(load_image_bgr(face), with_embedding=True)[0]
         original = analyzer.analyze(load_image_bgr(target), with_embedding=True)[0]
-    assert source.embedding is not None
+    assert source.embedding is not None and original.embedding is not None
     d_original = embedding_distance(source.embedding, original.embedding)
     try:
         wid, rect = wait_window(xvfb)
         d_screen = None
         for _ in range(60):  # until a swapped frame is painted
             faces = analyzer.analyze(grab(xvfb, rect), with_embedding=True)
-            if faces:
+            if faces and faces[0].embedding is not None:
                 d_screen = embedding_distance(source.embedding, faces[0].embedding)
                 if d_screen < d_original - 0.05:
                     break
