@@ -148,8 +148,9 @@ def test_recent_rates_follow_a_live_source() -> None:
     now = time.perf_counter_ns()
     for i in range(90):  # the last 3 s, up to now
         t.frame_in(now - (89 - i) * period)
-    # 2 s window: 60 frames (+-2 for the time the snapshot itself takes)
-    assert t.snapshot(recent=True).fps_in == pytest.approx(30.0, abs=1.0)
+    # 2 s window ending now: 60 frames, less the few older than the window by the time the
+    # snapshot reads it
+    assert t.snapshot(recent=True).fps_in == pytest.approx(30.0, abs=1.5)
 
 
 def test_no_gpu_reads_as_unavailable_and_never_raises() -> None:
