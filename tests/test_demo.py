@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from media import read_video
-from xwindow import grab, press, wait_window
+from xwindow import grab, press, require_windows, wait_window
 
 from livecam.config import SourceConfig
 from livecam.demo import demo_portraits
@@ -71,6 +71,7 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
 def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
     """With a display the demo runs until its window is closed; the window on the screen
     shows the swapped face (closer to the source identity than the target's own face)."""
+    require_windows(xvfb)
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
     env["DISPLAY"] = xvfb
     proc = subprocess.Popen(

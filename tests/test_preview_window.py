@@ -20,7 +20,7 @@ from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
-from xwindow import grab, press, wait_window
+from xwindow import grab, press, require_windows, wait_window
 
 from livecam.errors import SinkError
 from livecam.sinks.preview import (
@@ -145,6 +145,7 @@ def test_initial_size_fits_the_screen() -> None:
 def window_sink(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PreviewWindowSink]:
     """A preview sink opened for real against the Xvfb display (the in-process Qt itself
     draws offscreen)."""
+    require_windows(xvfb)
     monkeypatch.setenv("DISPLAY", xvfb)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
@@ -259,6 +260,7 @@ def test_missing_plugin_libraries_are_named_with_their_apt_packages() -> None:
 
 
 def start_livecam(args: list[str], display: str) -> subprocess.Popen[str]:
+    require_windows(display)
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
     env["DISPLAY"] = display
     return subprocess.Popen(

@@ -9,13 +9,22 @@ import subprocess
 
 import mss
 import numpy as np
-import pytest
+from conftest import missing
+
+from livecam.sinks.preview import window_problem
+
+
+def require_windows(display: str) -> None:
+    """Skip (fail in CI) unless Qt windows can open on ``display`` and xdotool exists."""
+    if shutil.which("xdotool") is None:
+        missing("xdotool is not installed (apt-get install xdotool)")
+    why = window_problem({"DISPLAY": display})
+    if why is not None:
+        missing(f"no Qt window on the Xvfb display: {why}")
 
 
 def xdotool(display: str, *args: str) -> str:
     """Run ``xdotool ARGS`` against ``display``; its stdout."""
-    if shutil.which("xdotool") is None:
-        pytest.fail("xdotool is not installed (apt-get install xdotool)")
     out = subprocess.run(
         ["xdotool", *args],
         env={**os.environ, "DISPLAY": display},
