@@ -95,6 +95,7 @@ class App:
         self._workers: list[Worker] = []
         self._output: OutputWorker | None = None
         self._controls: Controls | None = None
+        self.sinks: list[Sink] = []  # the opened sinks, once started
         self.frame_size: tuple[int, int] | None = None
 
     @property
@@ -189,6 +190,7 @@ class App:
             self._abort(capture, stages, opened)
             raise StartupError(causes)
 
+        self.sinks = opened
         inference = InferenceWorker(
             stages,
             ring,

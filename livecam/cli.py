@@ -84,6 +84,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--output-fps", type=float, help="output rate (default: the source's)")
     out.add_argument("--vcam-backend", help="pyvirtualcam backend (default: try each)")
     out.add_argument("--vcam-device", help="virtual camera device, e.g. /dev/video10")
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        default=None,
+        help="replace an existing recording or image file (default: keep it and write to "
+        "a new name with a timestamp)",
+    )
     pipe = p.add_argument_group("pipeline")
     pipe.add_argument(
         "--stage",
@@ -189,6 +196,7 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
             "fps": args.output_fps,
             "virtualcam_backend": args.vcam_backend,
             "virtualcam_device": args.vcam_device,
+            "overwrite": args.overwrite,
         },
         "pipeline": {
             "stages": tuple(args.stage) if args.stage else None,
@@ -253,9 +261,13 @@ class StatusPrinter:
 def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> dict[str, Any]:
     """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary.
 
-    ``commands``: read live commands from standard input (see ``livecam.console``)."""
+    When a sink is a preview window (``window``, or ``auto`` that fell back to one), the
+    main thread runs the Qt window until it is closed, the stream ends or a stop is asked.
+    ``commands``: read live commands from standard input (see ``livecam.console``).
+    """
     from livecam.app import App
     from livecam.console import CommandReader
+    from livecam.sinks.preview import window_sinks
 
     app = App(cfg)
     printer = StatusPrinter(quiet)
@@ -265,13 +277,27 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
     def on_signal(signum: int, _frame: object) -> None:
         stop_requested.set()
 
+    def print_status() -> None:
+        printer.status(app.snapshot(recent=True).status_line())
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         app.start()
         if commands:
             CommandReader(app.controls, sys.stdin, printer.message).start()
+        windows = window_sinks(app.sinks)
+        if windows:
+            from ui.preview_window import run_preview
+
+            run_preview(
+                windows,
+                lambda: stop_requested.is_set() or app.wait(0),
+                tick=print_status,
+                tick_s=cfg.run.status_interval_s,
+                fps=lambda: app.snapshot(recent=True).fps_out,
+            )
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
-            printer.status(app.snapshot(recent=True).status_line())
+            print_status()
     finally:
         hung = app.stop()
         for s, handler in previous.items():

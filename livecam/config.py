@@ -189,6 +189,7 @@ class OutputConfig(_Validated):
     fps: float | None = None  # None: the source's fps
     virtualcam_backend: str | None = None  # None: try every pyvirtualcam backend
     virtualcam_device: str | None = None
+    overwrite: bool = False  # replace existing recordings/images (else a new timestamped name)
 
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")

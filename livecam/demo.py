@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.resources
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from livecam.cli import print_summary, run_pipeline
@@ -12,34 +15,50 @@ from livecam.errors import LivecamError
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
-DEMO_SOURCE_FACE = ASSETS / "grace_hopper.jpg"
-DEMO_TARGET = ASSETS / "astronaut.png"
-
-
+#: the package data that holds the portraits (the repository's assets/ folder)
+ASSETS_PACKAGE = "livecam.assets"
+SOURCE_FACE = "grace_hopper.jpg"
+TARGET = "astronaut.png"
 HEADLESS_FRAMES = 90
 
 
-def demo_config(output: str, frames: int | None, window: bool) -> Config:
+@contextlib.contextmanager
+def demo_portraits() -> Iterator[tuple[Path, Path]]:
+    """(source face, target portrait) as files on disk, from the installed package data."""
+    fix = (
+        "reinstall LiveCam (`pip install --force-reinstall livecam`; "
+        "in a checkout `pip install -e .`)"
+    )
+    try:
+        root = importlib.resources.files(ASSETS_PACKAGE)
+    except ModuleNotFoundError:
+        raise LivecamError(
+            f"the demo portraits ({ASSETS_PACKAGE}) are not installed", fix
+        ) from None
+    with contextlib.ExitStack() as stack:
+        paths = []
+        for name in (SOURCE_FACE, TARGET):
+            resource = root / name
+            if not resource.is_file():
+                raise LivecamError(f"demo portrait {name} is missing from {ASSETS_PACKAGE}", fix)
+            paths.append(stack.enter_context(importlib.resources.as_file(resource)))
+        yield paths[0], paths[1]
+
+
+def demo_config(output: str, frames: int | None, window: bool, face: Path, target: Path) -> Config:
     """The offline-preset demo: the target portrait moves like a head on a webcam."""
-    for path in (DEMO_SOURCE_FACE, DEMO_TARGET):
-        if not path.is_file():
-            raise LivecamError(
-                f"demo input {path} is missing",
-                "run the demo from a LiveCam checkout (the portraits live in assets/)",
-            )
     return Config.from_dict(
         {
             "source": {
                 "spec": "synthetic",
-                "face_motion": str(DEMO_TARGET),
+                "face_motion": str(target),
                 "fps": 30,
                 "unpaced": not window,
             },
             "buffer": {"lossless": not window},
             "output": {"sinks": ["window"] if window else [output]},
             "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(DEMO_SOURCE_FACE), "preset": "offline", "select": "one"},
+            "swap": {"face": str(face), "preset": "offline", "select": "one"},
             "run": {"frames": frames},
         }
     )
@@ -50,15 +69,13 @@ def run_demo(args: argparse.Namespace) -> int:
 
     window = args.window if args.window is not None else window_problem() is None
     frames = args.frames if args.frames is not None or window else HEADLESS_FRAMES
-    cfg = demo_config(args.output, frames, window)
     where = "a preview window (close it or press q to stop)" if window else args.output
     length = f"{frames} frames" if frames else "until stopped"
     print(
-        f"LiveCam demo: {DEMO_SOURCE_FACE.name} swapped onto an animated {DEMO_TARGET.name} "
+        f"LiveCam demo: {SOURCE_FACE} swapped onto an animated {TARGET} "
         f"({length}, offline preset) -> {where}"
     )
-    summary = run_pipeline(cfg, quiet=False)
+    with demo_portraits() as (face, target):
+        summary = run_pipeline(demo_config(args.output, frames, window, face, target))
     print_summary(summary)
-    if not window:
-        print(f"wrote {args.output}")
     return 0

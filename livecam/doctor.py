@@ -35,10 +35,10 @@ PACKAGES = (
     _Package(
         "OpenCV",
         (
-            "opencv-python",
-            "opencv-contrib-python",
             "opencv-python-headless",
             "opencv-contrib-python-headless",
+            "opencv-python",
+            "opencv-contrib-python",
         ),
         True,
     ),
@@ -90,19 +90,21 @@ def check_package(pkg: _Package) -> Check:
             "exactly one (onnxruntime-gpu on Linux/Windows with NVIDIA, onnxruntime elsewhere)",
         )
     if pkg.label == "OpenCV":
+        reinstall = "pip uninstall -y " + " ".join(found) + " && pip install opencv-python-headless"
         if len(found) > 1:
             return Check(
                 name,
                 False,
                 f"several OpenCV builds installed ({listed}); they overwrite each other",
-                "pip uninstall -y " + " ".join(found) + " && pip install opencv-python",
+                reinstall,
             )
-        if "headless" in next(iter(found)):
+        if "headless" not in next(iter(found)):
             return Check(
                 name,
-                None,
-                f"{listed} has no window support (no preview window)",
-                "pip uninstall -y opencv-python-headless && pip install opencv-python",
+                False,
+                f"{listed} bundles Qt 5 and points Qt at its plugins, which breaks LiveCam's "
+                "PySide6 preview window",
+                reinstall,
             )
     return Check(name, True, listed)
 
@@ -215,6 +217,49 @@ def check_display() -> Check:
         )
 
 
+def check_window() -> Check:
+    """Whether the Qt preview window (the ``window`` sink) can open here."""
+    from livecam.sinks.preview import display_available, window_problem
+
+    why = window_problem()
+    if why is None:
+        return Check("preview window", True, "a Qt window can open here")
+    no_display = not display_available()[0]
+    return Check(
+        "preview window",
+        None if no_display else False,
+        why,
+        "run inside a desktop session (or under `xvfb-run`)"
+        if no_display
+        else "install what is named above, or use another sink (virtualcam, a file, null)",
+    )
+
+
+#: dlib's own code is Boost-licensed; its 68-point model's training data is not
+DLIB_68_LICENCE = (
+    "{file} ({where}) gives the offline preset its 68 face landmarks. It is trained on "
+    "the iBUG 300-W dataset, whose licence excludes commercial use, so the model may not "
+    "be usable in a commercial product: ask Imperial College London (iBUG) or a lawyer "
+    "first. dlib's own code is Boost-licensed."
+)
+
+
+def check_dlib68_licence() -> Check:
+    """A note (never a failure): the licence of dlib's 68-point landmark model."""
+    from livecam.errors import ModelError
+    from livecam.pipeline.dlib_files import SHAPE_68, dlib_model_path
+
+    try:
+        where = str(dlib_model_path(SHAPE_68))
+    except ModelError:
+        where = "not installed"
+    return Check(
+        "licence of the dlib 68-point model",
+        None,
+        DLIB_68_LICENCE.format(file=SHAPE_68, where=where),
+    )
+
+
 def _guarded(name: str, fn: Callable[[], Check | list[Check]]) -> list[Check]:
     try:
         result = fn()
@@ -238,6 +283,8 @@ def run_doctor(
     )
     checks += _guarded("cameras", check_cameras)
     checks += _guarded("display", check_display)
+    checks += _guarded("preview window", check_window)
+    checks += _guarded("licence of the dlib 68-point model", check_dlib68_licence)
     return checks
 
 

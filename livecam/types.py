@@ -1,4 +1,5 @@
-"""Core data types that cross module boundaries: frames, packets, faces, timings, events."""
+"""Core data types that cross module boundaries: frames, packets, faces, per-face work
+records, timings, events."""
 
 from __future__ import annotations
 
@@ -64,6 +65,34 @@ class Face:
     @property
     def center(self) -> tuple[float, float]:
         return float(self.bbox[0] + self.bbox[2]) / 2, float(self.bbox[1] + self.bbox[3]) / 2
+
+
+Affine = npt.NDArray[np.float32]
+"""A (2, 3) float32 affine transform of pixel coordinates."""
+
+Mask = npt.NDArray[np.float32]
+"""A float32 (h, w) weight in [0, 1]."""
+
+
+@dataclass
+class FaceWork:
+    """One face of one frame on its way through the face pipeline's parts.
+
+    ``face`` is what is known about the face (box, score, 5 keypoints, landmarks,
+    embedding, track id). The other fields are filled by the parts that need them:
+    ``affine`` maps frame pixels to ``crop`` pixels, ``crop`` is the part of the frame a
+    swapper works on, ``mask`` (crop space, 0..1) says where the result replaces the frame
+    and ``output`` (crop space) is the swapped (then enhanced) crop that a blender pastes
+    back. ``frame_index`` is the frame's position in its batch, ``seq`` its sequence number.
+    """
+
+    frame_index: int
+    seq: int
+    face: Face
+    affine: Affine | None = None
+    crop: Frame | None = None
+    mask: Mask | None = None
+    output: Frame | None = None
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,31 @@
-"""dlib face analysis on real photos: model files, detection, landmarks, descriptors."""
+"""Analysis parts on real photos: dlib model files, detection (dlib HOG, YuNet), landmarks,
+descriptors; each part batch-first."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 
 from livecam.errors import FrameFormatError, ModelError
 from livecam.pipeline import dlib_files
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.detect import DlibHogDetector, FaceDetector
+from livecam.pipeline.detect import DlibHogDetector, YuNetDetector
 from livecam.pipeline.identity import (
     DLIB_SAME_PERSON_RAW,
     DlibDescriptor,
-    IdentityEncoder,
     cosine_similarity,
     embedding_distance,
 )
-from livecam.pipeline.landmarks import Dlib68Landmarker, Landmarker, kps_from_68
+from livecam.pipeline.landmarks import Dlib5Landmarker, Dlib68Landmarker, kps_from_68
+from livecam.pipeline.parts import Detector, FrameContext, Landmarker, Recognizer, RefitLandmarker
+from livecam.pipeline.tracking import iou
 from livecam.sources.image import load_image_bgr
-from livecam.types import Face
+from livecam.types import Face, FaceWork
+
+YUNET = "face_detection_yunet_2023mar.onnx"
+BATCH = ["obama_biden_two_people.jpg", "grace_hopper_navy_portrait.jpg", "obama_small_320x240.jpg"]
 
 
 def _read(testdata: Path, name: str) -> np.ndarray:
@@ -58,10 +62,87 @@ def test_missing_package_is_a_model_error(monkeypatch: pytest.MonkeyPatch) -> No
     assert "pip install" in err.value.hint
 
 
-def test_adapters_implement_the_protocols(analyzer: FaceAnalyzer) -> None:
-    assert isinstance(analyzer.detector, FaceDetector)
-    assert isinstance(analyzer.landmarker, Landmarker)
-    assert isinstance(analyzer.encoder, IdentityEncoder)
+def detect(detector: Detector, image: np.ndarray) -> list[Face]:
+    return detector.detect([FrameContext(image)])[0]
+
+
+def test_adapters_implement_the_protocols(analyzer: FaceAnalyzer, testdata: Path) -> None:
+    assert isinstance(analyzer.detector, Detector)
+    assert isinstance(analyzer.landmarker, RefitLandmarker)
+    assert isinstance(analyzer.recognizer, Recognizer)
+    assert isinstance(Dlib5Landmarker(), Landmarker)
+    assert isinstance(YuNetDetector(testdata / "models" / YUNET), Detector)
+    parts = [analyzer.detector, analyzer.landmarker, analyzer.recognizer]
+    assert analyzer.model_id == "+".join(p.model_id for p in parts if p is not None)
+
+
+def test_detector_model_id_names_its_settings() -> None:
+    live = DlibHogDetector(max_side=400)
+    photo = live.with_settings(1024, upsample=1)
+    assert live.model_id != photo.model_id and "1024" in photo.model_id
+    assert DlibHogDetector(max_side=400).model_id == live.model_id
+
+
+def _works(frames: list[FrameContext], faces: list[list[Face]]) -> list[FaceWork]:
+    return [FaceWork(i, frames[i].seq, f) for i, per in enumerate(faces) for f in per]
+
+
+@pytest.mark.parametrize("which", ["dlib", "yunet"])
+def test_detectors_are_batch_first(testdata: Path, which: str) -> None:
+    images = [_read(testdata, name) for name in BATCH]
+    det: Detector = (
+        DlibHogDetector(max_side=800)
+        if which == "dlib"
+        else YuNetDetector(testdata / "models" / YUNET)
+    )
+    batched = det.detect([FrameContext(img, i) for i, img in enumerate(images)])
+    single = [detect(det, img) for img in images]
+    assert [len(b) for b in batched] == [2, 1, 1]
+    for b, s in zip(batched, single, strict=True):
+        for fb, fs in zip(b, s, strict=True):
+            np.testing.assert_array_equal(fb.bbox, fs.bbox)
+            np.testing.assert_array_equal(fb.kps, fs.kps)
+
+
+def test_landmarker_and_recognizer_are_batch_first(testdata: Path, analyzer: FaceAnalyzer) -> None:
+    images = [_read(testdata, name) for name in BATCH]
+    frames = [FrameContext(img, i) for i, img in enumerate(images)]
+    works = _works(frames, analyzer.detector.detect(frames))
+    assert [w.frame_index for w in works] == [0, 0, 1, 2]
+    assert analyzer.recognizer is not None
+    batched = analyzer.recognizer.embed(frames, analyzer.landmarker.fit(frames, works))
+    assert batched == works  # the same records, in order
+    for work in batched:
+        img = images[work.frame_index]
+        alone = analyzer.recognizer.embed(
+            [FrameContext(img)],
+            analyzer.landmarker.fit(
+                [FrameContext(img)], [FaceWork(0, 0, Face(work.face.bbox, 0, work.face.kps))]
+            ),
+        )[0]
+        np.testing.assert_array_equal(work.face.landmarks, alone.face.landmarks)
+        np.testing.assert_allclose(work.face.embedding, alone.face.embedding, atol=1e-6)
+    # the photos are of three people: the embeddings keep them apart in batch order
+    e = [w.face.embedding for w in batched]
+    assert embedding_distance(e[2], e[3]) > analyzer.recognizer.same_person_distance
+
+
+def test_yunet_keypoints_come_in_arcface_order(testdata: Path) -> None:
+    img = _read(testdata, "obama_official_portrait_2012.jpg")
+    (face,) = detect(YuNetDetector(testdata / "models" / YUNET), img)
+    (hog,) = offline_analyzer(max_side=800, with_encoder=False).analyze(img)
+    inter_ocular = float(np.linalg.norm(hog.kps[1] - hog.kps[0]))
+    assert np.linalg.norm(face.kps - hog.kps, axis=1).max() < 0.25 * inter_ocular
+    assert face.score > 0.9 and iou(face.bbox, hog.bbox) > 0.5
+
+
+def test_bad_yunet_files_are_model_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="does not exist"):
+        YuNetDetector(tmp_path / "nope.onnx")
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="could not be loaded"):
+        YuNetDetector(corrupt)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +155,7 @@ def test_adapters_implement_the_protocols(analyzer: FaceAnalyzer) -> None:
     ],
 )
 def test_detection_counts(testdata: Path, name: str, count: int) -> None:
-    faces = DlibHogDetector(max_side=800).detect(_read(testdata, name))
+    faces = detect(DlibHogDetector(max_side=800), _read(testdata, name))
     assert len(faces) == count
     for f in faces:
         assert f.bbox.dtype == np.float32 and f.kps.shape == (5, 2) and f.score > 0
@@ -84,14 +165,13 @@ def test_no_face_in_blank_or_noise() -> None:
     det = DlibHogDetector(max_side=800)
     blank = np.full((480, 640, 3), 128, np.uint8)
     noise = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
-    assert det.detect(blank) == []
-    assert det.detect(noise) == []
+    assert det.detect([FrameContext(blank), FrameContext(noise)]) == [[], []]
 
 
 def test_downscaled_detection_maps_boxes_to_frame_pixels(testdata: Path) -> None:
     img = _read(testdata, "obama_official_portrait_2012.jpg")
-    small = DlibHogDetector(max_side=400).detect(img)
-    full = DlibHogDetector(max_side=1200).detect(img)
+    small = detect(DlibHogDetector(max_side=400), img)
+    full = detect(DlibHogDetector(max_side=1200), img)
     assert len(small) == len(full) == 1
     a, b = small[0].bbox, full[0].bbox
     # same face, same place, within HOG's coarse box quantisation
@@ -124,9 +204,10 @@ def test_box_keypoint_estimate_is_near_the_fitted_keypoints(
     testdata: Path, analyzer: FaceAnalyzer
 ) -> None:
     img = _read(testdata, "obama_official_portrait_2012.jpg")
-    (det,) = analyzer.detector.detect(img)
-    fitted = analyzer.landmarker.fit(img, det)
-    err = np.linalg.norm(det.kps - fitted.kps, axis=1).max()
+    (det,) = detect(analyzer.detector, img)
+    (fitted,) = analyzer.landmarker.fit([FrameContext(img)], [FaceWork(0, 0, det)])
+    assert fitted.face.bbox is det.bbox and fitted.face.landmarks is not None
+    err = np.linalg.norm(det.kps - fitted.face.kps, axis=1).max()
     assert err < 0.12 * det.width
 
 
@@ -137,19 +218,19 @@ def test_analyze_sorts_by_area_and_validates_input(testdata: Path, analyzer: Fac
     with pytest.raises(FrameFormatError):
         analyzer.analyze(np.zeros((48, 64), np.uint8))
     no_encoder = FaceAnalyzer(analyzer.detector, analyzer.landmarker)
-    with pytest.raises(ValueError, match="encoder"):
+    with pytest.raises(ValueError, match="recognizer"):
         no_encoder.analyze(_read(testdata, "obama_small_320x240.jpg"), with_embedding=True)
 
 
 def _raw(testdata: Path, analyzer: FaceAnalyzer, name: str) -> tuple[Face, np.ndarray]:
     img = _read(testdata, name)
     face = analyzer.analyze(img, with_embedding=True)[0]
-    assert isinstance(analyzer.encoder, DlibDescriptor)
-    return face, analyzer.encoder.raw_descriptor(img, face)
+    assert isinstance(analyzer.recognizer, DlibDescriptor)
+    return face, analyzer.recognizer.raw_descriptor(img, face)
 
 
 def test_descriptor_same_and_different_people(testdata: Path, analyzer: FaceAnalyzer) -> None:
-    enc = analyzer.encoder
+    enc = analyzer.recognizer
     assert isinstance(enc, DlibDescriptor)
     o1, r_o1 = _raw(testdata, analyzer, "obama_official_portrait_2012.jpg")
     o2, r_o2 = _raw(testdata, analyzer, "obama_speech_2009.jpg")
@@ -177,31 +258,18 @@ def test_descriptor_same_and_different_people(testdata: Path, analyzer: FaceAnal
 
 def test_descriptor_needs_68_landmarks(testdata: Path, analyzer: FaceAnalyzer) -> None:
     img = _read(testdata, "obama_small_320x240.jpg")
-    (det,) = analyzer.detector.detect(img)
-    assert analyzer.encoder is not None
+    (det,) = detect(analyzer.detector, img)
+    assert analyzer.recognizer is not None
     with pytest.raises(ValueError, match="68 landmarks"):
-        analyzer.encoder.embed(img, det)
-
-
-def test_grayscale_shape_predictor_matches_colour_entry(testdata: Path) -> None:
-    img = _read(testdata, "obama_small_320x240.jpg")
-    lmk = Dlib68Landmarker()
-    (det,) = DlibHogDetector().detect(img)
-    gray = np.asarray(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), np.uint8)
-    a = lmk.fit(img, det).landmarks
-    b = lmk.fit_gray(gray, det).landmarks
-    assert a is not None and b is not None
-    np.testing.assert_array_equal(a, b)
+        analyzer.recognizer.embed([FrameContext(img)], [FaceWork(0, 0, det)])
 
 
 def test_five_point_predictor_gives_arcface_keypoints(
     testdata: Path, analyzer: FaceAnalyzer
 ) -> None:
-    from livecam.pipeline.landmarks import Dlib5Landmarker
-
     img = _read(testdata, "obama_official_portrait_2012.jpg")
     face = analyzer.analyze(img)[0]
-    five = Dlib5Landmarker().fit(img, face)
+    five = Dlib5Landmarker().fit([FrameContext(img)], [FaceWork(0, 0, face)])[0].face
     assert five.landmarks is None and five.kps.shape == (5, 2)
     inter_ocular = float(np.linalg.norm(face.kps[1] - face.kps[0]))
     err = np.linalg.norm(five.kps - face.kps, axis=1) / inter_ocular

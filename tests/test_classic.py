@@ -1,4 +1,5 @@
-"""The classic swapper on real faces (dlib analysis from the offline preset)."""
+"""The classic swapper part (with the ROI blender) on real faces, dlib analysis from the
+offline preset."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from livecam.config import SwapConfig
 from livecam.errors import LivecamError
 from livecam.pipeline import blend, mesh
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.classic import ClassicSwapper
+from livecam.pipeline.classic import ClassicSwapper, SourceModel
+from livecam.pipeline.parts import Blender, FrameContext, Swapper
+from livecam.pipeline.paste import RoiBlender
 from livecam.sources.image import load_image_bgr
-from livecam.types import Face
+from livecam.types import Face, FaceWork, Frame
 
 
 def _load(testdata: Path, name: str, max_side: int = 640) -> np.ndarray:
@@ -43,6 +46,21 @@ def biden(testdata: Path, analyzer: FaceAnalyzer) -> tuple[np.ndarray, Face]:
     return img, analyzer.analyze(img, with_embedding=True)[0]
 
 
+def swap(
+    swapper: ClassicSwapper, frame: Frame, targets: list[np.ndarray], model: SourceModel
+) -> Frame:
+    """Swap ``model`` onto the faces with these 68 landmarks: the swapper part, then the ROI
+    blender in the swapper's blend mode."""
+    frames = [FrameContext(frame)]
+    kps = np.zeros((5, 2), np.float32)
+    works = [FaceWork(0, 0, Face(np.zeros(4, np.float32), 1.0, kps, lm)) for lm in targets]
+    return RoiBlender(swapper.config.blend).blend(frames, swapper.swap(frames, works, model))[0]
+
+
+def test_parts_follow_their_protocols() -> None:
+    assert isinstance(ClassicSwapper(), Swapper) and isinstance(RoiBlender(), Blender)
+
+
 def _dist(a: np.ndarray | None, b: np.ndarray | None) -> float:
     assert a is not None and b is not None
     return float(np.linalg.norm(a - b))
@@ -57,8 +75,8 @@ def _face_at(analyzer: FaceAnalyzer, img: np.ndarray, ref: Face) -> Face:
 def test_swap_moves_identity_toward_source(analyzer, obama, biden) -> None:
     (src, sf), (tgt, tf) = obama, biden
     swapper = ClassicSwapper()
-    model = swapper.prepare(src, sf.landmarks)
-    out = swapper.swap(tgt, [tf.landmarks], model)
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    out = swap(swapper, tgt, [tf.landmarks], model)
     of = _face_at(analyzer, out, tf)
     before = _dist(tf.embedding, sf.embedding)
     after = _dist(of.embedding, sf.embedding)
@@ -71,7 +89,7 @@ def test_pixels_outside_face_roi_unchanged(obama, biden, mode) -> None:
     (src, sf), (tgt, tf) = obama, biden
     swapper = ClassicSwapper(SwapConfig(blend=mode))
     original = tgt.copy()
-    out = swapper.swap(tgt, [tf.landmarks], swapper.prepare(src, sf.landmarks))
+    out = swap(swapper, tgt, [tf.landmarks], swapper.prepare_landmarks(src, sf.landmarks))
     assert np.array_equal(tgt, original), "the input frame must not be modified"
     roi = swapper.face_roi(tf.landmarks, tgt.shape)
     assert roi is not None
@@ -85,9 +103,8 @@ def test_pixels_outside_face_roi_unchanged(obama, biden, mode) -> None:
 def test_no_target_returns_frame_unchanged(obama, biden) -> None:
     (src, sf), (tgt, _) = obama, biden
     swapper = ClassicSwapper()
-    model = swapper.prepare(src, sf.landmarks)
-    assert np.array_equal(swapper.swap(tgt, [], model), tgt)
-    assert swapper.swap(tgt, [], model, inplace=True) is tgt
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    assert swap(swapper, tgt, [], model) is tgt
 
 
 def test_two_faces_both_swapped(testdata, analyzer, biden) -> None:
@@ -96,7 +113,9 @@ def test_two_faces_both_swapped(testdata, analyzer, biden) -> None:
     faces = analyzer.analyze(img, with_embedding=True)
     assert len(faces) == 2
     swapper = ClassicSwapper()
-    out = swapper.swap(img, [f.landmarks for f in faces], swapper.prepare(src, sf.landmarks))
+    out = swap(
+        swapper, img, [f.landmarks for f in faces], swapper.prepare_landmarks(src, sf.landmarks)
+    )
     for f in faces:
         roi = swapper.face_roi(f.landmarks, img.shape)
         assert roi is not None
@@ -118,10 +137,10 @@ def test_keep_mouth_keeps_target_mouth_interior(testdata, analyzer, obama) -> No
     inner = _inner_mouth(tgt.shape, tf.landmarks)
     assert inner.sum() > 50, "the test target should have an open mouth"
     kept = ClassicSwapper(SwapConfig(keep_mouth=True))
-    out = kept.swap(tgt, [tf.landmarks], kept.prepare(src, sf.landmarks))
+    out = swap(kept, tgt, [tf.landmarks], kept.prepare_landmarks(src, sf.landmarks))
     diff_kept = np.abs(out[inner].astype(int) - tgt[inner]).mean()
     free = ClassicSwapper(SwapConfig(keep_mouth=False))
-    out2 = free.swap(tgt, [tf.landmarks], free.prepare(src, sf.landmarks))
+    out2 = swap(free, tgt, [tf.landmarks], free.prepare_landmarks(src, sf.landmarks))
     diff_free = np.abs(out2[inner].astype(int) - tgt[inner]).mean()
     assert diff_kept < 2.0, diff_kept
     assert diff_free > diff_kept + 5, (diff_free, diff_kept)
@@ -132,8 +151,8 @@ def test_color_transfer_moves_lab_mean_toward_target(obama, biden, mode) -> None
     (src, sf), (tgt, tf) = obama, biden
     swapper = ClassicSwapper(SwapConfig(color="none"))
     # warp the source face onto the target without colour matching, then match
-    model = swapper.prepare(src, sf.landmarks)
-    warped = swapper.swap(tgt, [tf.landmarks], model)
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    warped = swap(swapper, tgt, [tf.landmarks], model)
     region = blend.polygon_mask(tgt.shape[:2], [tf.landmarks[:27]], convex=True) > 0
     matched = blend.color_transfer(warped, tgt, region, mode, face_size=200.0)
     target_mean = blend.to_lab(tgt)[region].mean(axis=0)
@@ -147,7 +166,7 @@ def test_color_transfer_moves_lab_mean_toward_target(obama, biden, mode) -> None
 def test_bad_landmarks_are_a_clear_error(obama) -> None:
     src, _ = obama
     with pytest.raises(LivecamError, match=r"\(68, 2\)"):
-        ClassicSwapper().prepare(src, np.zeros((5, 2), np.float32))
+        ClassicSwapper().prepare_landmarks(src, np.zeros((5, 2), np.float32))
 
 
 def test_face_partly_outside_frame(obama, biden) -> None:
@@ -157,7 +176,7 @@ def test_face_partly_outside_frame(obama, biden) -> None:
     crop = np.ascontiguousarray(tgt[:, cx:])
     lm = tf.landmarks - np.array([cx, 0], np.float32)
     swapper = ClassicSwapper()
-    out = swapper.swap(crop, [lm], swapper.prepare(src, sf.landmarks))
+    out = swap(swapper, crop, [lm], swapper.prepare_landmarks(src, sf.landmarks))
     assert out.shape == crop.shape and not np.array_equal(out, crop)
 
 
@@ -171,6 +190,51 @@ def test_keep_eyes_keeps_the_target_eyes() -> None:
     eye = (slice(y - 3, y + 4), slice(x - 3, x + 4))
     for keep, changed in ((False, True), (True, False)):
         swapper = ClassicSwapper(SwapConfig(keep_eyes=keep))
-        out = swapper.swap(tgt, [tgt_lm], swapper.prepare(src, src_lm))
+        out = swap(swapper, tgt, [tgt_lm], swapper.prepare_landmarks(src, src_lm))
         diff = np.abs(out[eye].astype(int) - tgt[eye].astype(int)).mean()
         assert (diff > 10) == changed, (keep, diff)
+
+
+def test_swapper_fills_the_work_record(obama, biden) -> None:
+    (src, sf), (tgt, tf) = obama, biden
+    swapper = ClassicSwapper()
+    frames = [FrameContext(tgt)]
+    no_landmarks = Face(tf.bbox, tf.score, tf.kps)
+    works = [FaceWork(0, 7, tf), FaceWork(0, 7, no_landmarks)]
+    done, skipped = swapper.swap(frames, works, swapper.prepare_landmarks(src, sf.landmarks))
+    assert done is works[0] and skipped is works[1]
+    assert skipped.output is None and skipped.mask is None  # needs 68 landmarks
+    assert done.affine is not None and done.crop is not None
+    assert done.output is not None and done.mask is not None
+    x0, y0, x1, y1 = swapper.face_roi(tf.landmarks, tgt.shape)
+    np.testing.assert_array_equal(done.affine, [[1, 0, -x0], [0, 1, -y0]])
+    assert np.array_equal(done.crop, tgt[y0:y1, x0:x1])
+    assert done.output.shape == done.crop.shape and done.mask.shape == (y1 - y0, x1 - x0)
+    assert done.mask.min() >= 0 and done.mask.max() <= 1 and done.mask.max() > 0.99
+
+
+def test_a_batch_of_frames_swaps_like_one_frame_at_a_time(obama, biden, testdata, analyzer):
+    (src, sf), (tgt, tf) = obama, biden
+    other = _load(testdata, "grace_hopper_navy_portrait.jpg")
+    of = analyzer.analyze(other)[0]
+    swapper, blender = ClassicSwapper(), RoiBlender()
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    images = [tgt, other, tgt]
+    frames = [FrameContext(img, seq) for seq, img in enumerate(images)]
+    works = [FaceWork(0, 0, tf), FaceWork(1, 1, of), FaceWork(2, 2, tf)]
+    batched = blender.blend(frames, swapper.swap(frames, works, model))
+    single = [swap(swapper, img, [f.landmarks], model) for img, f in zip(images, [tf, of, tf])]
+    assert len(batched) == 3
+    for i, (a, b) in enumerate(zip(batched, single, strict=True)):
+        assert np.array_equal(a, b), f"frame {i}"
+    assert all(out is not img for out, img in zip(batched, images, strict=True))
+    assert not np.array_equal(batched[0], tgt)
+
+
+def test_roi_blender_refuses_a_rotated_crop(biden) -> None:
+    tgt, tf = biden
+    crop = np.ascontiguousarray(tgt[:10, :10])
+    turned = np.array([[0, 1, 0], [-1, 0, 9]], np.float32)
+    work = FaceWork(0, 0, tf, turned, crop, np.ones((10, 10), np.float32), crop)
+    with pytest.raises(ValueError, match="whole-pixel regions"):
+        RoiBlender().blend([FrameContext(tgt)], [work])

@@ -76,7 +76,7 @@ class ExplodingSink(Sink):
 
     def open(self, width: int, height: int, fps: float) -> None: ...
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         self.sent += 1
         if self.sent == 3:
             raise RuntimeError("device vanished")
@@ -85,7 +85,7 @@ class ExplodingSink(Sink):
 class CountingSink(ExplodingSink):
     name = "counting"
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         self.sent += 1
 
 
@@ -115,7 +115,7 @@ class ClosableWindow(CountingSink):
     name = "window"
     wants_repeats = True
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         self.sent += 1
         self.closed = self.sent >= 5
 

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 from media import xvfb_display
-from recording_backend import (
-    RecordingStore,
-    register_recording_backend,
-    unregister,
-)
+from recording_backend import RecordingStore
 
-from livecam.doctor import Check, check_display, check_package, format_checks, run_doctor
+from livecam.doctor import (
+    Check,
+    check_display,
+    check_dlib68_licence,
+    check_package,
+    check_window,
+    format_checks,
+    run_doctor,
+)
 from livecam.doctor import _Package as Package
 from livecam.errors import ModelError
 from livecam.runtime.gpu import NvmlReader, gpu_snapshot
@@ -56,9 +58,7 @@ def test_provider_chain() -> None:
 
 
 def test_probe_reports_cpu_working_and_gpu_providers_with_reasons() -> None:
-    t0 = time.perf_counter()
     probes = {p.name: p for p in probe_providers()}
-    elapsed = time.perf_counter() - t0
     assert set(probes) == set(ort.get_available_providers())
     assert probes[CPU].works and probes[CPU].detail
     if _has_nvidia():
@@ -67,7 +67,6 @@ def test_probe_reports_cpu_working_and_gpu_providers_with_reasons() -> None:
         if name in probes:  # listed as available by onnxruntime-gpu, but cannot work here
             assert probes[name].works is False
             assert len(probes[name].detail) > 10  # a reason, e.g. the missing CUDA library
-    assert elapsed < 3.0 * len(probes)
 
 
 def test_probe_of_an_unknown_provider_is_a_result_not_an_exception() -> None:
@@ -138,17 +137,8 @@ def test_package_check_flags_both_onnxruntime_builds() -> None:
     assert optional.ok is None
 
 
-@pytest.fixture
-def recording() -> Iterator[RecordingStore]:
-    store = register_recording_backend()
-    yield store
-    unregister(store.name)
-
-
 def test_doctor_on_this_machine() -> None:
-    t0 = time.perf_counter()
     checks = run_doctor()
-    assert time.perf_counter() - t0 < 5.0
     by_name = {c.name: c for c in checks}
     assert by_name["Python"].ok is True
     assert by_name["package numpy"].ok is True and np.__version__ in by_name["package numpy"].detail
@@ -170,10 +160,10 @@ def test_doctor_on_this_machine() -> None:
     assert "✘ virtual camera" in text and "    fix: " in text
 
 
-def test_doctor_virtual_camera_ok_with_backend(recording: RecordingStore) -> None:
-    checks = run_doctor(virtualcam_backend=recording.name)
+def test_doctor_virtual_camera_ok_with_backend(vcam: RecordingStore) -> None:
+    checks = run_doctor(virtualcam_backend=vcam.name)
     (cam,) = [c for c in checks if c.name == "virtual camera"]
-    assert cam.ok is True and recording.device in cam.detail
+    assert cam.ok is True and vcam.device in cam.detail
 
 
 def test_format_checks() -> None:
@@ -210,3 +200,42 @@ def test_display_check_without_and_with_xvfb(monkeypatch: pytest.MonkeyPatch) ->
         and display in present.detail
         and "screen capture works" in present.detail
     )
+
+
+def test_opencv_check_wants_the_headless_build() -> None:
+    """opencv-python bundles Qt 5 and breaks the PySide6 window; headless is the right one.
+    Other installed distributions stand in for the builds that are not installed here."""
+    ok = check_package(Package("OpenCV", ("opencv-python-headless",), True))
+    assert ok.ok is True and "opencv-python-headless" in ok.detail
+    gui = check_package(Package("OpenCV", ("pyvirtualcam",), True))
+    assert gui.ok is False and "PySide6 preview window" in gui.detail
+    assert gui.fix == "pip uninstall -y pyvirtualcam && pip install opencv-python-headless"
+    several = check_package(Package("OpenCV", ("opencv-python-headless", "mss"), True))
+    assert several.ok is False and "several OpenCV builds" in several.detail
+
+
+def test_dlib_68_point_licence_note() -> None:
+    note = check_dlib68_licence()
+    assert note.ok is None  # a note, never a failure
+    text = note.detail
+    assert "shape_predictor_68_face_landmarks.dat" in text and "offline preset" in text
+    assert "iBUG 300-W" in text and "excludes commercial use" in text and "Boost" in text
+    assert Path(text.split("(")[1].split(")")[0]).is_file()  # where the model is
+    assert note in run_doctor()
+
+
+def test_window_check_without_and_with_a_display(
+    monkeypatch: pytest.MonkeyPatch, xvfb: str
+) -> None:
+    if sys.platform != "linux":
+        pytest.skip("display detection by environment is Linux-only")
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    absent = check_window()
+    assert absent.ok is None and "DISPLAY" in absent.detail and "xvfb-run" in absent.fix
+    monkeypatch.setenv("DISPLAY", ":4711")
+    dead = check_window()
+    assert dead.ok is False and "no X server answers on DISPLAY=:4711" in dead.detail
+    monkeypatch.setenv("DISPLAY", xvfb)
+    assert check_window().ok is True

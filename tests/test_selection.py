@@ -1,4 +1,4 @@
-"""Face selection modes and the source-face cache, on real photos."""
+"""Face selection modes and the source-face lookup (errors), on real photos."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 from livecam.errors import ConfigError, FaceSourceError
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
 from livecam.pipeline.identity import embedding_distance
-from livecam.pipeline.selection import ReferenceMatcher, main_face, select_faces
-from livecam.pipeline.source_face import SourceFaceCache
+from livecam.pipeline.parts import FrameContext
+from livecam.pipeline.selection import ModeSelector, ReferenceMatcher, main_face, select_faces
+from livecam.pipeline.source_face import SourceFace, SourceFaceCache
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
@@ -26,8 +27,23 @@ def analyzer() -> FaceAnalyzer:
 
 
 @pytest.fixture(scope="module")
+def photo() -> FaceAnalyzer:
+    return offline_analyzer(max_side=1024, upsample=1)
+
+
+@pytest.fixture(scope="module")
 def cache() -> SourceFaceCache:
-    return SourceFaceCache()
+    return SourceFaceCache(None)
+
+
+@pytest.fixture
+def source(cache: SourceFaceCache, photo: FaceAnalyzer):
+    """``source(path, face_index=None)``: the cache's lookup with the photo analyzer."""
+
+    def get(path: Path, face_index: int | None = None) -> SourceFace:
+        return cache.get(path, face_index, photo)
+
+    return get
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +65,9 @@ def test_one_picks_the_largest_and_all_returns_both(two: tuple[Frame, list[Face]
     assert one.area == max(f.area for f in faces)
     assert len(select_faces(faces, "all", img.shape)) == 2
     assert select_faces([], "one", img.shape) == []
+    frame = FrameContext(img)
+    assert ModeSelector("one").select(frame, faces) == [one]
+    assert ModeSelector("all").select(frame, faces) == faces
 
 
 def test_one_breaks_size_ties_by_centrality() -> None:
@@ -64,19 +83,20 @@ def test_reference_picks_the_matching_person(
     testdata: Path, analyzer: FaceAnalyzer, two: tuple[Frame, list[Face]]
 ) -> None:
     img, faces = two
-    enc = analyzer.encoder
+    enc = analyzer.recognizer
     assert enc is not None
+    frame = FrameContext(img)
     biden = _ref(testdata, analyzer, "biden_official_portrait.jpg")
     obama = _ref(testdata, analyzer, "obama_official_portrait_2012.jpg")
-    (b,) = select_faces(faces, "reference", img.shape, biden, encoder=enc, frame=img)
-    (o,) = select_faces(faces, "reference", img.shape, obama, encoder=enc, frame=img)
+    (b,) = select_faces(faces, "reference", img.shape, biden, recognizer=enc, frame=frame)
+    (o,) = select_faces(faces, "reference", img.shape, obama, recognizer=enc, frame=frame)
     assert b.track_id == o.track_id == -1 and b.embedding is not None and o.embedding is not None
     assert not np.array_equal(b.bbox, o.bbox)
     assert embedding_distance(b.embedding, biden) < embedding_distance(b.embedding, obama)
     # the photo's larger face is Biden; the Obama reference picks the smaller one
     assert b.area > o.area
     stranger = _ref(testdata, analyzer, "grace_hopper_navy_portrait.jpg")
-    assert select_faces(faces, "reference", img.shape, stranger, encoder=enc, frame=img) == []
+    assert select_faces(faces, "reference", img.shape, stranger, recognizer=enc, frame=frame) == []
 
 
 def test_bad_mode_and_missing_reference_are_clear_errors(two: tuple[Frame, list[Face]]) -> None:
@@ -91,56 +111,56 @@ def test_reference_matcher_embeds_each_track_only_every_m_frames(
     testdata: Path, analyzer: FaceAnalyzer, two: tuple[Frame, list[Face]]
 ) -> None:
     img, faces = two
-    assert analyzer.encoder is not None
+    assert analyzer.recognizer is not None
     tracked = [dataclasses.replace(f, track_id=i + 1) for i, f in enumerate(faces)]
     obama = _ref(testdata, analyzer, "obama_official_portrait_2012.jpg")
-    matcher = ReferenceMatcher(analyzer.encoder, obama, recheck_every=5)
-    picked = [matcher.select(img, tracked, i) for i in range(10)]
+    matcher = ReferenceMatcher(analyzer.recognizer, obama, recheck_every=5)
+    picked = [matcher.select(FrameContext(img, i), tracked) for i in range(10)]
     assert all(len(p) == 1 and p[0].track_id == 2 for p in picked)  # Obama is the smaller
     assert matcher.embeddings_computed == 4  # 2 tracks x (frame 0, frame 5)
-    matcher.select(img, tracked[:1], 10)  # track 2 ended: its cache entry goes
-    matcher.select(img, tracked, 11)  # back under the same id: embedded again
+    matcher.select(FrameContext(img, 10), tracked[:1])  # track 2 ended: its cache entry goes
+    matcher.select(FrameContext(img, 11), tracked)  # back under the same id: embedded again
     assert matcher.embeddings_computed == 6
 
 
-def test_source_face_single_face_and_rgba(testdata: Path, cache: SourceFaceCache) -> None:
-    src = cache.get(testdata / "faces" / "obama_speech_rgba.png")
+def test_source_face_single_face_and_rgba(testdata: Path, source) -> None:
+    src = source(testdata / "faces" / "obama_speech_rgba.png")
     assert src.faces_found == 1 and src.face_index == 0
     assert src.face.landmarks is not None and src.face.embedding is not None
     assert src.image.dtype == np.uint8 and src.image.shape == (1200, 626, 3)
     assert len(src.sha256) == 64
-    again = cache.get(testdata / "faces" / "obama_speech_rgba.png")
-    assert again.image is src.image  # cached by content, not analysed twice
+    again = source(testdata / "faces" / "obama_speech_rgba.png")
+    assert again.face is src.face  # cached by content, not analysed twice
 
 
-def test_source_face_with_no_face(tmp_path: Path, cache: SourceFaceCache) -> None:
+def test_source_face_with_no_face(tmp_path: Path, source) -> None:
     blank = tmp_path / "blank_wall.png"
     cv2.imwrite(str(blank), np.full((400, 400, 3), 200, np.uint8))
     with pytest.raises(FaceSourceError) as err:
-        cache.get(blank)
+        source(blank)
     text = str(err.value)
     assert "blank_wall.png" in text and "0 faces" in text
     assert "80 px" in err.value.hint
 
 
-def test_source_face_with_several_faces(testdata: Path, cache: SourceFaceCache) -> None:
+def test_source_face_with_several_faces(testdata: Path, source) -> None:
     path = testdata / "faces" / TWO
     with pytest.raises(FaceSourceError) as err:
-        cache.get(path)
+        source(path)
     text = str(err.value)
     assert TWO in text and "2 faces" in text and "--face-index" in text
     assert "  0: box" in text and "  1: box" in text and "  2: box" not in text
-    first, second = cache.get(path, face_index=0), cache.get(path, face_index=1)
+    first, second = source(path, face_index=0), source(path, face_index=1)
     assert first.faces_found == second.faces_found == 2
     assert first.face.area > second.face.area
     with pytest.raises(FaceSourceError, match="out of range"):
-        cache.get(path, face_index=2)
+        source(path, face_index=2)
 
 
-def test_source_face_missing_or_unreadable(tmp_path: Path, cache: SourceFaceCache) -> None:
+def test_source_face_missing_or_unreadable(tmp_path: Path, source) -> None:
     with pytest.raises(FaceSourceError, match="nobody.jpg"):
-        cache.get(tmp_path / "nobody.jpg")
+        source(tmp_path / "nobody.jpg")
     bad = tmp_path / "not_an_image.jpg"
     bad.write_text("hello")
     with pytest.raises(FaceSourceError, match="not_an_image.jpg"):
-        cache.get(bad)
+        source(bad)

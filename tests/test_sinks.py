@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-from media import read_video
-from recording_backend import (
-    RecordingStore,
-    register_failing_backend,
-    register_recording_backend,
-    unregister,
-)
+from framegen import psnr, smooth_frames
+from recording_backend import RecordingStore, register_failing_backend, unregister
 
 from livecam.config import OutputConfig
 from livecam.errors import SinkError
@@ -32,77 +23,14 @@ from livecam.sinks import (
     VirtualCamSink,
     make_sinks,
 )
-from livecam.sinks.preview import display_available, window_problem
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def smooth_frames(n: int, w: int = 160, h: int = 120) -> list[np.ndarray]:
-    """Smooth, distinct frames: colour gradients with a soft blob that moves each frame."""
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    frames = []
-    for i in range(n):
-        cx, cy = 30 + 3 * i, 40 + 1.5 * i
-        blob = 120 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * 18.0**2))
-        b = 40 + 150 * xx / w + blob
-        g = 60 + 120 * yy / h
-        r = 200 - 120 * xx / w + 0.5 * blob
-        frames.append(np.clip(np.dstack([b, g, r]), 0, 255).astype(np.uint8))
-    return frames
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def imread(path: Path) -> np.ndarray:
     image = cv2.imread(str(path))
     assert image is not None, f"{path} is not readable"
     return image
-
-
-@pytest.mark.parametrize(
-    ("name", "codec"), [("clip.mp4", "mp4v"), ("clip.avi", "MJPG"), ("clip.mkv", "mp4v")]
-)
-def test_recorder_writes_a_playable_file(tmp_path: Path, name: str, codec: str) -> None:
-    path = tmp_path / "sub" / name  # the folder is created
-    sent = smooth_frames(24)
-    sink = RecorderSink(path)
-    assert sink.wants_repeats is False
-    sink.open(160, 120, 25.0)
-    assert sink.fourcc == codec
-    for f in sent:
-        sink.send(f)
-    sink.close()
-    sink.close()
-    assert sink.frames_written == len(sent)
-    got, fps = read_video(path)
-    assert len(got) == len(sent)
-    assert fps == pytest.approx(25.0, abs=0.01)
-    for g, s in zip(got, sent, strict=True):
-        assert g.shape == s.shape
-        assert psnr(g, s) > 30.0
-    # frames stay in order: each read-back frame is closest to the one sent at its index
-    for i in (0, len(sent) // 2, len(sent) - 1):
-        assert int(np.argmax([psnr(got[i], s) for s in sent])) == i
-
-
-def test_recorder_rejects_a_size_change(tmp_path: Path) -> None:
-    sink = RecorderSink(tmp_path / "a.mp4")
-    sink.open(160, 120, 30.0)
-    with pytest.raises(SinkError, match="80x60"):
-        sink.send(np.zeros((60, 80, 3), np.uint8))
-    sink.close()
-
-
-def test_recorder_error_names_file_and_codec(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    sink = RecorderSink(blocker / "x.avi")
-    with pytest.raises(SinkError) as info:
-        sink.open(160, 120, 30.0)
-    assert str(blocker) in info.value.message
 
 
 def test_image_writer_keeps_the_last_frame(tmp_path: Path) -> None:
@@ -133,6 +61,31 @@ def test_image_writer_writes_periodically(tmp_path: Path) -> None:
     sink.close()
 
 
+def test_image_writer_keeps_an_existing_file_unless_overwrite(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "shot.png"
+    path.write_bytes(b"the user's own picture")
+    frames = smooth_frames(2)
+    sink = ImageWriterSink(path, interval_s=3600)
+    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recorder"):
+        sink.open(160, 120, 30.0)
+    sink.send(frames[0])
+    sink.close()
+    assert path.read_bytes() == b"the user's own picture"
+    assert sink.target != path and sink.target.parent == tmp_path
+    assert sink.target.name.startswith("shot-") and sink.target.suffix == ".png"
+    np.testing.assert_array_equal(imread(sink.target), frames[0])
+    assert "ALREADY EXISTS" in caplog.text and str(sink.target) in caplog.text
+
+    replacing = ImageWriterSink(path, interval_s=3600, overwrite=True)
+    replacing.open(160, 120, 30.0)
+    replacing.send(frames[1])
+    replacing.close()
+    assert replacing.target == path
+    np.testing.assert_array_equal(imread(path), frames[1])
+
+
 def test_image_writer_without_frames_writes_nothing(tmp_path: Path) -> None:
     sink = ImageWriterSink(tmp_path / "none.bmp")
     sink.open(16, 16, 30.0)
@@ -145,9 +98,10 @@ def test_null_sink_counts_unique_frames() -> None:
     assert sink.wants_repeats is False
     sink.open(160, 120, 30.0)
     frames = smooth_frames(4)
-    for f in frames:
-        sink.send(f)
+    for i, f in enumerate(frames):
+        sink.send(f, t_capture_ns=1000 + i)
     assert sink.frames == 4 and sink.size == (160, 120) and sink.last_frame is frames[-1]
+    assert sink.last_t_capture_ns == 1003
 
 
 def test_make_sinks_builds_each_kind(tmp_path: Path) -> None:
@@ -165,6 +119,9 @@ def test_make_sinks_builds_each_kind(tmp_path: Path) -> None:
         ImageWriterSink,
     ]
     assert sinks[0]._want_backend == "be" and sinks[0]._want_device == "/dev/video10"  # type: ignore[attr-defined]
+    assert [s.overwrite for s in sinks[4:]] == [False, False, False]  # type: ignore[attr-defined]
+    replacing = make_sinks(("a.mp4", "c.png"), OutputConfig(overwrite=True))
+    assert [s.overwrite for s in replacing] == [True, True]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("spec", ["virtualcamera", "out.gif", "", "screen"])
@@ -176,68 +133,8 @@ def test_unknown_sink_spec(spec: str) -> None:
         assert form in info.value.hint
 
 
-def test_window_without_display_is_a_sink_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    if sys.platform != "linux":
-        pytest.skip("display detection by environment is Linux-only")
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    assert display_available()[0] is False
-    with pytest.raises(SinkError) as info:
-        PreviewWindowSink().open(160, 120, 30.0)
-    assert "DISPLAY" in info.value.message
-    assert "xvfb-run" in info.value.hint and "virtualcam" in info.value.hint
-
-
-def test_window_problem_rules() -> None:
-    if sys.platform != "linux":
-        pytest.skip("Linux rules")
-    assert window_problem({"DISPLAY": ":1"}) is None
-    assert "XWayland" in (window_problem({"WAYLAND_DISPLAY": "wayland-0"}) or "")
-    assert "abort" in (window_problem({"DISPLAY": ":1", "QT_QPA_PLATFORM": "offscreen"}) or "")
-
-
-def test_window_shows_frames_on_xvfb(xvfb: str) -> None:
-    """Runs in a child process: OpenCV's Qt needs QT_QPA_PLATFORM unset (pytest-qt sets it)."""
-    code = textwrap.dedent(
-        """
-        import cv2, numpy as np
-        from livecam.sinks.preview import PreviewWindowSink
-        s = PreviewWindowSink(title="t")
-        s.open(96, 64, 30.0)
-        for i in range(5):
-            s.send(np.full((64, 96, 3), 40 * i, np.uint8))
-        assert cv2.getWindowProperty("t", cv2.WND_PROP_VISIBLE) >= 1
-        assert not s.closed
-        cv2.destroyWindow("t")  # the window goes away as if the user closed it
-        cv2.waitKey(1)
-        s.send(np.zeros((64, 96, 3), np.uint8))
-        assert s.closed
-        s.send(np.zeros((64, 96, 3), np.uint8))  # dropped, not reopened
-        try:
-            assert cv2.getWindowProperty("t", cv2.WND_PROP_VISIBLE) < 1
-        except cv2.error:
-            pass  # no window at all
-        s.close()
-        print("WINDOW-OK")
-        """
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
-    env["DISPLAY"] = xvfb
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert "WINDOW-OK" in out.stdout, out.stderr[-2000:]
-
-
-@pytest.fixture
-def recording() -> Iterator[RecordingStore]:
-    store = register_recording_backend()
-    yield store
-    unregister(store.name)
-
-
-def test_auto_uses_the_virtual_camera_when_it_opens(recording: RecordingStore) -> None:
-    sink = make_sinks(("auto",), OutputConfig(virtualcam_backend=recording.name))[0]
+def test_auto_uses_the_virtual_camera_when_it_opens(vcam: RecordingStore) -> None:
+    sink = make_sinks(("auto",), OutputConfig(virtualcam_backend=vcam.name))[0]
     assert isinstance(sink, AutoSink)
     sink.open(160, 120, 30.0)
     assert isinstance(sink.chosen, VirtualCamSink) and sink.wants_repeats is True
@@ -245,8 +142,8 @@ def test_auto_uses_the_virtual_camera_when_it_opens(recording: RecordingStore) -
     for f in frames:
         sink.send(f)
     sink.close()
-    assert len(recording.frames) == 3
-    np.testing.assert_array_equal(recording.frames[-1].frame, frames[-1])
+    assert len(vcam.frames) == 3
+    np.testing.assert_array_equal(vcam.frames[-1].frame, frames[-1])
 
 
 def test_auto_falls_back_to_null_with_a_loud_fix(

@@ -1,32 +1,47 @@
-"""The swap stage and `livecam run --face` on real faces (offline preset, no downloads)."""
+"""The swap stage composed from the preset table, and `livecam run --face`, on real faces
+(offline preset, no downloads)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-from recording_backend import RecordingStore, register_recording_backend, unregister
+from recording_backend import RecordingStore
 
 from livecam.app import App
 from livecam.cli import main as cli_main
-from livecam.config import Config, SwapConfig
+from livecam.config import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.pipeline.analysis import offline_analyzer
 from livecam.pipeline.identity import embedding_distance
-from livecam.pipeline.swap import build_swap_stage
+from livecam.pipeline.source_face import SourceFaceCache
+from livecam.pipeline.stage import Stage
+from livecam.pipeline.swap import FaceSwapStage
+from livecam.pipeline.swap import build_swap_stage as build
 from livecam.sources.image import load_image_bgr, make_even
+from livecam.sources.synthetic import SyntheticSource
 from livecam.types import FramePacket
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
+@pytest.fixture(scope="module")
+def faces() -> SourceFaceCache:
+    """One source-face cache for the module, as the app keeps one for all its builds."""
+    return SourceFaceCache(None)
+
+
 @pytest.fixture
-def vcam() -> RecordingStore:
-    store = register_recording_backend()
-    yield store
-    unregister(store.name)
+def build_swap_stage(faces: SourceFaceCache):
+    """The builder with the shared cache, as the app calls it."""
+
+    def make(cfg: SwapConfig) -> FaceSwapStage:
+        return build(cfg, faces)
+
+    return make
 
 
 def faces_dir(testdata: Path) -> Path:
@@ -65,7 +80,7 @@ def test_live_swap_moves_identity_toward_the_source(testdata: Path, vcam: Record
     assert app.snapshot().stages_ms["swap"].p50 > 0
 
 
-def test_frame_without_a_face_passes_through_untouched(testdata: Path) -> None:
+def test_frame_without_a_face_passes_through_untouched(testdata: Path, build_swap_stage) -> None:
     stage = build_swap_stage(
         SwapConfig(face=str(faces_dir(testdata) / "astronaut_eileen_collins.png"))
     )
@@ -76,7 +91,7 @@ def test_frame_without_a_face_passes_through_untouched(testdata: Path) -> None:
     assert packet.frame is blank and packet.faces == []
 
 
-def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path) -> None:
+def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path, build_swap_stage) -> None:
     two = load_image_bgr(faces_dir(testdata) / "obama_biden_two_people.jpg")
     face = str(faces_dir(testdata) / "astronaut_eileen_collins.png")
     changed = {}
@@ -97,7 +112,9 @@ def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path) -> None:
     assert changed["one"] == [True, False], "only the largest face is swapped"
 
 
-def test_reference_selection_swaps_only_the_matching_person(testdata: Path) -> None:
+def test_reference_selection_swaps_only_the_matching_person(
+    testdata: Path, build_swap_stage
+) -> None:
     two = load_image_bgr(faces_dir(testdata) / "obama_biden_two_people.jpg")
     stage = build_swap_stage(
         SwapConfig(
@@ -129,7 +146,9 @@ def test_source_image_without_a_face_is_a_clear_error(
     assert "wall.png" in err and "0 faces found" in err and "fix:" in err
 
 
-def test_source_image_with_several_faces_asks_for_an_index(testdata: Path) -> None:
+def test_source_image_with_several_faces_asks_for_an_index(
+    testdata: Path, build_swap_stage
+) -> None:
     two = str(faces_dir(testdata) / "obama_biden_two_people.jpg")
     with pytest.raises(FaceSourceError) as info:
         build_swap_stage(SwapConfig(face=two))
@@ -141,14 +160,14 @@ def test_source_image_with_several_faces_asks_for_an_index(testdata: Path) -> No
         build_swap_stage(SwapConfig(face=two, face_index=2))
 
 
-def test_missing_face_and_unknown_preset_are_startup_errors() -> None:
+def test_missing_face_and_unknown_preset_are_startup_errors(build_swap_stage) -> None:
     with pytest.raises(ConfigError, match="--face"):
         build_swap_stage(SwapConfig())
     with pytest.raises(ModelError, match="--preset offline"):
         build_swap_stage(SwapConfig(face="x.jpg", preset="standard"))
 
 
-def test_detect_size_finds_smaller_faces_in_large_frames(testdata: Path) -> None:
+def test_detect_size_finds_smaller_faces_in_large_frames(testdata: Path, build_swap_stage) -> None:
     portrait = load_image_bgr(faces_dir(testdata) / "obama_official_portrait_2012.jpg")
     small = cv2.resize(portrait, None, fx=0.45, fy=0.45)
     frame = np.full((720, 1280, 3), 100, np.uint8)
@@ -163,3 +182,73 @@ def test_detect_size_finds_smaller_faces_in_large_frames(testdata: Path) -> None
         stage.process([packet])
         found[size] = len(packet.faces)
     assert found == {400: 0, 800: 1}
+
+
+def _clip(n: int) -> list[np.ndarray]:
+    """``n`` 640x480 frames of the synthetic face-motion source (a moving astronaut), from
+    its frame 10 on (where her face is large enough for the detector at 400 px)."""
+    src = SyntheticSource(
+        SourceConfig(spec="synthetic", size=(640, 480), face_motion=str(ASSETS / "astronaut.png"))
+    )
+    src.open()
+    frames = [src.render(i) for i in range(10, 10 + n)]
+    src.close()
+    return frames
+
+
+def _packets(frames: list[np.ndarray], fps: float = 30.0) -> list[FramePacket]:
+    return [FramePacket(f, seq=i, t_capture_ns=round(i * 1e9 / fps)) for i, f in enumerate(frames)]
+
+
+def test_a_lossless_batch_swaps_like_one_frame_at_a_time(build_swap_stage) -> None:
+    cfg = SwapConfig(face=str(ASSETS / "grace_hopper.jpg"))
+    frames = _clip(9)
+    one, batched = build_swap_stage(cfg), build_swap_stage(cfg)
+    for stage in (one, batched):
+        stage.warmup(640, 480)
+    singles = [one.process([p])[0] for p in _packets(frames)]
+    packets = _packets(frames)
+    for lo in range(0, 9, 3):
+        assert batched.process(packets[lo : lo + 3]) == packets[lo : lo + 3]
+    for i, (a, b) in enumerate(zip(singles, packets, strict=True)):
+        assert [f.track_id for f in a.faces] == [f.track_id for f in b.faces] == [1], i
+        assert a.frame is not frames[i] and np.array_equal(a.frame, b.frame), f"frame {i}"
+        assert np.abs(b.frame.astype(int) - frames[i]).sum(axis=2).astype(bool).mean() > 0.02
+
+
+def test_stage_follows_the_protocol_and_switches_off(build_swap_stage) -> None:
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="auto"))
+    assert isinstance(stage, Stage) and stage.name == "swap" and stage.required
+    assert stage.preset == "offline"  # auto: the best preset this version can build
+    assert stage.providers == {
+        "detector": "cpu",
+        "landmarker": "cpu",
+        "recognizer": "cpu",
+        "swapper": "cpu",
+        "blender": "cpu",
+    }
+    (frame,) = _clip(1)
+    stage.warmup(640, 480)
+    stage.enabled = False
+    packet = FramePacket(frame, seq=0, t_capture_ns=0)
+    assert stage.process([packet])[0].frame is frame and packet.faces == []
+    stage.enabled = True
+    assert stage.process([packet])[0].frame is not frame and len(packet.faces) == 1
+    stage.close()
+
+
+def test_built_and_warmed_on_one_thread_used_on_another(build_swap_stage) -> None:
+    built: list[FaceSwapStage] = []
+
+    def loader() -> None:
+        stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+        stage.warmup(640, 480)
+        built.append(stage)
+
+    thread = threading.Thread(target=loader)
+    thread.start()
+    thread.join(60)
+    (stage,) = built
+    packets = _packets(_clip(3))
+    stage.process(packets)
+    assert [len(p.faces) for p in packets] == [1, 1, 1]

@@ -1,46 +1,70 @@
-"""Face tracking on generated clips of a real portrait: stable ids, track ends, smoothing."""
+"""Face tracking on generated clips of a real portrait: stable ids, track ends, smoothing by
+capture time, any detector (dlib HOG + 68-point refit, or YuNet alone), batches."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
-from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.detect import DlibHogDetector
-from livecam.pipeline.tracking import FaceTracker, OneEuroFilter, box_from_landmarks, iou
+from livecam.config import SourceConfig
+from livecam.pipeline.analysis import offline_analyzer
+from livecam.pipeline.detect import DlibHogDetector, YuNetDetector
+from livecam.pipeline.landmarks import Dlib68Landmarker, box_from_landmarks
+from livecam.pipeline.parts import CPU_ONLY, Detector, FrameContext
+from livecam.pipeline.tracking import FaceTracker, OneEuroFilter, iou
 from livecam.sources.image import load_image_bgr
+from livecam.sources.synthetic import SyntheticSource
 from livecam.types import Face, Frame
 
 PORTRAIT = "obama_official_portrait_2012.jpg"
 BG = (90, 110, 100)
 
 
-class CountingDetector(DlibHogDetector):
-    """The real HOG detector, counting its runs."""
+class CountingDetector:
+    """A real detector part, counting its calls and the frames it was given."""
 
-    def __init__(self) -> None:
-        super().__init__(max_side=400)
-        self.runs = 0
+    providers = CPU_ONLY
 
-    def detect_gray(self, gray: np.ndarray) -> list[Face]:
-        self.runs += 1
-        return super().detect_gray(gray)
+    def __init__(self, inner: Detector) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.calls: list[list[int]] = []  # seq of the frames of each call
+
+    def warmup(self) -> None:
+        self.inner.warmup()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def detect(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
+        self.calls.append([f.seq for f in frames])
+        return self.inner.detect(frames)
+
+    @property
+    def runs(self) -> int:
+        return sum(len(c) for c in self.calls)
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> FaceAnalyzer:
-    return offline_analyzer(with_encoder=False)
+def hog() -> DlibHogDetector:
+    return DlibHogDetector(max_side=400)
+
+
+@pytest.fixture(scope="module")
+def landmarker() -> Dlib68Landmarker:
+    return Dlib68Landmarker()
 
 
 @pytest.fixture(scope="module")
 def face_crop(testdata: Path) -> Frame:
     """A 300x300 head-and-shoulders crop with a face of about 150 px."""
     img = load_image_bgr(testdata / "faces" / PORTRAIT)
-    (face,) = DlibHogDetector(max_side=800).detect(img)
+    ((face,),) = DlibHogDetector(max_side=800).detect([FrameContext(img)])
     cx, cy = face.center
     s = face.width
     crop = img[int(cy - s) : int(cy + s), int(cx - s) : int(cx + s)]
@@ -56,51 +80,81 @@ def place(crop: Frame, x: float, y: float, angle: float = 0.0) -> Frame:
     return np.ascontiguousarray(out, dtype=np.uint8)
 
 
-def test_ids_stay_stable_over_smooth_motion(face_crop: Frame, analyzer: FaceAnalyzer) -> None:
-    tracker = FaceTracker.from_analyzer(analyzer, detect_every=3)
+def at(frame: Frame, seq: int, fps: float = 30.0) -> list[FrameContext]:
+    """A one-frame batch captured at ``seq / fps`` seconds."""
+    return [FrameContext(frame, seq, seq / fps)]
+
+
+def step(tracker: FaceTracker, frame: Frame, seq: int, fps: float = 30.0) -> list[Face]:
+    return tracker.update(at(frame, seq, fps))[0]
+
+
+def circle(i: int) -> tuple[float, float, float]:
+    """Position and tilt of a face moving along a figure eight over 45 frames."""
+    t = 2 * math.pi * i / 45
+    return 320 + 110 * math.sin(t), 240 + 30 * math.sin(2 * t), 6 * math.sin(t)
+
+
+def test_ids_stay_stable_over_smooth_motion(face_crop, hog, landmarker) -> None:
+    tracker = FaceTracker(hog, landmarker, detect_every=3)
     ids = []
     for i in range(45):
-        t = 2 * math.pi * i / 45
-        x, y = 320 + 110 * math.sin(t), 240 + 30 * math.sin(2 * t)
-        frame = place(face_crop, x, y, 6 * math.sin(t))
-        faces = tracker.update(frame, i)
+        x, y, angle = circle(i)
+        faces = step(tracker, place(face_crop, x, y, angle), i)
         assert len(faces) == 1, f"frame {i}"
         ids.append(faces[0].track_id)
+        assert faces[0].landmarks is not None and faces[0].landmarks.shape == (68, 2)
         # the tracked box stays on the moving face
         assert abs(faces[0].center[0] - x) < 25, f"frame {i}"
     assert set(ids) == {1}
 
 
-def test_ids_stable_on_the_synthetic_face_motion_source(
-    testdata: Path, analyzer: FaceAnalyzer
-) -> None:
-    synthetic = pytest.importorskip("livecam.sources.synthetic")
-    from livecam.config import SourceConfig
+def test_yunet_alone_keeps_ids_and_follows_a_moving_face(testdata: Path, face_crop) -> None:
+    yunet = CountingDetector(
+        YuNetDetector(testdata / "models" / "face_detection_yunet_2023mar.onnx")
+    )
+    tracker = FaceTracker(yunet, None, detect_every=3)
+    ids = []
+    for i in range(45):
+        x, y, angle = circle(i)
+        faces = step(tracker, place(face_crop, x, y, angle), i)
+        assert len(faces) == 1, f"frame {i}"
+        face = faces[0]
+        ids.append(face.track_id)
+        assert face.landmarks is None  # YuNet's 5 keypoints only
+        assert abs(face.center[0] - x) < 25 and abs(face.center[1] - y) < 40, f"frame {i}"
+        eye_l, eye_r, nose = face.kps[0], face.kps[1], face.kps[2]
+        assert eye_l[0] < nose[0] < eye_r[0] and nose[1] > max(eye_l[1], eye_r[1]), f"frame {i}"
+    assert set(ids) == {1}
+    # frames 0 and 1 (a new track needs a velocity), then 4, 7, ..., 43: moved by velocity
+    assert [c for call in yunet.calls for c in call] == [0, 1, *range(4, 45, 3)]
 
-    src = synthetic.SyntheticSource(
+
+def test_ids_stable_on_the_synthetic_face_motion_source(testdata: Path, hog, landmarker) -> None:
+    src = SyntheticSource(
         SourceConfig(
             spec="synthetic", size=(640, 480), face_motion=str(testdata / "faces" / PORTRAIT)
         )
     )
     src.open()
-    tracker = FaceTracker.from_analyzer(analyzer)
+    tracker = FaceTracker(hog, landmarker)
     ids = set()
     for i in range(0, 120, 2):  # every other frame: twice the motion per step
-        faces = tracker.update(src.render(i), i)
+        faces = step(tracker, src.render(i), i)
         assert len(faces) == 1, f"frame {i}"
         ids.add(faces[0].track_id)
     src.close()
     assert ids == {1}
 
 
-def test_face_leaving_and_returning_gets_a_new_id(face_crop: Frame, analyzer: FaceAnalyzer) -> None:
+def test_face_leaving_and_returning_gets_a_new_id(face_crop, hog, landmarker) -> None:
     xs = [320 + 15 * i for i in range(30)]  # slides out to the right (centre ends at 755)
     xs += [900] * 6  # gone
     xs += [760 - 15 * i for i in range(1, 30)]  # comes back
-    tracker = FaceTracker.from_analyzer(analyzer)
+    tracker = FaceTracker(hog, landmarker)
     seen: list[tuple[int, ...]] = []
     for i, x in enumerate(xs):
-        seen.append(tuple(f.track_id for f in tracker.update(place(face_crop, x, 240), i)))
+        seen.append(tuple(f.track_id for f in step(tracker, place(face_crop, x, 240), i)))
     assert seen[0] == (1,)
     gone = [i for i, s in enumerate(seen) if s == ()]
     assert gone and all(xs[i] > 560 for i in gone)  # ended only once the face was mostly out
@@ -109,46 +163,97 @@ def test_face_leaving_and_returning_gets_a_new_id(face_crop: Frame, analyzer: Fa
     assert {s for s in seen if s} == {(1,), (2,)}
 
 
-def test_detector_runs_every_third_frame_while_tracking(face_crop: Frame) -> None:
-    from livecam.pipeline.landmarks import Dlib68Landmarker
-
-    det = CountingDetector()
-    tracker = FaceTracker(det, Dlib68Landmarker(), detect_every=3)
+def test_detector_runs_every_third_frame_while_tracking(face_crop, hog, landmarker) -> None:
+    det = CountingDetector(hog)
+    tracker = FaceTracker(det, landmarker, detect_every=3)
     for i in range(30):
-        assert len(tracker.update(place(face_crop, 300 + 2 * i, 240), i)) == 1
+        assert len(step(tracker, place(face_crop, 300 + 2 * i, 240), i)) == 1
     assert det.runs == 10
     blank = np.full((480, 640, 3), 100, np.uint8)
-    runs = det.runs
-    for i in range(30, 36):  # face gone: the track ends within 2 frames, then detect always
-        assert tracker.update(blank, i) == [] or i < 32
+    counts = [len(step(tracker, blank, i)) for i in range(30, 36)]
+    # frame 30: the detector misses the face once, its track is refitted and kept; frame 31:
+    # the second miss ends it; the detector then runs on every frame
+    assert counts == [1, 0, 0, 0, 0, 0]
     assert tracker.track_count == 0
-    assert det.runs - runs == 6
+    assert [c for call in det.calls[10:] for c in call] == list(range(30, 36))
 
 
-def test_rewound_stream_starts_new_tracks(face_crop: Frame, analyzer: FaceAnalyzer) -> None:
-    tracker = FaceTracker.from_analyzer(analyzer)
+def test_a_batch_of_frames_tracks_like_one_frame_at_a_time(face_crop, hog, landmarker) -> None:
+    frames = [place(face_crop, 280 + 6 * i, 240 + 2 * i) for i in range(9)]
+    single_det, batch_det = CountingDetector(hog), CountingDetector(hog)
+    single = FaceTracker(single_det, landmarker, detect_every=3)
+    one_by_one = [step(single, f, i) for i, f in enumerate(frames)]
+    batched = FaceTracker(batch_det, landmarker, detect_every=3)
+    in_batches = []
+    for lo in (0, 3, 6):
+        in_batches += batched.update(
+            [FrameContext(frames[i], i, i / 30) for i in range(lo, lo + 3)]
+        )
+    assert len(in_batches) == 9
+    for i, (a, b) in enumerate(zip(one_by_one, in_batches, strict=True)):
+        assert [f.track_id for f in a] == [f.track_id for f in b] == [1], f"frame {i}"
+        np.testing.assert_array_equal(a[0].landmarks, b[0].landmarks)
+    assert [c for call in single_det.calls for c in call] == [0, 3, 6]
+    # the first batch starts with nothing tracked: each of its frames may need the detector,
+    # so all go in one call; then the frames the schedule makes due, one call per batch
+    assert batch_det.calls == [[0, 1, 2], [3], [6]]
+
+
+def test_rewound_stream_starts_new_tracks(face_crop, hog, landmarker) -> None:
+    tracker = FaceTracker(hog, landmarker)
     frame = place(face_crop, 320, 240)
-    assert tracker.update(frame, 10)[0].track_id == 1
-    assert tracker.update(frame, 11)[0].track_id == 1
-    assert tracker.update(frame, 0)[0].track_id == 2
+    assert step(tracker, frame, 10)[0].track_id == 1
+    assert step(tracker, frame, 11)[0].track_id == 1
+    assert step(tracker, frame, 0)[0].track_id == 2
 
 
-def _landmark_jitter(tracker: FaceTracker, frames: list[Frame]) -> float:
-    tracks = [tracker.update(f, i)[0].landmarks for i, f in enumerate(frames)]
-    stack = np.stack([t for t in tracks[5:] if t is not None])
-    return float(stack.std(axis=0).mean())
-
-
-def test_smoothing_reduces_landmark_jitter(face_crop: Frame, analyzer: FaceAnalyzer) -> None:
+def _noisy_still(face_crop: Frame, n: int = 40) -> list[Frame]:
     rng = np.random.default_rng(1)
     still = place(face_crop, 320, 240).astype(np.int16)
-    frames = [
-        np.clip(still + rng.normal(0, 10, still.shape), 0, 255).astype(np.uint8) for _ in range(40)
+    return [
+        np.clip(still + rng.normal(0, 10, still.shape), 0, 255).astype(np.uint8) for _ in range(n)
     ]
-    raw = _landmark_jitter(FaceTracker.from_analyzer(analyzer, smoothing=0.0), frames)
-    smooth = _landmark_jitter(FaceTracker.from_analyzer(analyzer, smoothing=1.0), frames)
+
+
+def _landmarks(tracker: FaceTracker, frames: list[Frame], fps: float) -> list[np.ndarray]:
+    out = []
+    for i, frame in enumerate(frames):
+        (face,) = step(tracker, frame, i, fps)
+        assert face.landmarks is not None
+        out.append(face.landmarks)
+    return out
+
+
+def _jitter(tracks: list[np.ndarray]) -> float:
+    return float(np.stack(tracks[5:]).std(axis=0).mean())
+
+
+def test_smoothing_reduces_landmark_jitter(face_crop, hog, landmarker) -> None:
+    frames = _noisy_still(face_crop)
+    raw = _jitter(_landmarks(FaceTracker(hog, landmarker, smoothing=0.0), frames, 30))
+    smooth = _jitter(_landmarks(FaceTracker(hog, landmarker, smoothing=1.0), frames, 30))
     assert raw > 0.2  # the noise really moves the raw fit
     assert smooth < 0.6 * raw
+
+
+def test_smoothing_is_clocked_by_capture_time(face_crop, hog, landmarker) -> None:
+    frames = _noisy_still(face_crop)
+    raw = _landmarks(FaceTracker(hog, landmarker, smoothing=0.0), frames, 30)
+    results = {}
+    for fps in (30.0, 15.0):  # 15 fps: the same frames with doubled timestamps
+        tracked = _landmarks(FaceTracker(hog, landmarker, smoothing=1.0), frames, fps)
+        # exactly the One-Euro filter of the raw fits, on the frames' capture times
+        filt = OneEuroFilter(min_cutoff=1.0, beta=5.0)
+        expected = [
+            filt(lm, i / fps, scale=float(np.ptp(box_from_landmarks(lm)[[0, 2]])))
+            for i, lm in enumerate(raw)
+        ]
+        for i, (got, want) in enumerate(zip(tracked, expected, strict=True)):
+            np.testing.assert_allclose(got, want, atol=1e-3, err_msg=f"fps {fps} frame {i}")
+        results[fps] = _jitter(tracked)
+    # twice the time between frames: each step moves the filter further, so more jitter
+    # passes (still less than the raw fit's)
+    assert results[30.0] < 0.8 * results[15.0] < 0.8 * _jitter(raw)
 
 
 def test_one_euro_filter_calms_noise_and_follows_motion() -> None:
@@ -164,11 +269,10 @@ def test_one_euro_filter_calms_noise_and_follows_motion() -> None:
     assert abs(float(out[-1][0, 0]) - 290.0) < 15  # fast move: small lag
 
 
-def test_box_from_landmarks_matches_the_detector_box(
-    testdata: Path, analyzer: FaceAnalyzer
-) -> None:
+def test_box_from_landmarks_matches_the_detector_box(testdata: Path) -> None:
+    analyzer = offline_analyzer(max_side=800, with_encoder=False)
     for name in [PORTRAIT, "biden_official_portrait.jpg", "grace_hopper_navy_portrait.jpg"]:
         img = load_image_bgr(testdata / "faces" / name)
-        face = offline_analyzer(max_side=800, with_encoder=False).analyze(img)[0]
+        face = analyzer.analyze(img)[0]
         assert face.landmarks is not None
         assert iou(box_from_landmarks(face.landmarks), face.bbox) > 0.6, name

@@ -1,47 +1,52 @@
-"""``FaceAnalyzer``: detector + landmarker (+ identity encoder) run together on a frame.
+"""``FaceAnalyzer``: a detector, a landmarker and a recognizer run together on one image
+(source photos, reference photos, the identity metrics).
 
-Each analyzer owns its models (loaded once in ``__init__``). dlib objects are not
-guaranteed thread-safe: use one analyzer per thread.
+The analyzer owns no models of its own: it composes parts (``presets.build_parts`` gives a
+preset's photo analyzer). dlib objects are not thread-safe: use an analyzer on one thread
+at a time.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from livecam.pipeline.detect import DlibHogDetector, FaceDetector, to_gray
-from livecam.pipeline.identity import DlibDescriptor, IdentityEncoder
-from livecam.pipeline.landmarks import Dlib68Landmarker, Landmarker
-from livecam.types import Face, Frame, validate_frame
+from livecam.pipeline.detect import DlibHogDetector
+from livecam.pipeline.identity import DlibDescriptor
+from livecam.pipeline.landmarks import Dlib68Landmarker
+from livecam.pipeline.parts import Detector, FrameContext, Landmarker, Recognizer
+from livecam.types import Face, FaceWork, Frame, validate_frame
 
 
 class FaceAnalyzer:
-    """Detect faces, fit landmarks to each, optionally embed them."""
+    """Detect faces, fit landmarks to each (when it has a landmarker; else faces keep the
+    detector's keypoints), optionally embed them.
+
+    ``model_id`` joins the parts' ids: results of two analyzers with the same id are
+    interchangeable (the source-face cache keys on it).
+    """
 
     def __init__(
         self,
-        detector: FaceDetector,
-        landmarker: Landmarker,
-        encoder: IdentityEncoder | None = None,
+        detector: Detector,
+        landmarker: Landmarker | None,
+        recognizer: Recognizer | None = None,
     ) -> None:
         self.detector = detector
         self.landmarker = landmarker
-        self.encoder = encoder
+        self.recognizer = recognizer
+        parts = [detector, landmarker, recognizer]
+        self.model_id = "+".join(p.model_id for p in parts if p is not None)
 
     def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]:
         """Faces with landmarks (and embeddings when asked), largest area first."""
         validate_frame(frame, "FaceAnalyzer.analyze")
-        if with_embedding and self.encoder is None:
-            raise ValueError("with_embedding=True needs a FaceAnalyzer built with an encoder")
-        if isinstance(self.detector, DlibHogDetector) and isinstance(
-            self.landmarker, Dlib68Landmarker
-        ):
-            gray = to_gray(frame)
-            faces = [self.landmarker.fit_gray(gray, f) for f in self.detector.detect_gray(gray)]
-        else:
-            faces = [self.landmarker.fit(frame, f) for f in self.detector.detect(frame)]
-        if with_embedding and self.encoder is not None:
-            encoder = self.encoder
-            faces = [dataclasses.replace(f, embedding=encoder.embed(frame, f)) for f in faces]
+        if with_embedding and self.recognizer is None:
+            raise ValueError("with_embedding=True needs a FaceAnalyzer built with a recognizer")
+        frames = [FrameContext(frame)]
+        works = [FaceWork(0, 0, face) for face in self.detector.detect(frames)[0]]
+        if works and self.landmarker is not None:
+            works = self.landmarker.fit(frames, works)
+        if works and with_embedding and self.recognizer is not None:
+            works = self.recognizer.embed(frames, works)
+        faces = [w.face for w in works]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
 
@@ -52,8 +57,9 @@ def offline_analyzer(
     min_score: float = 0.0,
     with_encoder: bool = True,
 ) -> FaceAnalyzer:
-    """The offline preset's analyzer: dlib HOG + 68-point predictor (+ 128-d descriptor),
-    all weights from PyPI wheels. Raises ModelError when the weights package is missing.
+    """An analyzer of the offline preset's parts, for tools and tests: dlib HOG + 68-point
+    predictor (+ 128-d descriptor), all weights from PyPI wheels. Raises ModelError when the
+    weights package is missing.
 
     Live frames: the defaults (640x480 finds faces of ~130 px and up). Source photos:
     e.g. ``max_side=1024, upsample=1``.
@@ -61,5 +67,5 @@ def offline_analyzer(
     return FaceAnalyzer(
         detector=DlibHogDetector(max_side=max_side, upsample=upsample, min_score=min_score),
         landmarker=Dlib68Landmarker(),
-        encoder=DlibDescriptor() if with_encoder else None,
+        recognizer=DlibDescriptor() if with_encoder else None,
     )

@@ -1,11 +1,13 @@
-"""The classic (no neural network) face swapper of the offline preset.
+"""The classic (no neural network) face swapper of the offline preset, a ``Swapper`` part.
 
 The source face is analysed once (``prepare``): its 68 landmarks are extended over the
 forehead and just outside the jaw, triangulated (Delaunay) and the face patch is cut out
-at a few scales. Per frame (``swap``), each target face gets the source patch warped onto
-its own mesh (piecewise affine, one remap over the face ROI), colour- and light-matched to
-the target inside the face, and blended with a wide feathered mask. The target's inner
-mouth is kept so expressions stay the target's. Only the face ROI is touched.
+at a few scales. For each target face (``swap``) the source patch is warped onto the
+target's own mesh (piecewise affine, one remap over the face ROI) and colour- and
+light-matched to the target inside the face; its own mask is wide and feathered, gated by
+skin outside the inner face, and leaves out the target's inner mouth so expressions stay
+the target's. The crop is the face ROI, an axis-aligned region of the frame, so a
+``RoiBlender`` pastes the result back; only that ROI is touched.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
 from livecam.config import SwapConfig
-from livecam.errors import LivecamError
+from livecam.errors import LivecamError, ModelError
 from livecam.pipeline import blend, mesh
-from livecam.types import Frame, validate_frame
+from livecam.pipeline.parts import CPU_ONLY, FrameContext
+from livecam.types import FaceWork, Frame, validate_frame
+
+if TYPE_CHECKING:
+    from livecam.pipeline.source_face import SourceFace
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +73,35 @@ class ClassicOptions:
     skin_gate: bool = True  # outside the inner face, blend only where both faces show skin
 
 
+def roi_affine(x0: int, y0: int) -> npt.NDArray[np.float32]:
+    """The affine from frame pixels to a crop whose top-left corner is (x0, y0)."""
+    return np.array([[1, 0, -x0], [0, 1, -y0]], np.float32)
+
+
 class ClassicSwapper:
-    """Piecewise-affine mesh face swap with colour matching and feathered blending."""
+    """Piecewise-affine mesh face swap with colour matching and its own feathered,
+    skin-gated mask (needs the targets' 68 landmarks)."""
+
+    model_id = "classic-mesh"
+    providers = CPU_ONLY
 
     def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
         self.config = config or SwapConfig()
         self.options = options or ClassicOptions()
 
-    def prepare(self, source_image: Frame, source_landmarks: Points) -> SourceModel:
+    def warmup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def prepare(self, source: SourceFace) -> SourceModel:
+        """The source model of an analysed source face (it needs its 68 landmarks)."""
+        if source.face.landmarks is None:
+            raise ModelError(f"no landmarks for the source face in {source.path}")
+        return self.prepare_landmarks(source.image, source.face.landmarks)
+
+    def prepare_landmarks(self, source_image: Frame, source_landmarks: Points) -> SourceModel:
         """Analyse the source face once: mesh, triangles and the patch pyramid."""
         img = validate_frame(source_image, "ClassicSwapper.prepare(source_image)")
         lm = mesh.check_landmarks(source_landmarks, "ClassicSwapper.prepare(source_landmarks)")
@@ -132,21 +160,15 @@ class ClassicSwapper:
         return x0, y0, x1, y1
 
     def swap(
-        self,
-        frame: Frame,
-        targets: Sequence[Points],
-        source: SourceModel,
-        inplace: bool = False,
-    ) -> Frame:
-        """Swap the source face onto every target (68-landmark arrays) of ``frame``.
-
-        Returns a new frame (or ``frame`` itself when ``inplace``). With no targets the
-        frame is returned unchanged."""
-        validate_frame(frame, "ClassicSwapper.swap(frame)")
-        out = frame if inplace else frame.copy()
-        for lm in targets:
-            self._swap_one(out, np.asarray(lm, np.float32), source)
-        return out
+        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: SourceModel
+    ) -> list[FaceWork]:
+        """Fill each record's ``affine`` (a translation), ``crop`` (the face ROI of its
+        frame), ``output`` (the colour-matched source face warped onto it) and ``mask``.
+        Records without 68 landmarks or whose ROI is empty keep ``output`` None."""
+        for work in faces:
+            if work.face.landmarks is not None:
+                self._swap_one(frames[work.frame_index].image, work, source)
+        return list(faces)
 
     def _target_mesh(self, lm: Points, source: SourceModel) -> Points:
         w = self.options.shape_weight
@@ -157,8 +179,9 @@ class ClassicSwapper:
                 lm = (lm + w * (aligned - lm)).astype(np.float32)
         return mesh.extend_landmarks(lm)
 
-    def _swap_one(self, out: Frame, target_lm: Points, source: SourceModel) -> None:
-        roi = self.face_roi(target_lm, out.shape)
+    def _swap_one(self, frame: Frame, work: FaceWork, source: SourceModel) -> None:
+        target_lm = np.asarray(work.face.landmarks, np.float32)
+        roi = self.face_roi(target_lm, frame.shape)
         if roi is None:
             return
         x0, y0, x1, y1 = roi
@@ -175,7 +198,7 @@ class ClassicSwapper:
             cv2.remap(level.patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             np.uint8,
         )
-        target = out[y0:y1, x0:x1]
+        target = frame[y0:y1, x0:x1]
         up, _, _ = mesh.face_frame(target_lm)
         # inner face: the 68-point hull plus the brows (thickened upwards)
         face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True)
@@ -210,8 +233,7 @@ class ClassicSwapper:
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = src_skin.astype(np.float32) * (1 / 255) * tgt_skin
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
-        if self.config.blend == "seamless":
-            result = blend.seamless_blend(target, colored, alpha)
-        else:
-            result = blend.alpha_blend(target, colored, alpha)
-        out[y0:y1, x0:x1] = result
+        work.affine = roi_affine(x0, y0)
+        work.crop = target
+        work.output = colored
+        work.mask = alpha

@@ -1,6 +1,6 @@
-"""Identity encoders. ``DlibDescriptor`` computes dlib's 128-d ResNet face descriptor.
+"""Recognizer parts. ``DlibDescriptor`` computes dlib's 128-d ResNet face descriptor.
 
-Every encoder returns L2-normalised float32 vectors so cosine similarity is a dot product.
+Every recognizer returns L2-normalised float32 vectors so cosine similarity is a dot product.
 dlib's own convention (raw descriptors, Euclidean distance < 0.6 = same person) is kept
 available through ``DlibDescriptor.raw_descriptor``; raw dlib descriptors have a norm of
 about 1.4, so dlib's 0.6 corresponds to about 0.43 between unit vectors
@@ -9,8 +9,9 @@ about 1.4, so dlib's 0.6 corresponds to about 0.43 between unit vectors
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import cv2
 import dlib
@@ -18,25 +19,13 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.pipeline.dlib_files import RESNET, dlib_model_path, load_dlib_model
-from livecam.types import Face, Frame
+from livecam.pipeline.parts import CPU_ONLY, FrameContext
+from livecam.types import Face, FaceWork, Frame
 
 Embedding = npt.NDArray[np.float32]
 
 DLIB_SAME_PERSON_RAW = 0.6
 """dlib's threshold on the Euclidean distance of raw descriptors."""
-
-
-@runtime_checkable
-class IdentityEncoder(Protocol):
-    """Maps a face to an identity embedding."""
-
-    dim: int
-    same_person_distance: float
-    """Threshold on ``embedding_distance`` of two unit embeddings: below it = same person."""
-
-    def embed(self, frame: Frame, face: Face) -> Embedding:
-        """L2-normalised float32 embedding of ``face`` in ``frame``, shape (dim,)."""
-        ...
 
 
 def l2_normalize(vector: npt.ArrayLike) -> Embedding:
@@ -66,14 +55,25 @@ class DlibDescriptor:
 
     dim = 128
     same_person_distance = 0.43
+    providers = CPU_ONLY
 
     def __init__(self, model_path: Path | None = None, num_jitters: int = 0) -> None:
         path = model_path if model_path is not None else dlib_model_path(RESNET)
         self._net = load_dlib_model(dlib.face_recognition_model_v1, path)
         self.num_jitters = num_jitters
+        self.model_id = f"dlib-resnet128:jitter{num_jitters}"
 
-    def embed(self, frame: Frame, face: Face) -> Embedding:
-        return l2_normalize(self.raw_descriptor(frame, face))
+    def warmup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def embed(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
+        for work in faces:
+            raw = self.raw_descriptor(frames[work.frame_index].image, work.face)
+            work.face = dataclasses.replace(work.face, embedding=l2_normalize(raw))
+        return list(faces)
 
     def raw_descriptor(self, frame: Frame, face: Face) -> Embedding:
         """dlib's unnormalised descriptor (dlib convention: distance < 0.6 = same person)."""

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from livecam.errors import ConfigError
-from livecam.pipeline.identity import Embedding, IdentityEncoder, embedding_distance, l2_normalize
-from livecam.types import Face, Frame
+from livecam.pipeline.identity import Embedding, embedding_distance, l2_normalize
+from livecam.pipeline.parts import FrameContext, Recognizer
+from livecam.types import Face, FaceWork
 
 SelectMode = Literal["one", "all", "reference"]
 MODES: tuple[str, ...] = get_args(SelectMode)
@@ -28,20 +29,28 @@ def main_face(faces: list[Face], frame_shape: tuple[int, ...]) -> Face | None:
     return min(tied, key=lambda f: math.hypot(f.center[0] - cx, f.center[1] - cy))
 
 
-def _embedding(face: Face, encoder: IdentityEncoder | None, frame: Frame | None) -> Embedding:
-    if face.embedding is not None:
-        return face.embedding
-    if encoder is None or frame is None:
-        raise ValueError("reference selection needs face embeddings, or an encoder and the frame")
-    return encoder.embed(frame, face)
+def with_embeddings(
+    faces: Sequence[Face], recognizer: Recognizer | None, frame: FrameContext | None
+) -> list[Face]:
+    """``faces`` with embeddings; those without one are embedded in one recognizer call."""
+    todo = [i for i, f in enumerate(faces) if f.embedding is None]
+    if not todo:
+        return list(faces)
+    if recognizer is None or frame is None:
+        raise ValueError("reference selection needs face embeddings, or a recognizer and the frame")
+    works = recognizer.embed([frame], [FaceWork(0, frame.seq, faces[i]) for i in todo])
+    out = list(faces)
+    for i, work in zip(todo, works, strict=True):
+        out[i] = work.face
+    return out
 
 
-def _threshold(threshold: float | None, encoder: IdentityEncoder | None) -> float:
+def _threshold(threshold: float | None, recognizer: Recognizer | None) -> float:
     if threshold is not None:
         return threshold
-    if encoder is None:
-        raise ValueError("pass threshold= or an encoder (its same_person_distance is used)")
-    return float(encoder.same_person_distance)
+    if recognizer is None:
+        raise ValueError("pass threshold= or a recognizer (its same_person_distance is used)")
+    return float(recognizer.same_person_distance)
 
 
 def select_faces(
@@ -50,15 +59,15 @@ def select_faces(
     frame_shape: tuple[int, ...],
     reference_embedding: Embedding | None = None,
     threshold: float | None = None,
-    encoder: IdentityEncoder | None = None,
-    frame: Frame | None = None,
+    recognizer: Recognizer | None = None,
+    frame: FrameContext | None = None,
 ) -> list[Face]:
     """The faces to swap.
 
     ``one``: the main face (``main_face``). ``all``: every face. ``reference``: faces whose
     ``embedding_distance`` (unit vectors) to ``reference_embedding`` is below ``threshold``
-    (default: ``encoder.same_person_distance``), closest first; embeddings are taken from
-    ``face.embedding`` or computed with ``encoder`` on ``frame``.
+    (default: ``recognizer.same_person_distance``), closest first; embeddings are taken
+    from ``face.embedding`` or computed with ``recognizer`` on ``frame``.
     """
     if mode not in MODES:
         raise ConfigError(
@@ -73,16 +82,32 @@ def select_faces(
         raise ConfigError(
             "face selection 'reference' needs a reference face", "pass a reference image"
         )
-    limit = _threshold(threshold, encoder)
+    limit = _threshold(threshold, recognizer)
     ref = l2_normalize(reference_embedding)
     scored = []
-    for face in faces:
-        emb = _embedding(face, encoder, frame)
-        dist = embedding_distance(ref, emb)
+    for face in with_embeddings(faces, recognizer, frame):
+        assert face.embedding is not None
+        dist = embedding_distance(ref, face.embedding)
         if dist < limit:
-            scored.append((dist, dataclasses.replace(face, embedding=emb)))
+            scored.append((dist, face))
     scored.sort(key=lambda item: item[0])
     return [face for _, face in scored]
+
+
+class FaceSelector(Protocol):
+    """Picks the faces of one frame to swap (one instance per stream)."""
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]: ...
+
+
+@dataclass(frozen=True)
+class ModeSelector:
+    """``one`` or ``all`` (``select_faces``), needing no embeddings."""
+
+    mode: SelectMode
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
+        return select_faces(faces, self.mode, frame.shape)
 
 
 @dataclass
@@ -96,42 +121,55 @@ class ReferenceMatcher:
     """Reference selection for a tracked stream, embedding each track only now and then.
 
     A track's match decision is cached by track id and recomputed every ``recheck_every``
-    frames (faces without a track id are embedded every time). One instance per stream.
+    frames (by ``seq``; faces without a track id are embedded every time). The faces of a
+    frame that need an embedding go to the recognizer in one call. One instance per stream.
     """
 
     def __init__(
         self,
-        encoder: IdentityEncoder,
+        recognizer: Recognizer,
         reference_embedding: Embedding,
         threshold: float | None = None,
         recheck_every: int = 30,
     ) -> None:
         if recheck_every < 1:
             raise ValueError(f"recheck_every must be >= 1, got {recheck_every}")
-        self.encoder = encoder
+        self.recognizer = recognizer
         self.reference = l2_normalize(reference_embedding)
-        self.threshold = _threshold(threshold, encoder)
+        self.threshold = _threshold(threshold, recognizer)
         self.recheck_every = recheck_every
         self._cache: dict[int, _Decision] = {}
         self.embeddings_computed = 0
 
-    def distance(self, frame: Frame, face: Face, frame_index: int) -> float:
-        """Distance of ``face`` to the reference, from the cache when fresh enough."""
-        tid = face.track_id
-        cached = self._cache.get(tid) if tid >= 0 else None
-        if cached is not None and frame_index - cached.checked_at < self.recheck_every:
-            return cached.distance
-        emb = face.embedding if face.embedding is not None else self.encoder.embed(frame, face)
-        self.embeddings_computed += 1
-        dist = embedding_distance(self.reference, emb)
-        if tid >= 0:
-            self._cache[tid] = _Decision(dist < self.threshold, dist, frame_index)
-        return dist
+    def _fresh(self, face: Face, seq: int) -> _Decision | None:
+        cached = self._cache.get(face.track_id) if face.track_id >= 0 else None
+        if cached is not None and seq - cached.checked_at < self.recheck_every:
+            return cached
+        return None
 
-    def select(self, frame: Frame, faces: list[Face], frame_index: int) -> list[Face]:
+    def distances(self, frame: FrameContext, faces: list[Face]) -> list[float]:
+        """Distance of each face to the reference, from the cache when fresh enough."""
+        seq = frame.seq
+        cached = [self._fresh(f, seq) for f in faces]
+        stale = [f for f, c in zip(faces, cached, strict=True) if c is None]
+        self.embeddings_computed += sum(f.embedding is None for f in stale)
+        embedded = iter(with_embeddings(stale, self.recognizer, frame))
+        out = []
+        for decision in cached:
+            if decision is None:
+                face = next(embedded)
+                assert face.embedding is not None
+                dist = embedding_distance(self.reference, face.embedding)
+                decision = _Decision(dist < self.threshold, dist, seq)
+                if face.track_id >= 0:
+                    self._cache[face.track_id] = decision
+            out.append(decision.distance)
+        return out
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
         """Faces of this frame that match the reference, closest first."""
         present = {f.track_id for f in faces}
         for tid in [t for t in self._cache if t not in present]:
             del self._cache[tid]  # ended tracks
-        scored = [(self.distance(frame, f, frame_index), f) for f in faces]
+        scored = zip(self.distances(frame, faces), faces, strict=True)
         return [f for d, f in sorted(scored, key=lambda item: item[0]) if d < self.threshold]

@@ -1,21 +1,44 @@
-"""The source face: read a photo once, find its face, cache the analysis by file content."""
+"""The source face: read a photo, find its faces once per (file content, analyzer), cache
+the analysis in memory and on disk.
+
+The app creates one ``SourceFaceCache`` and passes it to every build, so a photo is
+analysed once per analyzer model however often the stage is rebuilt (a preset or face
+change) and across runs (``cache_dir``). On disk each entry is one small ``.npz`` holding
+the faces (box, score, keypoints, landmarks, embedding), never the image: the image is
+read from its file again. A corrupt or unreadable cache file is ignored and rewritten.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import tempfile
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
 
 from livecam.errors import FaceSourceError, LivecamError
-from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
 log = logging.getLogger(__name__)
 
 NO_FACE_HINT = "use a frontal, well-lit photo where the face is at least ~80 px wide"
+CACHE_FORMAT = 1
+
+
+class SourceAnalyzer(Protocol):
+    """What the cache needs from an analyzer: faces with landmarks and embeddings, largest
+    first, and a ``model_id`` that changes whenever its results would."""
+
+    model_id: str
+
+    def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]: ...
 
 
 @dataclass(frozen=True)
@@ -48,57 +71,109 @@ def describe_faces(faces: list[Face]) -> str:
     )
 
 
-class SourceFaceCache:
-    """Analyses source images once; results are kept per file sha256 (most recent
-    ``max_entries``). Built by the app and passed in; one instance per thread."""
+def _stack(values: list[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray:
+    """Stack per-face arrays; all None (or no faces) gives an empty array of ``shape``."""
+    if values and all(v is not None for v in values):
+        return np.stack([np.asarray(v, np.float32) for v in values])
+    return np.zeros((len(values), *shape), np.float32)
 
-    def __init__(self, analyzer: FaceAnalyzer | None = None, max_entries: int = 8) -> None:
-        self.analyzer = (
-            analyzer if analyzer is not None else offline_analyzer(max_side=1024, upsample=1)
+
+def faces_to_arrays(faces: list[Face]) -> dict[str, np.ndarray]:
+    """The faces as the arrays of one cache file."""
+    return {
+        "boxes": np.array([f.bbox for f in faces], np.float32).reshape(-1, 4),
+        "scores": np.array([f.score for f in faces], np.float32),
+        "kps": np.array([f.kps for f in faces], np.float32).reshape(-1, 5, 2),
+        "landmarks": _stack([f.landmarks for f in faces], (0, 2)),
+        "embeddings": _stack([f.embedding for f in faces], (0,)),
+    }
+
+
+def faces_from_arrays(data: dict[str, np.ndarray]) -> list[Face]:
+    """The faces of one cache file; ValueError when the arrays do not fit together."""
+    boxes, scores, kps = data["boxes"], data["scores"], data["kps"]
+    landmarks, embeddings = data["landmarks"], data["embeddings"]
+    n = len(boxes)
+    if (
+        boxes.shape != (n, 4)
+        or scores.shape != (n,)
+        or kps.shape != (n, 5, 2)
+        or landmarks.ndim != 3
+        or len(landmarks) != n
+        or embeddings.ndim != 2
+        or len(embeddings) != n
+    ):
+        raise ValueError("inconsistent arrays")
+    return [
+        Face(
+            bbox=boxes[i].astype(np.float32),
+            score=float(scores[i]),
+            kps=kps[i].astype(np.float32),
+            landmarks=landmarks[i].astype(np.float32) if landmarks.shape[1] else None,
+            embedding=embeddings[i].astype(np.float32) if embeddings.shape[1] else None,
         )
-        if self.analyzer.encoder is None:
-            raise ValueError("SourceFaceCache needs a FaceAnalyzer with an identity encoder")
+        for i in range(n)
+    ]
+
+
+class SourceFaceCache:
+    """Analyses source images once per (image sha256, analyzer ``model_id``).
+
+    Results are kept in memory (the ``max_entries`` most recent, with the decoded image)
+    and, when ``cache_dir`` is given, on disk as one ``.npz`` per key. Thread-safe: one
+    lock serialises every lookup and analysis (the loader thread and the main thread may
+    both call it, and an analyzer's dlib models must not run on two threads at once).
+    Created once by the app and passed to every build. ``analyses`` counts the photos
+    this instance really analysed (misses in memory and on disk).
+    """
+
+    def __init__(self, cache_dir: Path | None, max_entries: int = 8) -> None:
+        self.cache_dir = cache_dir
         self.max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[Frame, list[Face]]] = OrderedDict()
+        self.analyses = 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str], tuple[Frame, list[Face]]] = OrderedDict()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)
 
-    def analyze_file(self, path: str | Path) -> tuple[str, Frame, list[Face]]:
-        """(sha256, image, faces largest first) for an image file, cached by content."""
+    def analyze_file(
+        self, path: str | Path, analyzer: SourceAnalyzer
+    ) -> tuple[str, Frame, list[Face]]:
+        """(sha256, image, faces largest first) for an image file, analysed once."""
         p = Path(path)
         if not p.is_file():
             raise FaceSourceError(
                 f"source face image {p} does not exist", "check the path given to --face"
             )
-        try:
-            sha = file_sha256(p)
-        except OSError as e:
-            raise FaceSourceError(f"cannot read the source face image {p}: {e}") from e
-        entry = self._entries.get(sha)
-        if entry is None:
+        with self._lock:
             try:
-                image = load_image_bgr(p)
-            except LivecamError as e:
-                raise FaceSourceError(
-                    f"cannot read the source face image {p}: {e.message}",
-                    e.hint or "use a JPEG or PNG photo",
-                ) from e
-            faces = self.analyzer.analyze(image, with_embedding=True)
-            log.info("source face %s: %d face(s) found", p, len(faces))
-            entry = (image, faces)
-            self._entries[sha] = entry
+                sha = file_sha256(p)
+            except OSError as e:
+                raise FaceSourceError(f"cannot read the source face image {p}: {e}") from e
+            key = (sha, analyzer.model_id)
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                return sha, entry[0], entry[1]
+            image = _read_image(p)
+            faces = self._load(key)
+            if faces is None:
+                faces = analyzer.analyze(image, with_embedding=True)
+                self.analyses += 1
+                log.info("source face %s: %d face(s) found", p, len(faces))
+                self._save(key, faces)
+            self._entries[key] = (image, faces)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
-        else:
-            self._entries.move_to_end(sha)
-        return sha, entry[0], entry[1]
+            return sha, image, faces
 
-    def get(self, path: str | Path, face_index: int | None = None) -> SourceFace:
+    def get(self, path: str | Path, face_index: int | None, analyzer: SourceAnalyzer) -> SourceFace:
         """The source face of ``path``; ``face_index`` picks one when the photo has several
         (indices go from the largest face down). Raises FaceSourceError otherwise."""
         p = Path(path)
-        sha, image, faces = self.analyze_file(p)
+        sha, image, faces = self.analyze_file(p, analyzer)
         n = len(faces)
         if n == 0:
             raise FaceSourceError(
@@ -126,3 +201,55 @@ class SourceFaceCache:
             face_index=face_index,
             faces_found=n,
         )
+
+    def file_for(self, sha: str, model_id: str) -> Path | None:
+        """Where the analysis of image ``sha`` by ``model_id`` is kept (None: memory only)."""
+        if self.cache_dir is None:
+            return None
+        model = hashlib.sha256(model_id.encode()).hexdigest()[:16]
+        return self.cache_dir / f"{sha}-{model}.npz"
+
+    def _load(self, key: tuple[str, str]) -> list[Face] | None:
+        path = self.file_for(*key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if int(data["format"]) != CACHE_FORMAT or str(data["model_id"]) != key[1]:
+                    raise ValueError("written by another version or model")
+                return faces_from_arrays({k: data[k] for k in data.files})
+        except Exception as e:  # any damage to a cache file: analyse again and rewrite
+            log.warning("ignoring the unreadable face cache file %s (%s)", path, e)
+            return None
+
+    def _save(self, key: tuple[str, str], faces: list[Face]) -> None:
+        path = self.file_for(*key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            try:
+                arrays: dict[str, Any] = {
+                    "format": np.array(CACHE_FORMAT),
+                    "model_id": np.array(key[1]),
+                    **faces_to_arrays(faces),
+                }
+                with os.fdopen(fd, "wb") as fh:
+                    np.savez(fh, **arrays)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as e:
+            log.warning("cannot write the face cache file %s (%s); keeping it in memory", path, e)
+
+
+def _read_image(path: Path) -> Frame:
+    try:
+        return load_image_bgr(path)
+    except LivecamError as e:
+        raise FaceSourceError(
+            f"cannot read the source face image {path}: {e.message}",
+            e.hint or "use a JPEG or PNG photo",
+        ) from e

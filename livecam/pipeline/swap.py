@@ -1,28 +1,31 @@
-"""The swap stage: track target faces, pick which to replace, swap the source face in."""
+"""The swap stage, composed from a preset's parts: track faces, pick which to replace,
+swap the source face in and paste it back."""
 
 from __future__ import annotations
 
 import logging
+import warnings
 
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError, ModelError
-from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.classic import ClassicSwapper, SourceModel
-from livecam.pipeline.selection import ReferenceMatcher, select_faces
+from livecam.pipeline.parts import FaceParts, FrameContext
+from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
+from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
 from livecam.pipeline.source_face import SourceFace, SourceFaceCache
 from livecam.pipeline.tracking import FaceTracker
-from livecam.types import FramePacket
+from livecam.types import FaceWork, FramePacket
 
 log = logging.getLogger(__name__)
 
-AVAILABLE_PRESETS = ("offline", "auto")
 
+class FaceSwapStage:
+    """Detect/track -> select -> swap -> (enhance, mask) -> paste back, batch-first.
 
-class ClassicSwapStage:
-    """The offline preset: dlib tracking + classic mesh swap, all on the CPU.
-
-    Frames with no selected face pass through untouched (the same array). ``enabled``
-    can be switched off at any time (hotkey) to pass every frame through.
+    The frames of a batch go through the tracker's detector as one list (in order); the
+    selected faces of every frame of the batch then go through each face part as one list.
+    Frames with no selected face pass through untouched (the same array). ``enabled`` can
+    be switched off at any time to pass every frame through. Build and warm it on one
+    thread, then use it on another (one thread at a time: dlib models are not thread-safe).
     """
 
     name = "swap"
@@ -30,81 +33,106 @@ class ClassicSwapStage:
 
     def __init__(
         self,
-        cfg: SwapConfig,
+        parts: FaceParts,
+        tracker: FaceTracker,
+        selector: FaceSelector,
         source: SourceFace,
-        live_analyzer: FaceAnalyzer,
-        reference: ReferenceMatcher | None = None,
+        prepared: object,
     ) -> None:
-        self.cfg = cfg
+        self.parts = parts
         self.source = source
         self.enabled = True
-        self._swapper = ClassicSwapper(cfg)
-        landmarks = source.face.landmarks
-        if landmarks is None:
-            raise ModelError(f"no landmarks for the source face in {source.path}")
-        self._model: SourceModel = self._swapper.prepare(source.image, landmarks)
-        self._tracker = FaceTracker.from_analyzer(
-            live_analyzer, detect_every=cfg.detect_every, smoothing=cfg.smoothing
-        )
-        self._reference = reference
+        self.providers = parts.providers()
+        self._tracker = tracker
+        self._selector = selector
+        self._prepared = prepared
+
+    @property
+    def preset(self) -> str:
+        return self.parts.preset
 
     def warmup(self, width: int, height: int) -> None:
+        for part in self.parts.all():
+            part.warmup()
         self._tracker.reset()
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         if not self.enabled:
             return batch
-        for packet in batch:
-            faces = self._tracker.update(packet.frame, packet.seq)
+        frames = [FrameContext(p.frame, p.seq, p.t_capture_ns / 1e9) for p in batch]
+        works: list[FaceWork] = []
+        for i, (packet, frame, faces) in enumerate(
+            zip(batch, frames, self._tracker.update(frames), strict=True)
+        ):
             packet.faces = faces
-            if self._reference is not None:
-                chosen = self._reference.select(packet.frame, faces, packet.seq)
-            else:
-                chosen = select_faces(faces, self.cfg.select, packet.frame.shape)
-            targets = [f.landmarks for f in chosen if f.landmarks is not None]
-            if targets:
-                packet.frame = self._swapper.swap(packet.frame, targets, self._model)
+            works += [FaceWork(i, packet.seq, f) for f in self._selector.select(frame, faces)]
+        if works:
+            outputs = self.parts.render(frames, works, self._prepared)
+            for packet, out in zip(batch, outputs, strict=True):
+                packet.frame = out
         return batch
 
     def close(self) -> None:
         self._tracker.reset()
+        self.parts.close()
 
 
-def build_swap_stage(cfg: SwapConfig) -> ClassicSwapStage:
-    """Check the preset and the source face (errors before the stream starts) and build
-    the stage. The source image is analysed once, here."""
-    if cfg.preset not in AVAILABLE_PRESETS:
-        raise ModelError(
-            f"preset '{cfg.preset}' needs ONNX models that this version cannot load yet",
-            "use --preset offline (no download needed)",
-        )
+def check_swap_config(cfg: SwapConfig) -> None:
+    """The errors a swap config can have before anything is loaded (preset, face files)."""
+    resolve_preset(cfg.preset)
     if cfg.face is None:
         raise ConfigError(
             "the swap stage needs a source face image (config field 'swap.face')",
             "pass --face IMG",
         )
-    cache = SourceFaceCache()
-    source = cache.get(cfg.face, cfg.face_index)
-    reference = None
-    if cfg.select == "reference":
-        if cfg.reference is None:
-            raise ConfigError(
-                "face selection 'reference' needs a reference image (config field "
-                "'swap.reference')",
-                "pass --reference IMG with a photo of the person whose face to replace",
-            )
-        ref_face = cache.get(cfg.reference, 0).face
-        encoder = cache.analyzer.encoder
-        if ref_face.embedding is None or encoder is None:
-            raise ModelError(f"no identity embedding for the reference face {cfg.reference}")
-        reference = ReferenceMatcher(encoder, ref_face.embedding, cfg.reference_threshold)
-    live = offline_analyzer(max_side=cfg.detect_size, with_encoder=False)
+    if cfg.select == "reference" and cfg.reference is None:
+        raise ConfigError(
+            "face selection 'reference' needs a reference image (config field 'swap.reference')",
+            "pass --reference IMG with a photo of the person whose face to replace",
+        )
+
+
+def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache | None = None) -> FaceSwapStage:
+    """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
+
+    ``faces`` is the app's source-face cache: the source (and reference) photo is analysed
+    through it, once per photo and analyzer model across builds. The parts' models are
+    loaded here; the stage may be built and warmed on a loader thread.
+    Passing no cache is deprecated (a throw-away cache analyses the photo every build).
+    """
+    check_swap_config(cfg)
+    assert cfg.face is not None
+    if faces is None:
+        warnings.warn(
+            "build_swap_stage(cfg) without the app's SourceFaceCache is deprecated",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        faces = SourceFaceCache(None)
+    row = resolve_preset(cfg.preset)
+    parts = build_parts(row, cfg)
+    try:
+        analyzer = photo_analyzer(parts)
+        source = faces.get(cfg.face, cfg.face_index, analyzer)
+        prepared = parts.swapper.prepare(source)
+        selector: FaceSelector = ModeSelector(cfg.select)
+        if cfg.reference is not None and cfg.select == "reference":
+            ref = faces.get(cfg.reference, 0, analyzer).face.embedding
+            if ref is None:
+                raise ModelError(f"no identity embedding for the reference face {cfg.reference}")
+            selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
+        tracker = FaceTracker(
+            parts.detector, parts.landmarker, detect_every=cfg.detect_every, smoothing=cfg.smoothing
+        )
+    except BaseException:
+        parts.close()
+        raise
     log.info(
         "swap: source face %d of %d in %s, preset %s, select %s",
         source.face_index,
         source.faces_found,
         source.path,
-        cfg.preset,
+        row.name,
         cfg.select,
     )
-    return ClassicSwapStage(cfg, source, live, reference)
+    return FaceSwapStage(parts, tracker, selector, source, prepared)

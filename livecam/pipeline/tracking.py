@@ -1,48 +1,31 @@
-"""Face tracking: detect every N frames, refit landmarks every frame, stable ids, smoothing.
+"""Face tracking: detect every N frames, follow faces in between, stable ids, smoothing.
 
-Between detections each track's 68 landmarks are refitted inside a box derived from its
-previous landmarks, so the costly detector runs only every ``detect_every`` frames (and
-on every frame while nothing is tracked). Output landmarks go through a One-Euro filter
+Works from the boxes and 5 keypoints of any ``Detector``. With a ``RefitLandmarker`` (the
+offline preset's dlib 68-point predictor) each track's landmarks are refitted in every
+frame inside the box the landmarker wants around its previous landmarks; without one, a
+track moves by its measured velocity between detections. Either way the costly detector
+runs only every ``detect_every`` frames (and on every frame while nothing is tracked).
+The output points go through a One-Euro filter clocked by the frames' capture times
 (fast motion passes, still-face jitter is removed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.analysis import FaceAnalyzer
-from livecam.pipeline.detect import DlibHogDetector, FaceDetector, kps_from_box, to_gray
-from livecam.pipeline.landmarks import Dlib68Landmarker, Landmarker, kps_from_68
-from livecam.types import Face, Frame, validate_frame
+from livecam.pipeline.parts import Detector, FrameContext, RefitLandmarker
+from livecam.types import Face, FaceWork, validate_frame
 
 log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float32]
-
-# A dlib-HOG-like box from 68 landmarks (measured on the test portraits): the square's side
-# is 2.69x the RMS distance of the points to their mean (rotation invariant), its centre
-# sits 0.02 side right and 0.07 side above that mean.
-_SIDE_PER_RMS = 2.69
-_CENTRE_SHIFT = np.array([0.02, -0.07], dtype=np.float32)
-
-
-def box_from_landmarks(landmarks: FloatArray) -> FloatArray:
-    """The detector-style (x1, y1, x2, y2) box the shape predictor expects for these points."""
-    lm = np.asarray(landmarks, dtype=np.float32)
-    mean = lm.mean(axis=0)
-    rms = float(np.sqrt(((lm - mean) ** 2).sum(axis=1).mean()))
-    side = _SIDE_PER_RMS * rms
-    centre = mean + _CENTRE_SHIFT * side
-    half = side / 2
-    return np.array(
-        [centre[0] - half, centre[1] - half, centre[0] + half, centre[1] + half], dtype=np.float32
-    )
 
 
 def iou(a: FloatArray, b: FloatArray) -> float:
@@ -146,34 +129,47 @@ class OneEuroFilter:
 @dataclass
 class _Track:
     track_id: int
-    landmarks: FloatArray  # raw (unsmoothed) last fit
-    score: float
+    face: Face  # raw (unsmoothed) estimate in the last frame
+    measured: Face  # the last measurement: a landmarker fit or a detection
+    measured_seq: int  # the frame it was made in
+    measurements: int = 0
+    new: bool = True  # not yet moved by a frame after its first detection
     missed: int = 0
     velocity: FloatArray = field(default_factory=lambda: np.zeros(2, np.float32))  # px/frame
-    last_index: int = 0
-    start_box: FloatArray | None = None  # box to fit in on the next frame, when not from landmarks
+    start: Face | None = None  # a detection to continue from in this frame
     filter: OneEuroFilter = field(default_factory=OneEuroFilter)
+
+
+def _anchor(face: Face) -> FloatArray:
+    """The point whose motion is the track's velocity: the mean of its landmarks, or of
+    its keypoints when it has none."""
+    points = face.landmarks if face.landmarks is not None else face.kps
+    return np.asarray(points, np.float32).mean(axis=0)
 
 
 class FaceTracker:
     """Tracks faces across frames of one stream; one instance per stream and thread.
 
-    ``detect_every``: run the detector on every N-th frame (and on every frame while
-    nothing is tracked or a track is unconfirmed). ``smoothing``: One-Euro strength,
-    0 = off, 1 = default, higher = calmer but laggier. ``max_missed``: a track ends after
-    this many detection runs in a row that did not find it (after a miss the detector runs
-    on every frame until the track is found again or ends, so a vanished face lingers at
-    most ``max_missed`` frames). A track also ends when less than ``min_inside`` of its
-    face box is inside the frame. Track ids count up from 1 per tracker, never reused.
+    ``detector``: any detector part. ``landmarker``: refits landmarks in every frame
+    (None: the detector's keypoints are the track's points and a track moves by its
+    velocity between detections). ``detect_every``: run the detector on every N-th frame
+    (by ``seq``), and on every frame while nothing is tracked or a track is unconfirmed
+    (just missed by the detector, or without a landmarker, seen only once).
+    ``smoothing``: One-Euro strength, 0 = off, 1 = default, higher = calmer but laggier;
+    the filter's clock is each frame's capture time ``t_s``. ``max_missed``: a track ends
+    after this many detection runs in a row that did not find it (after a miss the
+    detector runs on every frame until the track is found again or ends, so a vanished
+    face lingers at most ``max_missed`` frames). A track also ends when less than
+    ``min_inside`` of its face box is inside the frame. Track ids count up from 1 per
+    tracker, never reused.
     """
 
     def __init__(
         self,
-        detector: FaceDetector,
-        landmarker: Landmarker,
+        detector: Detector,
+        landmarker: RefitLandmarker | None = None,
         detect_every: int = 3,
         smoothing: float = 1.0,
-        fps: float = 30.0,
         max_missed: int = 2,
         min_iou: float = 0.3,
         min_inside: float = 0.6,
@@ -185,13 +181,10 @@ class FaceTracker:
             raise ValueError(f"detect_every must be >= 1, got {detect_every}")
         if smoothing < 0:
             raise ValueError(f"smoothing must be >= 0, got {smoothing}")
-        if fps <= 0:
-            raise ValueError(f"fps must be > 0, got {fps}")
         self.detector = detector
         self.landmarker = landmarker
         self.detect_every = detect_every
         self.smoothing = smoothing
-        self.fps = fps
         self.max_missed = max_missed
         self.min_iou = min_iou
         self.min_inside = min_inside
@@ -201,15 +194,7 @@ class FaceTracker:
         self._tracks: list[_Track] = []
         self._next_id = 1
         self._last_detect: int | None = None
-        self._last_index: int | None = None
-        self._fast = isinstance(detector, DlibHogDetector) and isinstance(
-            landmarker, Dlib68Landmarker
-        )
-
-    @classmethod
-    def from_analyzer(cls, analyzer: FaceAnalyzer, **kwargs: Any) -> FaceTracker:
-        """A tracker sharing ``analyzer``'s detector and landmarker (same thread only)."""
-        return cls(analyzer.detector, analyzer.landmarker, **kwargs)
+        self._last_seq: int | None = None
 
     @property
     def track_count(self) -> int:
@@ -219,83 +204,142 @@ class FaceTracker:
         """Forget every track (ids keep counting up)."""
         self._tracks = []
         self._last_detect = None
-        self._last_index = None
+        self._last_seq = None
 
-    def update(self, frame: Frame, frame_index: int) -> list[Face]:
-        """Track faces in the next frame; returns them with ``track_id``, largest first."""
-        validate_frame(frame, "FaceTracker.update")
-        if self._last_index is not None and frame_index <= self._last_index:
+    def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
+        """Track faces through the next frames (in order); per frame, its faces with
+        ``track_id``, largest first.
+
+        The detector gets every frame of the batch that its schedule makes due in one
+        call; a frame that turns out to need a detection unplanned (a track was just
+        missed) gets its own call, so the result equals frame-by-frame tracking.
+        """
+        planned = self._plan(frames)
+        found = self.detector.detect([frames[i] for i in planned]) if planned else []
+        ready = dict(zip(planned, found, strict=True))
+        out = []
+        for i, frame in enumerate(frames):
+            validate_frame(frame.image, "FaceTracker.update")
+            out.append(self._step(frame, ready.pop(i, None)))
+        return out
+
+    def _plan(self, frames: Sequence[FrameContext]) -> list[int]:
+        """Indices of the frames the detection schedule makes due, assuming no misses."""
+        if self._unsure():
+            return list(range(len(frames)))
+        last, prev = self._last_detect, self._last_seq
+        planned: list[int] = []
+        for i, frame in enumerate(frames):
+            if prev is not None and frame.seq <= prev:  # rewound: everything starts over
+                return planned + list(range(i, len(frames)))
+            if last is None or frame.seq - last >= self.detect_every:
+                planned.append(i)
+                last = frame.seq
+            prev = frame.seq
+        return planned
+
+    def _unsure(self) -> bool:
+        """Whether the next frame needs the detector whatever the schedule: nothing is
+        tracked, the detector just missed a track, or (without a landmarker) a track has no
+        velocity yet (one measurement only)."""
+        tracks = self._tracks
+        if not tracks or any(t.missed for t in tracks):
+            return True
+        return self.landmarker is None and any(t.measurements < 2 for t in tracks)
+
+    def _step(self, frame: FrameContext, detections: list[Face] | None) -> list[Face]:
+        seq = frame.seq
+        if self._last_seq is not None and seq <= self._last_seq:
             self.reset()  # a restarted or rewound stream
-        self._last_index = frame_index
-        h, w = frame.shape[:2]
-        gray = to_gray(frame) if self._fast else None
-
-        due = self._last_detect is None or frame_index - self._last_detect >= self.detect_every
-        # nothing tracked, or a track the detector just missed: detect again right away
-        if due or not self._tracks or any(t.missed for t in self._tracks):
-            self._last_detect = frame_index
-            self._associate(self._detect(frame, gray), frame_index)
-
+        self._last_seq = seq
+        due = self._last_detect is None or seq - self._last_detect >= self.detect_every
+        if due or self._unsure():
+            self._last_detect = seq
+            if detections is None:
+                detections = self.detector.detect([frame])[0]
+            self._associate(detections, seq)
+        if self.landmarker is not None:
+            moved = self._refit(frame, self.landmarker)
+        else:
+            moved = [self._predict(track, seq) for track in self._tracks]
+        h, w = frame.image.shape[:2]
         kept: list[_Track] = []
-        for track in self._tracks:
-            fresh = track.start_box is not None
-            box = track.start_box if track.start_box is not None else self._box(track, frame_index)
-            track.start_box = None
-            lm = self._fit(frame, gray, box, track.score)
-            new_box = box_from_landmarks(lm)
-            size = float(new_box[2] - new_box[0])
-            if size < self.min_face or inside_fraction(new_box, w, h) < self.min_inside:
+        for track, face in zip(self._tracks, moved, strict=True):
+            if face.width < self.min_face or inside_fraction(face.bbox, w, h) < self.min_inside:
                 log.debug("track %d ended: face left the frame", track.track_id)
                 continue
-            if not fresh:
-                gap = max(frame_index - track.last_index, 1)
-                step = (lm.mean(axis=0) - track.landmarks.mean(axis=0)) / np.float32(gap)
-                track.velocity = (0.7 * step + 0.3 * track.velocity).astype(np.float32)
-            track.landmarks = lm
-            track.last_index = frame_index
+            if self.landmarker is not None or track.start is not None:  # a measurement
+                if not track.new and (track.start is None or self.landmarker is None):
+                    gap = max(seq - track.measured_seq, 1)
+                    step = (_anchor(face) - _anchor(track.measured)) / np.float32(gap)
+                    track.velocity = (0.7 * step + 0.3 * track.velocity).astype(np.float32)
+                track.measured, track.measured_seq = face, seq
+                track.measurements += 1
+            track.face, track.start, track.new = face, None, False
             kept.append(track)
         self._tracks = self._dedupe(kept)
-
-        t = frame_index / self.fps
-        faces = [self._output(track, t) for track in self._tracks]
+        faces = [self._output(track, frame.t_s) for track in self._tracks]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
 
-    def _box(self, track: _Track, frame_index: int | None = None) -> FloatArray:
-        """The track's box from its last landmarks, moved by its velocity to ``frame_index``."""
-        box = box_from_landmarks(track.landmarks)
-        if frame_index is not None:
-            shift = track.velocity * np.float32(max(frame_index - track.last_index, 0))
-            box = box + np.tile(shift, 2)
-        return box
+    def _face_box(self, face: Face) -> FloatArray:
+        """The landmarker's box around the face's landmarks when it has them, else its box."""
+        if self.landmarker is not None and face.landmarks is not None:
+            return self.landmarker.box_for(face.landmarks)
+        return face.bbox
 
-    def _detect(self, frame: Frame, gray: npt.NDArray[np.uint8] | None) -> list[Face]:
-        if gray is not None and isinstance(self.detector, DlibHogDetector):
-            return self.detector.detect_gray(gray)
-        return self.detector.detect(frame)
+    def _shift(self, track: _Track, seq: int) -> FloatArray:
+        """How far the track moved since its last measurement, by its velocity."""
+        return track.velocity * np.float32(max(seq - track.measured_seq, 0))
 
-    def _fit(
-        self, frame: Frame, gray: npt.NDArray[np.uint8] | None, box: FloatArray, score: float
-    ) -> FloatArray:
-        if gray is not None and isinstance(self.landmarker, Dlib68Landmarker):
-            return self.landmarker.points_gray(gray, box)
-        face = Face(bbox=box, score=score, kps=kps_from_box(box))
-        fitted = self.landmarker.fit(frame, face)
-        if fitted.landmarks is None:
-            raise ValueError("the tracker's landmarker returned no landmarks")
-        return np.asarray(fitted.landmarks, dtype=np.float32)
+    def _box(self, track: _Track, seq: int) -> FloatArray:
+        """The box of the track's last measurement moved to frame ``seq``."""
+        return self._face_box(track.measured) + np.tile(self._shift(track, seq), 2)
 
-    def _associate(self, detections: list[Face], frame_index: int) -> None:
-        boxes = [self._box(t, frame_index) for t in self._tracks]
+    def _refit(self, frame: FrameContext, landmarker: RefitLandmarker) -> list[Face]:
+        """Every track's landmarks fitted in this frame (one landmarker call), in the box of
+        its new detection or the box its last landmarks predict; the face's box is then the
+        landmarker's box around the new points."""
+        seeds = [
+            track.start
+            if track.start is not None
+            else dataclasses.replace(track.measured, bbox=self._box(track, frame.seq))
+            for track in self._tracks
+        ]
+        works = landmarker.fit([frame], [FaceWork(0, frame.seq, face) for face in seeds])
+        faces = []
+        for work in works:
+            if work.face.landmarks is None:
+                raise ValueError("the tracker's landmarker returned no landmarks")
+            faces.append(
+                dataclasses.replace(work.face, bbox=landmarker.box_for(work.face.landmarks))
+            )
+        return faces
+
+    def _predict(self, track: _Track, seq: int) -> Face:
+        """The track's face in frame ``seq``: its new detection, else its last measurement
+        moved by its velocity."""
+        if track.start is not None:
+            return track.start
+        shift = self._shift(track, seq)
+        face = track.measured
+        return dataclasses.replace(face, bbox=face.bbox + np.tile(shift, 2), kps=face.kps + shift)
+
+    def _associate(self, detections: list[Face], seq: int) -> None:
+        boxes = [self._box(t, seq) for t in self._tracks]
         matches = greedy_match(boxes, [d.bbox for d in detections], self.min_iou)
         matched_t = {ti for ti, _, _ in matches}
         matched_d = {di for _, di, _ in matches}
         for ti, di, overlap in matches:
             track = self._tracks[ti]
             track.missed = 0
-            track.score = detections[di].score
-            if overlap < 0.5:  # landmarks drifted off the face: restart from the detection
-                track.start_box = detections[di].bbox
+            det = detections[di]
+            # without a landmarker the detection is the new measurement; with one, restart
+            # from it only when the landmarks drifted off the face
+            if self.landmarker is None or overlap < 0.5:
+                track.start = det
+            else:
+                track.measured = dataclasses.replace(track.measured, score=det.score)
         survivors = []
         for ti, track in enumerate(self._tracks):
             if ti not in matched_t:
@@ -307,16 +351,8 @@ class FaceTracker:
         for di, det in enumerate(detections):
             if di in matched_d:
                 continue
-            survivors.append(
-                _Track(
-                    track_id=self._next_id,
-                    landmarks=np.zeros((68, 2), np.float32),
-                    score=det.score,
-                    start_box=det.bbox,
-                    last_index=frame_index,
-                    filter=OneEuroFilter(self._min_cutoff(), self._beta()),
-                )
-            )
+            filt = OneEuroFilter(self._min_cutoff(), self._beta())
+            survivors.append(_Track(self._next_id, det, det, seq, start=det, filter=filt))
             self._next_id += 1
         self._tracks = survivors
 
@@ -324,8 +360,8 @@ class FaceTracker:
         """Two tracks that converged on one face: keep the older id."""
         out: list[_Track] = []
         for track in sorted(tracks, key=lambda t: t.track_id):
-            box = self._box(track)
-            if all(iou(box, self._box(o)) < 0.6 for o in out):
+            box = self._face_box(track.face)
+            if all(iou(box, self._face_box(o.face)) < 0.6 for o in out):
                 out.append(track)
         return out
 
@@ -335,15 +371,20 @@ class FaceTracker:
     def _beta(self) -> float:
         return self.beta / self.smoothing if self.smoothing > 0 else 0.0
 
-    def _output(self, track: _Track, t: float) -> Face:
-        lm = track.landmarks
-        if self.smoothing > 0:
-            box = box_from_landmarks(lm)
-            lm = track.filter(lm, t, scale=float(box[2] - box[0]))
-        return Face(
-            bbox=box_from_landmarks(lm),
-            score=track.score,
-            kps=kps_from_68(lm),
-            landmarks=lm.astype(np.float32),
-            track_id=track.track_id,
-        )
+    def _output(self, track: _Track, t_s: float) -> Face:
+        """The track's face for output, smoothed: its landmarks and keypoints (the box is
+        the landmarker's box around the smoothed landmarks), or its keypoints and box."""
+        face = dataclasses.replace(track.face, track_id=track.track_id)
+        if self.smoothing <= 0:
+            return face
+        box = self._face_box(track.face)
+        scale = float(box[2] - box[0])
+        lm = face.landmarks
+        if lm is not None and self.landmarker is not None:
+            s = track.filter(np.concatenate([lm, face.kps]), t_s, scale=scale)
+            n = len(lm)
+            return dataclasses.replace(
+                face, bbox=self.landmarker.box_for(s[:n]), kps=s[n:], landmarks=s[:n]
+            )
+        s = track.filter(np.concatenate([face.kps, face.bbox.reshape(2, 2)]), t_s, scale=scale)
+        return dataclasses.replace(face, kps=s[:5], bbox=s[5:].reshape(4))

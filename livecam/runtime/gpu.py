@@ -1,13 +1,18 @@
-"""NVIDIA GPU readings (name, VRAM, utilisation) through NVML, guarded when absent."""
+"""NVIDIA GPU readings (name, VRAM of this process or the whole GPU, utilisation) through
+NVML, guarded when absent."""
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
+
+VramScope = Literal["process", "device"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,12 @@ class GpuSnapshot:
     vram_total_mb: float
     util_percent: float  # GPU core utilisation over NVML's last sample period
     driver: str = ""
+    #: this process's VRAM when NVML lists it among the GPU's processes, else None
+    vram_process_mb: float | None = None
+    #: what a single VRAM figure should show: "process" (vram_process_mb) or "device"
+    #: (vram_used_mb, the whole GPU: no per-process figure, e.g. in a container whose
+    #: process ids NVML cannot see, or before this process has touched the GPU)
+    vram_scope: VramScope = "device"
 
 
 class NvmlReader:
@@ -73,6 +84,7 @@ class NvmlReader:
         except nvml.NVMLError as e:
             log.debug("NVML read failed: %s", e)
             return None
+        mine = process_vram_mb(self._processes(), os.getpid())
         return GpuSnapshot(
             index=self.index,
             name=self._name,
@@ -80,7 +92,22 @@ class NvmlReader:
             vram_total_mb=mem.total / 2**20,
             util_percent=float(util.gpu),
             driver=self._driver,
+            vram_process_mb=mine,
+            vram_scope="device" if mine is None else "process",
         )
+
+    def _processes(self) -> list[Any]:
+        """NVML's compute and graphics process records of this GPU (empty when unreadable)."""
+        nvml, found = self._nvml, []
+        for query in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            try:
+                found += list(getattr(nvml, query)(self._handle))
+            except (nvml.NVMLError, AttributeError) as e:
+                log.debug("%s failed: %s", query, e)
+        return found
 
     def close(self) -> None:
         """Release NVML. Safe to call twice."""
@@ -101,6 +128,15 @@ class NvmlReader:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def process_vram_mb(processes: Iterable[Any], pid: int) -> float | None:
+    """VRAM used by ``pid`` in MB from NVML process records (``pid``, ``usedGpuMemory``
+    in bytes, None when the driver withholds it), summed over its contexts; None when
+    ``pid`` is not listed or no figure is given."""
+    used = [p.usedGpuMemory for p in processes if p.pid == pid]
+    known = [u for u in used if isinstance(u, int) and 0 <= u < 2**63]
+    return sum(known) / 2**20 if known else None
 
 
 def _text(value: str | bytes) -> str:

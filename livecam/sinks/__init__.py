@@ -85,10 +85,10 @@ class AutoSink(Sink):
         null.open(width, height, fps)
         return null
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         if self.chosen is None:
             raise SinkError("auto sink: send() before open()")
-        self.chosen.send(frame)
+        self.chosen.send(frame, t_capture_ns)
 
     def close(self) -> None:
         chosen, self.chosen = self.chosen, None
@@ -115,9 +115,9 @@ def make_sink(spec: str, cfg: OutputConfig) -> Sink:
         return NullSink()
     suffix = Path(key).suffix.lower()
     if key and suffix in VIDEO_CODECS:
-        return RecorderSink(key)
+        return RecorderSink(key, overwrite=cfg.overwrite)
     if key and suffix in IMAGE_SUFFIXES:
-        return ImageWriterSink(key)
+        return ImageWriterSink(key, overwrite=cfg.overwrite)
     raise SinkError(f"unknown output sink {spec!r}", f"use {ACCEPTED}")
 
 

@@ -15,8 +15,9 @@ class Sink(ABC):
     """
 
     name: str = "sink"
-    #: True for sinks that need a steady rate (virtual cameras, windows): the output
-    #: thread re-sends the last frame when no new one arrived within one period.
+    #: True for sinks that need a steady rate (virtual cameras, windows): in a paced run
+    #: the output thread sends to them exactly once per output period (the next new
+    #: frame, or the last one again). False: every new frame once, as soon as it is done.
     wants_repeats: bool = True
     #: set by sinks the user can close (a preview window); the output thread then drops
     #: the sink, and when no sink is left the stream ends
@@ -27,8 +28,13 @@ class Sink(ABC):
         """Prepare for frames of ``width`` x ``height`` at ``fps``; raise SinkError on failure."""
 
     @abstractmethod
-    def send(self, frame: Frame) -> None:
-        """Deliver one frame (uint8 BGR (H, W, 3), C-contiguous)."""
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+        """Deliver one frame (uint8 BGR (H, W, 3), C-contiguous).
+
+        ``t_capture_ns`` is the frame's capture time (``time.perf_counter_ns``) in a
+        real-time run; None when the run is not real time (unpaced) or the caller has no
+        time: a recorder then spaces frames one output period apart.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Flush and release. Safe to call twice, and before ``open``."""

@@ -21,11 +21,13 @@ class NullSink(Sink):
         self.size: tuple[int, int] | None = None
         self.fps: float | None = None
         self.last_frame: Frame | None = None
+        self.last_t_capture_ns: int | None = None
 
     def open(self, width: int, height: int, fps: float) -> None:
         self.size = (width, height)
         self.fps = fps
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         self.frames += 1
         self.last_frame = frame
+        self.last_t_capture_ns = t_capture_ns

@@ -103,7 +103,7 @@ class VirtualCamSink(Sink):
             fps,
         )
 
-    def send(self, frame: Frame) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         if self._cam is None:
             raise SinkError("virtual camera sink: send() before open()")
         try:

@@ -1,0 +1,227 @@
+"""The preset table: which parts make each preset, and how a preset's parts are built.
+
+One frozen ``PresetRow`` per preset names its parts; ``build_parts`` builds a row's parts
+from the factories below. A row whose parts all have a factory can be built; the others
+are data for now (the neural presets fill in their factories). ``resolve_preset`` turns a
+config value (``auto`` included) into a row, with a clear error for a row that cannot be
+built yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+from livecam.config import SwapConfig
+from livecam.errors import ConfigError, ModelError
+from livecam.pipeline.analysis import FaceAnalyzer
+from livecam.pipeline.classic import ClassicSwapper
+from livecam.pipeline.detect import DlibHogDetector
+from livecam.pipeline.identity import DlibDescriptor
+from livecam.pipeline.landmarks import Dlib68Landmarker
+from livecam.pipeline.parts import (
+    Blender,
+    Detector,
+    Enhancer,
+    FaceParts,
+    Masker,
+    Recognizer,
+    RefitLandmarker,
+    Swapper,
+)
+from livecam.pipeline.paste import RoiBlender
+
+log = logging.getLogger(__name__)
+
+AUTO = "auto"
+PHOTO_MAX_SIDE = 1024  # source photos: detector input long side (px)
+PHOTO_UPSAMPLE = 1  # and one pyramid upsampling (faces from ~40 px)
+
+
+@dataclass(frozen=True)
+class PresetRow:
+    """The parts of one preset, by name (``None``: the preset has no such part).
+
+    ``needs_download`` says what a user must download for it ("no" for none).
+    """
+
+    name: str
+    detector: str
+    landmarker: str | None
+    recognizer: str
+    swapper: str
+    enhancer: str | None
+    masker: str | None
+    blender: str
+    needs_download: str
+
+    def part_names(self) -> dict[str, str]:
+        """Role -> part name of every part the preset has."""
+        roles = [f.name for f in fields(self) if f.name not in ("name", "needs_download")]
+        return {role: name for role in roles if isinstance(name := getattr(self, role), str)}
+
+
+PRESETS: Mapping[str, PresetRow] = MappingProxyType(
+    {
+        row.name: row
+        for row in (
+            PresetRow(
+                name="offline",
+                detector="dlib-hog",
+                landmarker="dlib-shape68",
+                recognizer="dlib-resnet128",
+                swapper="classic-mesh",
+                enhancer=None,
+                masker=None,  # the classic swapper makes its own feathered, skin-gated mask
+                blender="roi",
+                needs_download="no",
+            ),
+            PresetRow(
+                name="lite",
+                detector="yunet-2023mar",
+                landmarker="onnx-68",
+                recognizer="mobilefacenet",
+                swapper="classic-mesh",
+                enhancer=None,
+                masker=None,
+                blender="roi",
+                needs_download="a few MB",
+            ),
+            PresetRow(
+                name="standard",
+                detector="scrfd-10g",
+                landmarker="onnx-106",
+                recognizer="arcface-w600k-r50",
+                swapper="inswapper-128-fp16",
+                enhancer=None,
+                masker="insightface-paste",
+                blender="affine",
+                needs_download="~450 MB",
+            ),
+            PresetRow(
+                name="quality",
+                detector="scrfd-10g",
+                landmarker="onnx-106",
+                recognizer="arcface-w600k-r50",
+                swapper="hyperswap-1a-256",
+                enhancer="gfpgan-1.4",
+                masker="insightface-paste",
+                blender="affine",
+                needs_download="~900 MB",
+            ),
+        )
+    }
+)
+"""Every preset, best last: ``auto`` takes the first buildable one of ``AUTO_ORDER``."""
+
+AUTO_ORDER = ("quality", "standard", "lite", "offline")
+
+
+# Part factories by role and name. A detector factory gives the live detector and the one
+# for source photos (finer settings; it may share the live one's model).
+DetectorFactory = Callable[[SwapConfig], tuple[Detector, Detector]]
+
+
+def _dlib_hog(cfg: SwapConfig) -> tuple[Detector, Detector]:
+    live = DlibHogDetector(max_side=cfg.detect_size)
+    return live, live.with_settings(PHOTO_MAX_SIDE, PHOTO_UPSAMPLE)
+
+
+DETECTORS: Mapping[str, DetectorFactory] = MappingProxyType({"dlib-hog": _dlib_hog})
+LANDMARKERS: Mapping[str, Callable[[], RefitLandmarker]] = MappingProxyType(
+    {"dlib-shape68": Dlib68Landmarker}
+)
+RECOGNIZERS: Mapping[str, Callable[[], Recognizer]] = MappingProxyType(
+    {"dlib-resnet128": DlibDescriptor}
+)
+SWAPPERS: Mapping[str, Callable[[SwapConfig], Swapper[Any]]] = MappingProxyType(
+    {"classic-mesh": ClassicSwapper}
+)
+ENHANCERS: Mapping[str, Callable[[SwapConfig], Enhancer]] = MappingProxyType({})
+MASKERS: Mapping[str, Callable[[SwapConfig], Masker]] = MappingProxyType({})
+BLENDERS: Mapping[str, Callable[[SwapConfig], Blender]] = MappingProxyType(
+    {"roi": lambda cfg: RoiBlender(cfg.blend)}
+)
+_FACTORIES: Mapping[str, Mapping[str, object]] = MappingProxyType(
+    {
+        "detector": DETECTORS,
+        "landmarker": LANDMARKERS,
+        "recognizer": RECOGNIZERS,
+        "swapper": SWAPPERS,
+        "enhancer": ENHANCERS,
+        "masker": MASKERS,
+        "blender": BLENDERS,
+    }
+)
+
+
+def preset_names() -> tuple[str, ...]:
+    """Every name ``swap.preset`` accepts: ``auto`` and the rows, in table order."""
+    return (AUTO, *PRESETS)
+
+
+def missing_parts(row: PresetRow) -> list[str]:
+    """Names of the row's parts this version cannot build."""
+    return [name for role, name in row.part_names().items() if name not in _FACTORIES[role]]
+
+
+def buildable(name: str) -> bool:
+    """Whether ``name`` (``auto`` included) can be built by this version."""
+    if name == AUTO:
+        return True
+    row = PRESETS.get(name)
+    return row is not None and not missing_parts(row)
+
+
+def resolve_preset(name: str) -> PresetRow:
+    """The row for ``name``: ``auto`` is the best buildable preset of ``AUTO_ORDER``.
+
+    An unknown name is a ConfigError naming the allowed ones; a row this version cannot
+    build is a ModelError naming its missing parts, with ``--preset offline`` as the fix.
+    """
+    if name == AUTO:
+        for candidate in AUTO_ORDER:
+            if buildable(candidate):
+                return PRESETS[candidate]
+    row = PRESETS.get(name)
+    if row is None:
+        raise ConfigError(f"unknown preset {name!r}", f"use one of {', '.join(preset_names())}")
+    missing = missing_parts(row)
+    if missing:
+        raise ModelError(
+            f"preset '{name}' needs ONNX models that are not available in this version "
+            f"({', '.join(missing)})",
+            "use --preset offline (no download needed)",
+        )
+    return row
+
+
+def build_parts(row: PresetRow, cfg: SwapConfig) -> FaceParts:
+    """Build (load) every part of a buildable row; a missing model is a ModelError."""
+    missing = missing_parts(row)
+    if missing:
+        raise ModelError(
+            f"preset '{row.name}' cannot be built: no {', '.join(missing)} in this version",
+            "use --preset offline (no download needed)",
+        )
+    detector, photo_detector = DETECTORS[row.detector](cfg)
+    return FaceParts(
+        preset=row.name,
+        detector=detector,
+        photo_detector=photo_detector,
+        landmarker=LANDMARKERS[row.landmarker]() if row.landmarker is not None else None,
+        recognizer=RECOGNIZERS[row.recognizer](),
+        swapper=SWAPPERS[row.swapper](cfg),
+        enhancer=ENHANCERS[row.enhancer](cfg) if row.enhancer is not None else None,
+        masker=MASKERS[row.masker](cfg) if row.masker is not None else None,
+        blender=BLENDERS[row.blender](cfg),
+    )
+
+
+def photo_analyzer(parts: FaceParts) -> FaceAnalyzer:
+    """The analyzer for source and reference photos made of the preset's own parts (its
+    photo detector, landmarker and recognizer; no models of its own)."""
+    return FaceAnalyzer(parts.photo_detector, parts.landmarker, parts.recognizer)

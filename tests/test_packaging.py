@@ -1,0 +1,133 @@
+"""Packaging: the wheel holds every module, ui/ and the demo assets, and `livecam demo`
+runs from it; the livecam package never loads Qt (only ui/ does, lazily).
+
+The wheel is built from a clean copy of this checkout (tracked files and untracked ones
+git does not ignore) into ``$LIVECAM_WHEEL_DIR`` when set (CI keeps it), else a temporary
+folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+from media import read_video
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = ("astronaut.png", "grace_hopper.jpg", "ATTRIBUTION.md")
+
+
+def checkout_files() -> list[str]:
+    """Files of this checkout: tracked, and untracked ones git does not ignore."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return [f for f in out.decode().split("\0") if f and (REPO / f).is_file()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from a clean copy of the checkout (no stale build/ folder)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in checkout_files():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, src / name)
+    out = Path(os.environ.get("LIVECAM_WHEEL_DIR") or tmp_path_factory.mktemp("dist"))
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("livecam-*.whl"):
+        old.unlink()
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    (built,) = out.glob("livecam-*.whl")
+    return built
+
+
+def test_wheel_holds_every_module_ui_and_the_demo_assets(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for asset in ASSETS:
+        assert f"livecam/assets/{asset}" in names
+    assert {"ui/__init__.py", "ui/preview_window.py"} <= names
+    modules = {
+        f for f in checkout_files() if f.endswith(".py") and f.startswith(("livecam/", "ui/"))
+    }
+    assert modules and modules <= names, sorted(modules - names)
+
+
+def test_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
+    """A fresh venv with only the wheel installed (dependencies are borrowed from this
+    environment's site-packages through a .pth path, so no editable mapping applies)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+        + [str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    where = subprocess.run(
+        [python, "-c", "import livecam.assets, ui; print(livecam.assets.__file__, ui.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.split()
+    assert all(Path(p).is_relative_to(venv) for p in where), where
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    out = tmp_path / "X.mp4"
+    demo = subprocess.run(
+        [venv / "bin" / "livecam", "demo", "--frames", "10", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert "frames in 10, out 10" in demo.stdout
+    frames, _ = read_video(out)
+    assert len(frames) == 10
+
+
+def test_livecam_never_imports_qt() -> None:
+    """Every livecam module imported in a fresh interpreter loads no Qt binding."""
+    code = """
+import importlib, pkgutil, sys
+import livecam
+names = [m.name for m in pkgutil.walk_packages(livecam.__path__, "livecam.")]
+for name in names:
+    importlib.import_module(name)
+qt = sorted(m for m in sys.modules if m.split(".")[0] in ("PySide6", "shiboken6", "PyQt5", "PyQt6"))
+print(len(names), "modules;", "Qt:", ",".join(qt) or "none")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    count, _ = proc.stdout.split(" modules;")
+    assert int(count) > 20 and proc.stdout.strip().endswith("Qt: none"), proc.stdout

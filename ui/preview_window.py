@@ -1,0 +1,196 @@
+"""The preview window of the ``window`` sink, run by the main (GUI) thread.
+
+The output thread never waits on the GUI: it only stores the newest frame in the sink's
+hand-off, which a QTimer polls here. ``run_preview`` runs the event loop until every window
+is closed or ``done()`` says the stream ended or a stop was requested; the poll timers keep
+the Python interpreter running so Ctrl-C / SIGTERM handlers are served within ~50 ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from PySide6.QtCore import QEventLoop, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QCloseEvent,
+    QColor,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QPainter,
+    QPaintEvent,
+)
+from PySide6.QtWidgets import QApplication, QWidget
+
+from livecam.sinks.preview import FrameHandoff, PreviewWindowSink
+from livecam.types import Frame
+
+log = logging.getLogger(__name__)
+
+CLOSE_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_Q)
+#: how often ``done()`` is asked (and Python signal handlers get to run)
+DONE_POLL_MS = 50
+#: how often the title's fps is refreshed
+TITLE_MS = 500
+
+
+def fit_rect(width: int, height: int, area: QRect) -> QRect:
+    """The largest ``width`` x ``height`` rectangle with that aspect, centred in ``area``."""
+    scale = min(area.width() / width, area.height() / height)
+    w, h = max(1, round(width * scale)), max(1, round(height * scale))
+    return QRect(area.x() + (area.width() - w) // 2, area.y() + (area.height() - h) // 2, w, h)
+
+
+def initial_size(frame_size: tuple[int, int], available: QRect) -> tuple[int, int]:
+    """The frame size, scaled down (aspect kept) to fit 90 % of the screen's free area."""
+    w, h = frame_size if min(frame_size) > 0 else (640, 480)
+    scale = min(1.0, 0.9 * available.width() / w, 0.9 * available.height() / h)
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+class PreviewWindow(QWidget):
+    """Shows the newest frame of a hand-off, scaled with its aspect kept, on black.
+
+    ``frames_shown`` counts distinct frames painted. Esc, q or the close button close the
+    window and mark the hand-off closed by the user; ``close_quietly`` closes it without.
+    """
+
+    closed_by_user = Signal()
+
+    def __init__(
+        self,
+        handoff: FrameHandoff,
+        title: str = "LiveCam",
+        size: tuple[int, int] = (640, 480),
+        poll_ms: int = 5,
+        fps: Callable[[], float] | None = None,
+    ) -> None:
+        super().__init__()
+        self.handoff = handoff
+        self.title = title
+        self.frames_shown = 0
+        self._fps = fps
+        self._number = 0  # number of the frame held, from the hand-off
+        self._painted = 0  # number of the last frame painted
+        self._frame: Frame | None = None  # keeps the array alive while _image points into it
+        self._image: QImage | None = None
+        self._quiet = False
+        self.setWindowTitle(title)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.resize(*size)
+        self._poll = QTimer(self)
+        self._poll.timeout.connect(self.poll)
+        self._poll.start(poll_ms)
+        self._title_timer = QTimer(self)
+        self._title_timer.timeout.connect(self._update_title)
+        if fps is not None:
+            self._title_timer.start(TITLE_MS)
+
+    def poll(self) -> None:
+        """Take the newest frame from the hand-off, if a new one arrived, and repaint."""
+        got = self.handoff.newest(self._number)
+        if got is not None:
+            self._number, frame = got
+            self._set_frame(frame)
+            self.update()
+
+    def _set_frame(self, frame: Frame) -> None:
+        frame = np.ascontiguousarray(frame)
+        h, w = frame.shape[:2]
+        self._frame = frame
+        self._image = QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        try:
+            painter.fillRect(self.rect(), QColor(0, 0, 0))
+            if self._image is None:
+                return
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+            painter.drawImage(
+                fit_rect(self._image.width(), self._image.height(), self.rect()), self._image
+            )
+        finally:
+            painter.end()
+        if self._number != self._painted:
+            self._painted = self._number
+            self.frames_shown += 1
+
+    def _update_title(self) -> None:
+        if self._fps is not None:
+            self.setWindowTitle(f"{self.title} - {self._fps():.1f} fps")
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        if event.key() in CLOSE_KEYS:
+            self.close()
+        else:
+            super().keyPressEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self._poll.stop()
+        self._title_timer.stop()
+        if not self._quiet and not self.handoff.user_closed.is_set():
+            log.info("preview window closed by the user")
+            self.handoff.user_closed.set()
+            self.closed_by_user.emit()
+        event.accept()
+
+    def close_quietly(self) -> None:
+        """Close without marking the hand-off closed by the user (the stream ended)."""
+        self._quiet = True
+        self.close()
+
+
+def run_preview(
+    sinks: Sequence[PreviewWindowSink],
+    done: Callable[[], bool],
+    *,
+    tick: Callable[[], None] | None = None,
+    tick_s: float = 1.0,
+    fps: Callable[[], float] | None = None,
+) -> int:
+    """Show one window per sink on this (the main) thread; return when every window was
+    closed or ``done()`` is True. ``tick`` runs every ``tick_s`` (the CLI's status line);
+    ``fps`` feeds the title. Returns the number of frames the windows showed."""
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "livecam"])
+    loop = QEventLoop()
+    windows = []
+    for sink in sinks:
+        poll_ms = max(2, min(20, int(500 / sink.fps))) if sink.fps > 0 else 5
+        size = initial_size(sink.size, QGuiApplication.primaryScreen().availableGeometry())
+        window = PreviewWindow(sink.handoff, sink.title, size, poll_ms, fps)
+        windows.append(window)
+
+    def check() -> None:
+        if done() or all(w.handoff.user_closed.is_set() for w in windows):
+            loop.quit()
+
+    for window in windows:
+        window.closed_by_user.connect(check)
+        window.show()
+    timers = [_timer(DONE_POLL_MS, check)]
+    if tick is not None:
+        timers.append(_timer(max(1, int(tick_s * 1000)), tick))
+    try:
+        if windows and not done():
+            loop.exec()
+    finally:
+        for t in timers:
+            t.stop()
+        shown = sum(w.frames_shown for w in windows)
+        for window in windows:
+            window.close_quietly()
+            window.deleteLater()
+        app.processEvents()
+    log.info("preview window showed %d frames", shown)
+    return shown
+
+
+def _timer(interval_ms: int, action: Callable[[], None]) -> QTimer:
+    timer = QTimer()
+    timer.timeout.connect(action)
+    timer.start(interval_ms)
+    return timer
