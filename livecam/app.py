@@ -261,8 +261,10 @@ class App:
         """Close what start-up opened or built (never raises)."""
         if self._gpu is not None:
             self._gpu.close()
-        for part in [*sinks, *stages]:
-            _close_quietly(part)
+        for sink in sinks:
+            _close_quietly(sink)
+        for stage in stages:
+            _close_quietly(stage)
 
 
 def _close_quietly(part: Sink | Stage) -> None:

@@ -321,10 +321,9 @@ class Controls:
 def _candidate(config: Config, swap_changes: dict[str, Any]) -> Config:
     """``config`` with the swap changes applied and a swap stage in the pipeline."""
     new = config.with_section("swap", **swap_changes)
-    stages = new.pipeline.stages
-    if SWAP not in stages:
-        stages = tuple(s for s in stages if s != "passthrough") + (SWAP,)
-        new = new.with_section("pipeline", stages=stages)
+    if SWAP not in new.pipeline.stages:
+        kept = [s for s in new.pipeline.stages if s != "passthrough"]
+        new = new.with_section("pipeline", stages=(*kept, SWAP))
     return new
 
 
