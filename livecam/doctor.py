@@ -237,7 +237,7 @@ def check_window() -> Check:
 
 #: dlib's own code is Boost-licensed; its 68-point model's training data is not
 DLIB_68_LICENCE = (
-    "{file} ({where}) gives the offline preset its 68 face landmarks. It is trained on "
+    "{file} ({where}) gives the 68 face landmarks of these presets: {presets}. It is trained on "
     "the iBUG 300-W dataset, whose licence excludes commercial use, so the model may not "
     "be usable in a commercial product: ask Imperial College London (iBUG) or a lawyer "
     "first. dlib's own code is Boost-licensed."
@@ -248,15 +248,17 @@ def check_dlib68_licence() -> Check:
     """A note (never a failure): the licence of dlib's 68-point landmark model."""
     from livecam.errors import ModelError
     from livecam.pipeline.dlib_files import SHAPE_68, dlib_model_path
+    from livecam.pipeline.presets import PRESETS
 
     try:
         where = str(dlib_model_path(SHAPE_68))
     except ModelError:
         where = "not installed"
+    users = [row.name for row in PRESETS.values() if row.landmarker == "dlib-shape68"]
     return Check(
         "licence of the dlib 68-point model",
         None,
-        DLIB_68_LICENCE.format(file=SHAPE_68, where=where),
+        DLIB_68_LICENCE.format(file=SHAPE_68, where=where, presets=", ".join(users) or "(none)"),
     )
 
 

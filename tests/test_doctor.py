@@ -218,7 +218,7 @@ def test_dlib_68_point_licence_note() -> None:
     note = check_dlib68_licence()
     assert note.ok is None  # a note, never a failure
     text = note.detail
-    assert "shape_predictor_68_face_landmarks.dat" in text and "offline preset" in text
+    assert "shape_predictor_68_face_landmarks.dat" in text and "of these presets: offline." in text
     assert "iBUG 300-W" in text and "excludes commercial use" in text and "Boost" in text
     assert Path(text.split("(")[1].split(")")[0]).is_file()  # where the model is
     assert note in run_doctor()

@@ -312,3 +312,21 @@ def test_a_signal_stops_the_window_and_the_stream(xvfb: str, signum: int) -> Non
     assert "closed by the user" not in err
     match = re.search(r"frames in (\d+), out (\d+)", out)
     assert match is not None and int(match[2]) > 0, out
+
+
+def test_auto_sink_falls_back_to_the_window_and_closing_it_ends_the_stream(xvfb: str) -> None:
+    """No virtual camera (a backend that does not exist): ``auto`` shows the window, which the
+    main thread runs; Esc closes it and, with no other sink, the stream ends."""
+    proc = start_livecam(
+        ["--source", "synthetic", "--size", "320x240", "--vcam-backend", "no-such-backend"],
+        xvfb,
+    )
+    try:
+        wid, _ = wait_window(xvfb)
+        press(xvfb, wid, "Escape")
+        out, err = finish(proc)
+    finally:
+        proc.kill()
+    assert "NO VIRTUAL CAMERA" in err and "preview window instead" in err
+    assert "sink auto: closed by the user" in err
+    assert re.search(r"frames in \d+, out \d+", out)
