@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo",
         help="swap a bundled portrait onto another, offline (no downloads)",
-        description="Swap assets/astronaut.png onto an animated assets/grace_hopper.jpg; shows "
+        description="Swap assets/grace_hopper.jpg onto an animated assets/astronaut.png; shows "
         "a window when a display exists, else writes demo.mp4.",
     )
     demo.add_argument("--output", default="demo.mp4", help="video written when headless")
