@@ -307,6 +307,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
     if hung:
         log.warning("threads that did not stop in time: %s", ", ".join(hung))
     summary = app.snapshot().to_summary()
+    summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
     if cfg.run.stats_json:
         Path(cfg.run.stats_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
@@ -322,6 +323,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     )
     for name, p in summary["stages_ms"].items():
         print(f"  stage {name}: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
+    for path in summary.get("files", []):
+        print(f"wrote {path}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -349,8 +349,9 @@ def test_cli_run_writes_stats_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert summary["frames_out"] + summary["dropped"] == 50
     assert set(summary["latency_ms"]) == {"p50", "p99"}
     assert "passthrough" in summary["stages_ms"]
-    assert out_png.exists()
-    assert "frames in 50" in capsys.readouterr().out
+    assert out_png.exists() and summary["files"] == [str(out_png)]
+    printed = capsys.readouterr().out
+    assert "frames in 50" in printed and f"wrote {out_png}" in printed
 
 
 def test_cli_bad_config_value_names_the_field(

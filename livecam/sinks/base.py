@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 
 from livecam.types import Frame
 
@@ -22,6 +23,8 @@ class Sink(ABC):
     #: set by sinks the user can close (a preview window); the output thread then drops
     #: the sink, and when no sink is left the stream ends
     closed: bool = False
+    #: the file this sink finished writing (recorders, image writers), once it is on disk
+    written: Path | None = None
 
     @abstractmethod
     def open(self, width: int, height: int, fps: float) -> None:

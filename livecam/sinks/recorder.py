@@ -350,6 +350,7 @@ class RecorderSink(Sink):
             os.replace(tmp, self.target)
         except Exception as e:
             self._fail(e)
+        self.written = self.target
         self._writer = self._tmp = None
         log.info(
             "recorded %d frames (%.1f s) to %s (%s)",
@@ -464,6 +465,7 @@ class ImageWriterSink(Sink):
         except OSError as e:
             raise SinkError(f"cannot write {self.target}: {e}") from e
         self.writes += 1
+        self.written = self.target
 
     def close(self) -> None:
         self._write()
