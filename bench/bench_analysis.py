@@ -1,5 +1,6 @@
-"""Benchmark the offline (dlib) face analysis at 640x480: detector, landmarks, descriptor,
-and the per-frame cost of FaceTracker on a face-motion clip. Prints medians of several runs.
+"""Benchmark the offline (dlib) face analysis parts at 640x480: detector, landmarks,
+descriptor, and the per-frame cost of FaceTracker on a face-motion clip. Prints medians of
+several runs. Frames are timed at 30 fps capture times.
 
     python bench/bench_analysis.py [--face PORTRAIT] [--frames 120] [--runs 5]
 """
@@ -17,9 +18,11 @@ import numpy as np
 
 from livecam.config import SourceConfig
 from livecam.pipeline.analysis import offline_analyzer
+from livecam.pipeline.landmarks import Dlib68Landmarker
+from livecam.pipeline.parts import FrameContext
 from livecam.pipeline.tracking import FaceTracker
 from livecam.sources.synthetic import SyntheticSource
-from livecam.types import Frame
+from livecam.types import FaceWork, Frame
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,24 +73,28 @@ def main() -> None:
         + (f", width {first[0].width:.0f} px" if first else "")
     )
     det = analyzer.detector
-    print(f"HOG detect (max_side 400)     : {ms(lambda: det.detect(frames[0]), 20):6.2f} ms")
+    one = [FrameContext(frames[0])]
+    print(f"HOG detect (max_side 400)     : {ms(lambda: det.detect(one), 20):6.2f} ms")
     if first:
-        lmk, enc = analyzer.landmarker, analyzer.encoder
-        f0 = first[0]
-        print(f"68-pt landmark fit (1 face)   : {ms(lambda: lmk.fit(frames[0], f0), 50):6.2f} ms")
+        lmk, enc = analyzer.landmarker, analyzer.recognizer
+        assert lmk is not None
+        work = [FaceWork(0, 0, first[0])]
+        print(f"68-pt landmark fit (1 face)   : {ms(lambda: lmk.fit(one, work), 50):6.2f} ms")
         if enc is not None:
-            print(
-                f"128-d descriptor (1 face)     : {ms(lambda: enc.embed(frames[0], f0), 5):6.2f} ms"
-            )
+            print(f"128-d descriptor (1 face)     : {ms(lambda: enc.embed(one, work), 5):6.2f} ms")
+    lmk_part = analyzer.landmarker
+    assert isinstance(lmk_part, Dlib68Landmarker)
     for every, smoothing in [(1, 1.0), (args.detect_every, 0.0), (args.detect_every, 1.0)]:
         means, medians, p95s, counts = [], [], [], []
         for _ in range(args.runs):
-            tracker = FaceTracker.from_analyzer(analyzer, detect_every=every, smoothing=smoothing)
+            tracker = FaceTracker(
+                analyzer.detector, lmk_part, detect_every=every, smoothing=smoothing
+            )
             per = []
             found = 0
             for i, frame in enumerate(frames):
                 t = time.perf_counter()
-                found += len(tracker.update(frame, i))
+                found += len(tracker.update([FrameContext(frame, i, i / 30)])[0])
                 per.append((time.perf_counter() - t) * 1000)
             means.append(float(np.mean(per)))
             medians.append(float(np.median(per)))

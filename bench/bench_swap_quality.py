@@ -1,4 +1,4 @@
-"""Swap-quality benchmark of the classic (offline preset) swapper.
+"""Swap-quality benchmark of the offline preset's face parts (classic swapper + ROI blender).
 
 For every ordered pair of images of DISTINCT people in <testdata>/faces, swap the source
 face onto the target face and measure, with the dlib 128-d descriptor:
@@ -7,7 +7,8 @@ face onto the target face and measure, with the dlib 128-d descriptor:
   to the target;
 * mean cos(out, source) - cos(out, target);
 * mean 68-landmark error between output and target / inter-ocular distance;
-* the swap time (median), plus the time on a 640x480 frame with one ~200 px face.
+* the swap time (median), plus the time on a 640x480 frame with one ~200 px face; both
+  time the stage's own path (``FaceParts.render``: swapper, then blender).
 
 Identity = the file-name prefix before the first "_" (obama_*, biden_*, ...). Images in
 which the analyzer finds no face or several faces (the two-people photo, the group photo)
@@ -20,6 +21,7 @@ Usage: python bench/bench_swap_quality.py [--testdata PATH] [--color lab|rct|non
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -34,9 +36,12 @@ sys.path.insert(0, str(REPO))
 
 from livecam.config import SwapConfig  # noqa: E402
 from livecam.metrics import FaceNotFoundError, identity_metrics  # noqa: E402
-from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer  # noqa: E402
+from livecam.pipeline.analysis import FaceAnalyzer  # noqa: E402
 from livecam.pipeline.classic import ClassicOptions, ClassicSwapper, SourceModel  # noqa: E402
-from livecam.types import Face  # noqa: E402
+from livecam.pipeline.landmarks import kps_from_68  # noqa: E402
+from livecam.pipeline.parts import FaceParts, FrameContext  # noqa: E402
+from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
+from livecam.types import Face, FaceWork, Frame  # noqa: E402
 
 IMAGE_EXT = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 
@@ -85,6 +90,11 @@ def frame_640x480(p: Portrait, face_px: float = 200.0) -> tuple[np.ndarray, np.n
     return frame, lm
 
 
+def render(parts: FaceParts, image: Frame, face: Face, model: SourceModel) -> Frame:
+    """One image through the stage's face parts (swapper, then blender)."""
+    return parts.render([FrameContext(image)], [FaceWork(0, 0, face)], model)[0]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
@@ -100,15 +110,16 @@ def main() -> int:
     if not folder.is_dir():
         print(f"no faces folder at {folder}; pass --testdata PATH", file=sys.stderr)
         return 2
-    analyzer = offline_analyzer(max_side=1024, upsample=1)
-    portraits, skipped = load_portraits(folder, analyzer)
     cfg = SwapConfig(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
     opts = ClassicOptions(feather=args.feather, shape_weight=args.shape_weight)
     swapper = ClassicSwapper(cfg, opts)
+    parts = dataclasses.replace(build_parts(PRESETS["offline"], cfg), swapper=swapper)
+    analyzer = photo_analyzer(parts)  # the offline preset's source-photo analyzer
+    portraits, skipped = load_portraits(folder, analyzer)
     sources: dict[str, SourceModel] = {}
     for p in portraits:
         assert p.face.landmarks is not None
-        sources[p.name] = swapper.prepare(p.image, p.face.landmarks)
+        sources[p.name] = swapper.prepare_landmarks(p.image, p.face.landmarks)
 
     print(f"portraits: {len(portraits)} ({len({p.identity for p in portraits})} identities)")
     if skipped:
@@ -122,7 +133,7 @@ def main() -> int:
                 continue
             assert t.face.landmarks is not None
             t0 = time.perf_counter()
-            out = swapper.swap(t.image, [t.face.landmarks], sources[s.name])
+            out = render(parts, t.image, t.face, sources[s.name])
             times.append((time.perf_counter() - t0) * 1000)
             try:
                 m = identity_metrics(s.image, t.image, out, analyzer, s.face, t.face)
@@ -163,11 +174,12 @@ def main() -> int:
     by_size = sorted(portraits, key=lambda p: -p.face.width)
     src, tgt = by_size[0], by_size[1]
     frame, lm = frame_640x480(tgt)
+    face = Face(np.zeros(4, np.float32), 1.0, kps_from_68(lm), lm)
     model = sources[src.name]
     live = []
     for _ in range(30):
         t0 = time.perf_counter()
-        swapper.swap(frame, [lm], model)
+        render(parts, frame, face, model)
         live.append((time.perf_counter() - t0) * 1000)
     print(
         f"swap time 640x480, one 200 px face ({src.name} -> {tgt.name}), median of 30: "

@@ -1,5 +1,6 @@
-"""Write docs/images/before_after_*.jpg: source | target | output of the classic swapper
-for several pairs of <testdata>/faces, each panel a crop around the face (README images).
+"""Write docs/images/before_after_*.jpg: source | target | output of the offline preset's
+face parts (classic swapper + ROI blender) for several pairs of <testdata>/faces, each
+panel a crop around the face (README images).
 
 Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [--size 320]
 """
@@ -17,9 +18,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from livecam.config import SwapConfig  # noqa: E402
-from livecam.pipeline.analysis import offline_analyzer  # noqa: E402
 from livecam.pipeline.classic import ClassicSwapper  # noqa: E402
-from livecam.types import Face  # noqa: E402
+from livecam.pipeline.parts import FrameContext  # noqa: E402
+from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
+from livecam.types import Face, FaceWork  # noqa: E402
 
 # (name of the jpg, source file, target file)
 PAIRS = [
@@ -68,8 +70,10 @@ def main() -> int:
     ap.add_argument("--format", default="jpg", choices=["jpg", "png"])
     args = ap.parse_args()
 
-    analyzer = offline_analyzer(max_side=1024, upsample=1, with_encoder=False)
-    swapper = ClassicSwapper(SwapConfig())
+    parts = build_parts(PRESETS["offline"], SwapConfig())
+    analyzer = photo_analyzer(parts)
+    swapper = parts.swapper
+    assert isinstance(swapper, ClassicSwapper)
     args.out.mkdir(parents=True, exist_ok=True)
     faces_dir = args.testdata / "faces"
     for name, src_name, tgt_name in PAIRS:
@@ -85,8 +89,8 @@ def main() -> int:
             print(f"skip {name}: no face found")
             continue
         assert sf[0].landmarks is not None and tf[0].landmarks is not None
-        model = swapper.prepare(src, sf[0].landmarks)
-        out = swapper.swap(tgt, [tf[0].landmarks], model)
+        model = swapper.prepare_landmarks(src, sf[0].landmarks)
+        out = parts.render([FrameContext(tgt)], [FaceWork(0, 0, tf[0])], model)[0]
         panels = [
             label(crop_face(src, sf[0], args.size), "source"),
             label(crop_face(tgt, tf[0], args.size), "target"),

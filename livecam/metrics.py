@@ -1,10 +1,10 @@
 """Identity metrics of a face swap: does the output look like the source person, and does
 it keep the target's pose and expression?
 
-The embedding model is whatever encoder the analyzer carries (the 128-d dlib descriptor in
-the offline preset; ONNX recognizers later): any object with
+The embedding model is whatever recognizer the analyzer carries (the 128-d dlib descriptor
+in the offline preset; ONNX recognizers later): any object with
 ``analyze(frame, with_embedding=True) -> list[Face]`` returning faces with ``landmarks``
-(68 points) and unit ``embedding`` fits.
+(68 points) and unit ``embedding`` fits (``pipeline.analysis.FaceAnalyzer`` does).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from livecam.config import SwapConfig
 from livecam.errors import LivecamError, ModelError
 from livecam.pipeline import blend, mesh
-from livecam.pipeline.parts import CPU_ONLY, FrameContext
+from livecam.pipeline.parts import CpuPart, FrameContext
 from livecam.types import FaceWork, Frame, validate_frame
 
 if TYPE_CHECKING:
@@ -78,22 +78,15 @@ def roi_affine(x0: int, y0: int) -> npt.NDArray[np.float32]:
     return np.array([[1, 0, -x0], [0, 1, -y0]], np.float32)
 
 
-class ClassicSwapper:
+class ClassicSwapper(CpuPart):
     """Piecewise-affine mesh face swap with colour matching and its own feathered,
     skin-gated mask (needs the targets' 68 landmarks)."""
 
     model_id = "classic-mesh"
-    providers = CPU_ONLY
 
     def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
         self.config = config or SwapConfig()
         self.options = options or ClassicOptions()
-
-    def warmup(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
     def prepare(self, source: SourceFace) -> SourceModel:
         """The source model of an analysed source face (it needs its 68 landmarks)."""

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.pipeline.parts import CPU_ONLY, Box, FrameContext
+from livecam.pipeline.parts import Box, CpuPart, FrameContext
 from livecam.types import Face
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def kps_from_box(bbox: Box) -> npt.NDArray[np.float32]:
     return (origin + HOG_BOX_KPS * size).astype(np.float32)
 
 
-class DlibHogDetector:
+class DlibHogDetector(CpuPart):
     """dlib HOG + linear SVM frontal-face detector on a downscaled grayscale frame.
 
     ``max_side``: the frame is shrunk so its long side is at most this many pixels before
@@ -48,8 +48,6 @@ class DlibHogDetector:
     ``min_score``: dlib's ``adjust_threshold``; detections scoring below it are dropped.
     Frames of a batch are detected one after the other (dlib has no batched HOG).
     """
-
-    providers = CPU_ONLY
 
     def __init__(
         self,
@@ -76,9 +74,6 @@ class DlibHogDetector:
 
     def warmup(self) -> None:
         self.detect([FrameContext(np.zeros((64, 64, 3), np.uint8))])
-
-    def close(self) -> None:
-        pass
 
     def detect(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         return [self._detect_gray(frame.gray) for frame in frames]
@@ -108,7 +103,7 @@ class DlibHogDetector:
 YUNET_FIX = "download face_detection_yunet_2023mar.onnx from the OpenCV model zoo and pass its path"
 
 
-class YuNetDetector:
+class YuNetDetector(CpuPart):
     """OpenCV's YuNet detector (``cv2.FaceDetectorYN``) on the 2023mar ONNX file: boxes,
     scores and 5 keypoints, which already come in ArcFace order.
 
@@ -116,8 +111,6 @@ class YuNetDetector:
     of two boxes goes. The input size follows each frame's size. Older YuNet files (a
     different output layout) fail to load and are a ModelError.
     """
-
-    providers = CPU_ONLY
 
     def __init__(self, model_path: str | Path, score_threshold: float = 0.6, nms: float = 0.3):
         path = Path(model_path)
@@ -137,9 +130,6 @@ class YuNetDetector:
 
     def warmup(self) -> None:
         self.detect([FrameContext(np.zeros((320, 320, 3), np.uint8))])
-
-    def close(self) -> None:
-        pass
 
     def detect(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         return [self._detect_one(frame) for frame in frames]

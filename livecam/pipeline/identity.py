@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.pipeline.dlib_files import RESNET, dlib_model_path, load_dlib_model
-from livecam.pipeline.parts import CPU_ONLY, FrameContext
+from livecam.pipeline.parts import CpuPart, FrameContext
 from livecam.types import Face, FaceWork, Frame
 
 Embedding = npt.NDArray[np.float32]
@@ -45,7 +45,7 @@ def embedding_distance(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     return float(np.linalg.norm(l2_normalize(a) - l2_normalize(b)))
 
 
-class DlibDescriptor:
+class DlibDescriptor(CpuPart):
     """dlib's ResNet face descriptor (``dlib_face_recognition_resnet_model_v1.dat``).
 
     Needs the face's 68 landmarks (from ``Dlib68Landmarker``); dlib aligns a 150x150 chip
@@ -55,19 +55,12 @@ class DlibDescriptor:
 
     dim = 128
     same_person_distance = 0.43
-    providers = CPU_ONLY
 
     def __init__(self, model_path: Path | None = None, num_jitters: int = 0) -> None:
         path = model_path if model_path is not None else dlib_model_path(RESNET)
         self._net = load_dlib_model(dlib.face_recognition_model_v1, path)
         self.num_jitters = num_jitters
         self.model_id = f"dlib-resnet128:jitter{num_jitters}"
-
-    def warmup(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
     def embed(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
         for work in faces:

@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.pipeline.dlib_files import SHAPE_5, SHAPE_68, dlib_model_path, load_dlib_model
-from livecam.pipeline.parts import CPU_ONLY, Box, FrameContext, Points
-from livecam.types import FaceWork
+from livecam.pipeline.parts import Box, CpuPart, FrameContext, Points
+from livecam.types import Face, FaceWork
 
 # A dlib-HOG-like box from 68 landmarks (measured on the test portraits): the square's side
 # is 2.69x the RMS distance of the points to their mean (rotation invariant), its centre
@@ -59,28 +59,35 @@ def dlib_points(
     return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float32)
 
 
-class Dlib68Landmarker:
+class _DlibShapeLandmarker(CpuPart):
+    """A dlib shape predictor run on the grayscale frame inside each face's box."""
+
+    model_file = ""
+
+    def __init__(self, model_path: Path | None = None) -> None:
+        path = model_path if model_path is not None else dlib_model_path(self.model_file)
+        self._predictor = load_dlib_model(dlib.shape_predictor, path)
+
+    def fit(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
+        for work in faces:
+            pts = dlib_points(self._predictor, frames[work.frame_index].gray, work.face.bbox)
+            work.face = self._fitted(work.face, pts)
+        return list(faces)
+
+    def _fitted(self, face: Face, points: Points) -> Face:
+        """``face`` with what these predictor points say about it."""
+        raise NotImplementedError
+
+
+class Dlib68Landmarker(_DlibShapeLandmarker):
     """dlib's 68-point iBUG shape predictor (``shape_predictor_68_face_landmarks.dat``),
     run on the grayscale frame inside the face box (a dlib HOG-style box fits best)."""
 
     model_id = "dlib-shape68"
-    providers = CPU_ONLY
+    model_file = SHAPE_68
 
-    def __init__(self, model_path: Path | None = None) -> None:
-        path = model_path if model_path is not None else dlib_model_path(SHAPE_68)
-        self._predictor = load_dlib_model(dlib.shape_predictor, path)
-
-    def warmup(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def fit(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
-        for work in faces:
-            lm = dlib_points(self._predictor, frames[work.frame_index].gray, work.face.bbox)
-            work.face = dataclasses.replace(work.face, landmarks=lm, kps=kps_from_68(lm))
-        return list(faces)
+    def _fitted(self, face: Face, points: Points) -> Face:
+        return dataclasses.replace(face, landmarks=points, kps=kps_from_68(points))
 
     def box_for(self, landmarks: Points) -> Box:
         return box_from_landmarks(landmarks)
@@ -112,7 +119,7 @@ def kps_from_eyes(
     return np.array([[c.real, c.imag] for c in rel], np.float32) + np.asarray(left_eye, np.float32)
 
 
-class Dlib5Landmarker:
+class Dlib5Landmarker(_DlibShapeLandmarker):
     """dlib's 5-point predictor (``shape_predictor_5_face_landmarks.dat``): eye corners and
     the base of the nose, about 10x cheaper than the 68-point fit.
 
@@ -122,22 +129,9 @@ class Dlib5Landmarker:
     """
 
     model_id = "dlib-shape5"
-    providers = CPU_ONLY
+    model_file = SHAPE_5
 
-    def __init__(self, model_path: Path | None = None) -> None:
-        path = model_path if model_path is not None else dlib_model_path(SHAPE_5)
-        self._predictor = load_dlib_model(dlib.shape_predictor, path)
-
-    def warmup(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def fit(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
-        for work in faces:
-            pts = dlib_points(self._predictor, frames[work.frame_index].gray, work.face.bbox)
-            # dlib order: 0-1 corners of the eye on the image's right, 2-3 on its left, 4 nose
-            kps = kps_from_eyes(pts[2:4].mean(axis=0), pts[0:2].mean(axis=0))
-            work.face = dataclasses.replace(work.face, landmarks=None, kps=kps)
-        return list(faces)
+    def _fitted(self, face: Face, points: Points) -> Face:
+        # dlib order: 0-1 corners of the eye on the image's right, 2-3 on its left, 4 nose
+        kps = kps_from_eyes(points[2:4].mean(axis=0), points[0:2].mean(axis=0))
+        return dataclasses.replace(face, landmarks=None, kps=kps)

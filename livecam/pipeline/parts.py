@@ -52,6 +52,19 @@ CPU_ONLY = Providers(requested=("cpu",), used=("cpu",))
 """For parts that run in NumPy, OpenCV or dlib on the CPU (no ONNX Runtime session)."""
 
 
+class CpuPart:
+    """Base of the parts that run on the CPU without an ONNX Runtime session and need no
+    warm-up or release beyond what garbage collection does (dlib, OpenCV, NumPy)."""
+
+    providers = CPU_ONLY
+
+    def warmup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class FrameContext:
     """One frame as the parts see it, with views computed on first use and then shared.
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from livecam.config import BlendMode
 from livecam.pipeline import blend
-from livecam.pipeline.parts import CPU_ONLY, FrameContext
+from livecam.pipeline.parts import CpuPart, FrameContext
 from livecam.types import Affine, FaceWork, Frame
 
 
@@ -34,7 +34,7 @@ def roi_origin(affine: Affine) -> tuple[int, int]:
     return int(round(x0)), int(round(y0))
 
 
-class RoiBlender:
+class RoiBlender(CpuPart):
     """Pastes each record's ``output`` into its ROI through its ``mask``.
 
     ``feather``: ``frame + mask * (output - frame)``. ``seamless``: a Poisson clone of the
@@ -43,17 +43,9 @@ class RoiBlender:
     copy of it; a frame with nothing to paste is handed on as the very same array.
     """
 
-    providers = CPU_ONLY
-
     def __init__(self, mode: BlendMode = "feather") -> None:
         self.mode = mode
         self.model_id = f"roi-{mode}"
-
-    def warmup(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
     def blend(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[Frame]:
         out = [frame.image for frame in frames]

@@ -1,0 +1,159 @@
+"""The source-face cache: one analysis per (photo, analyzer model) across builds, cache
+instances and threads; persisted on disk; a damaged cache file is rewritten, never fatal."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from livecam.config import SwapConfig
+from livecam.errors import FaceSourceError
+from livecam.pipeline.analysis import FaceAnalyzer
+from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer
+from livecam.pipeline.source_face import SourceFaceCache
+from livecam.pipeline.swap import build_swap_stage
+from livecam.types import Face, Frame
+
+PORTRAIT = "obama_official_portrait_2012.jpg"
+
+
+class CountingAnalyzer:
+    """The real analyzer, counting the images it analyses."""
+
+    def __init__(self, inner: FaceAnalyzer) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.calls = 0
+
+    def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]:
+        self.calls += 1
+        return self.inner.analyze(frame, with_embedding)
+
+
+@pytest.fixture(scope="module")
+def offline() -> FaceAnalyzer:
+    """The offline preset's photo analyzer (what the builder uses)."""
+    return photo_analyzer(build_parts(PRESETS["offline"], SwapConfig()))
+
+
+def _same(a: Face, b: Face) -> None:
+    np.testing.assert_array_equal(a.bbox, b.bbox)
+    np.testing.assert_array_equal(a.kps, b.kps)
+    np.testing.assert_array_equal(a.landmarks, b.landmarks)
+    np.testing.assert_array_equal(a.embedding, b.embedding)
+    assert a.score == pytest.approx(b.score)
+
+
+def test_two_builds_share_one_analysis(testdata: Path, tmp_path: Path) -> None:
+    faces = SourceFaceCache(tmp_path)
+    cfg = SwapConfig(face=str(testdata / "faces" / PORTRAIT))
+    first, second = build_swap_stage(cfg, faces), build_swap_stage(cfg, faces)
+    assert faces.analyses == 1
+    assert second.source.face is first.source.face
+    other = build_swap_stage(SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces)
+    assert faces.analyses == 1, "live settings do not change the photo analysis"
+    assert other.source.face is first.source.face
+
+
+def test_two_cache_instances_on_one_folder_analyse_once(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    counting = CountingAnalyzer(offline)
+    path = testdata / "faces" / PORTRAIT
+    first = SourceFaceCache(tmp_path).get(path, None, counting)
+    (stored,) = tmp_path.iterdir()
+    assert stored.name.startswith(first.sha256) and stored.suffix == ".npz"
+    second = SourceFaceCache(tmp_path).get(path, None, counting)
+    assert counting.calls == 1
+    _same(first.face, second.face)
+    assert second.face.landmarks is not None and second.face.landmarks.shape == (68, 2)
+    assert second.face.embedding is not None and second.face.embedding.shape == (128,)
+    assert np.array_equal(second.image, first.image)  # read again from the photo itself
+
+
+def test_photos_with_several_or_no_faces_are_cached_too(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    counting = CountingAnalyzer(offline)
+    two = testdata / "faces" / "obama_biden_two_people.jpg"
+    for _ in range(2):
+        cache = SourceFaceCache(tmp_path)
+        assert cache.get(two, 1, counting).faces_found == 2
+        with pytest.raises(FaceSourceError, match="2 faces found"):
+            cache.get(two, None, counting)
+    assert counting.calls == 1
+
+
+def test_another_analyzer_model_analyses_again(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    path = testdata / "faces" / PORTRAIT
+    a = CountingAnalyzer(offline)
+    coarse = CountingAnalyzer(
+        FaceAnalyzer(
+            offline.detector.with_settings(400),  # type: ignore[attr-defined]
+            offline.landmarker,
+            offline.recognizer,
+        )
+    )
+    assert coarse.model_id != a.model_id
+    cache = SourceFaceCache(tmp_path)
+    cache.get(path, None, a)
+    cache.get(path, None, coarse)
+    cache.get(path, None, a)
+    assert (a.calls, coarse.calls) == (1, 1)
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_corrupt_cache_file_is_ignored_and_rewritten(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer, caplog: pytest.LogCaptureFixture
+) -> None:
+    counting = CountingAnalyzer(offline)
+    path = testdata / "faces" / PORTRAIT
+    good = SourceFaceCache(tmp_path).get(path, None, counting)
+    (stored,) = tmp_path.iterdir()
+    for damage in (b"", b"PK\x03\x04 not really a zip", stored.read_bytes()[:200]):
+        stored.write_bytes(damage)
+        with caplog.at_level(logging.WARNING):
+            again = SourceFaceCache(tmp_path).get(path, None, counting)
+        assert "ignoring the unreadable face cache file" in caplog.text
+        caplog.clear()
+        _same(good.face, again.face)
+    assert counting.calls == 4  # the first analysis, then once per damaged file
+    SourceFaceCache(tmp_path).get(path, None, counting)
+    assert counting.calls == 4, "the rewritten file is read back"
+
+
+def test_an_unwritable_cache_folder_keeps_working_in_memory(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder should be")
+    counting = CountingAnalyzer(offline)
+    cache = SourceFaceCache(blocker / "faces")
+    with caplog.at_level(logging.WARNING):
+        cache.get(testdata / "faces" / PORTRAIT, None, counting)
+        cache.get(testdata / "faces" / PORTRAIT, None, counting)
+    assert counting.calls == 1 and "keeping it in memory" in caplog.text
+
+
+def test_threads_asking_at_once_get_one_analysis(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    counting = CountingAnalyzer(offline)
+    cache = SourceFaceCache(tmp_path)
+    path = testdata / "faces" / PORTRAIT
+    got: list[Face] = []
+    threads = [
+        threading.Thread(target=lambda: got.append(cache.get(path, None, counting).face))
+        for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert counting.calls == 1 and len(got) == 3 and got[0] is got[1] is got[2]
