@@ -100,7 +100,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--face is given, else passthrough)",
     )
     pipe.add_argument("--yunet", metavar="ONNX", help="YuNet model for the facebox stage")
-    pipe.add_argument("--batch", type=int, metavar="N", help="max frames per batch (default 4)")
+    pipe.add_argument(
+        "--batch",
+        type=int,
+        metavar="N",
+        help="lossless runs: frames processed together (default 4); live runs always take "
+        "the newest frame and batch its faces",
+    )
     pipe.add_argument(
         "--lossless",
         action="store_true",

@@ -167,7 +167,7 @@ class BufferConfig(_Validated):
 
     SECTION: ClassVar[str] = "buffer"
     capacity: int = 8
-    batch_limit: int = 4  # frames the inference thread takes at once when behind
+    batch_limit: int = 4  # lossless: frames processed together (live: the newest frame only)
     lossless: bool = False  # block the source instead of dropping (offline rendering)
 
     def _check(self) -> None:
