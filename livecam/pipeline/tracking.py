@@ -208,34 +208,48 @@ class FaceTracker:
 
     def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         """Track faces through the next frames (in order); per frame, its faces with
-        ``track_id``, largest first.
+        ``track_id``, largest first. The result equals tracking frame by frame.
 
-        The detector gets every frame of the batch that its schedule makes due in one
-        call; a frame that turns out to need a detection unplanned (a track was just
-        missed) gets its own call, so the result equals frame-by-frame tracking.
+        When a frame needs the detector, the later frames of the batch that the schedule
+        will need too (while tracking steadily) go with it in one call; no frame is
+        detected that frame-by-frame tracking would not detect (bar a miss and re-find
+        within one batch).
         """
-        planned = self._plan(frames)
-        found = self.detector.detect([frames[i] for i in planned]) if planned else []
-        ready = dict(zip(planned, found, strict=True))
+        ready: dict[int, list[Face]] = {}
         out = []
         for i, frame in enumerate(frames):
             validate_frame(frame.image, "FaceTracker.update")
-            out.append(self._step(frame, ready.pop(i, None)))
+            if self._last_seq is not None and frame.seq <= self._last_seq:
+                self.reset()  # a restarted or rewound stream
+            detections = None
+            if self._needs_detection(frame.seq):
+                if i not in ready:
+                    planned = self._plan(frames, i)
+                    found = self.detector.detect([frames[j] for j in planned])
+                    ready.update(zip(planned, found, strict=True))
+                detections = ready.pop(i)
+            out.append(self._step(frame, detections))
         return out
 
-    def _plan(self, frames: Sequence[FrameContext]) -> list[int]:
-        """Indices of the frames the detection schedule makes due, assuming no misses."""
+    def _needs_detection(self, seq: int) -> bool:
+        last = self._last_detect
+        return last is None or seq - last >= self.detect_every or self._unsure()
+
+    def _plan(self, frames: Sequence[FrameContext], i: int) -> list[int]:
+        """Frame ``i`` and, while tracking steadily, the later frames of the batch that the
+        detection schedule makes due (assuming the detector keeps finding every track)."""
+        planned = [i]
         if self._unsure():
-            return list(range(len(frames)))
-        last, prev = self._last_detect, self._last_seq
-        planned: list[int] = []
-        for i, frame in enumerate(frames):
-            if prev is not None and frame.seq <= prev:  # rewound: everything starts over
-                return planned + list(range(i, len(frames)))
-            if last is None or frame.seq - last >= self.detect_every:
-                planned.append(i)
-                last = frame.seq
-            prev = frame.seq
+            return planned
+        last = prev = frames[i].seq
+        for j in range(i + 1, len(frames)):
+            seq = frames[j].seq
+            if seq <= prev:  # rewound: the schedule starts over
+                break
+            if seq - last >= self.detect_every:
+                planned.append(j)
+                last = seq
+            prev = seq
         return planned
 
     def _unsure(self) -> bool:
@@ -248,15 +262,11 @@ class FaceTracker:
         return self.landmarker is None and any(t.measurements < 2 for t in tracks)
 
     def _step(self, frame: FrameContext, detections: list[Face] | None) -> list[Face]:
+        """Move every track to this frame (after matching ``detections`` when given)."""
         seq = frame.seq
-        if self._last_seq is not None and seq <= self._last_seq:
-            self.reset()  # a restarted or rewound stream
         self._last_seq = seq
-        due = self._last_detect is None or seq - self._last_detect >= self.detect_every
-        if due or self._unsure():
+        if detections is not None:
             self._last_detect = seq
-            if detections is None:
-                detections = self.detector.detect([frame])[0]
             self._associate(detections, seq)
         if self.landmarker is not None:
             moved = self._refit(frame, self.landmarker)
