@@ -38,6 +38,7 @@ from livecam.config import SwapConfig  # noqa: E402
 from livecam.metrics import FaceNotFoundError, identity_metrics  # noqa: E402
 from livecam.pipeline.analysis import FaceAnalyzer  # noqa: E402
 from livecam.pipeline.classic import ClassicOptions, ClassicSwapper, SourceModel  # noqa: E402
+from livecam.pipeline.dlib_files import DlibModels  # noqa: E402
 from livecam.pipeline.landmarks import kps_from_68  # noqa: E402
 from livecam.pipeline.parts import FaceParts, FrameContext  # noqa: E402
 from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
@@ -113,7 +114,7 @@ def main() -> int:
     cfg = SwapConfig(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
     opts = ClassicOptions(feather=args.feather, shape_weight=args.shape_weight)
     swapper = ClassicSwapper(cfg, opts)
-    parts = dataclasses.replace(build_parts(PRESETS["offline"], cfg), swapper=swapper)
+    parts = dataclasses.replace(build_parts(PRESETS["offline"], cfg, DlibModels()), swapper=swapper)
     analyzer = photo_analyzer(parts)  # the offline preset's source-photo analyzer
     portraits, skipped = load_portraits(folder, analyzer)
     sources: dict[str, SourceModel] = {}

@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from livecam.config import SwapConfig  # noqa: E402
 from livecam.pipeline.classic import ClassicSwapper  # noqa: E402
+from livecam.pipeline.dlib_files import DlibModels  # noqa: E402
 from livecam.pipeline.parts import FrameContext  # noqa: E402
 from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
 from livecam.types import Face, FaceWork  # noqa: E402
@@ -70,7 +71,7 @@ def main() -> int:
     ap.add_argument("--format", default="jpg", choices=["jpg", "png"])
     args = ap.parse_args()
 
-    parts = build_parts(PRESETS["offline"], SwapConfig())
+    parts = build_parts(PRESETS["offline"], SwapConfig(), DlibModels())
     analyzer = photo_analyzer(parts)
     swapper = parts.swapper
     assert isinstance(swapper, ClassicSwapper)

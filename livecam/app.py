@@ -32,6 +32,7 @@ from livecam.errors import (
 from livecam.loader import LoaderWorker
 from livecam.output import OutputWorker
 from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.stage import Stage
@@ -56,8 +57,9 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("livecam")) / "faces"
 
 
-def build_stages(config: Config, faces: SourceFaceCache) -> list[Stage]:
-    """Create the configured stages in order (each may raise)."""
+def build_stages(config: Config, faces: SourceFaceCache, models: DlibModels) -> list[Stage]:
+    """Create the configured stages in order (each may raise), with the app's shared
+    source-face cache and loaded models."""
     stages: list[Stage] = []
     for name in config.pipeline.stages:
         if name == "passthrough":
@@ -67,7 +69,7 @@ def build_stages(config: Config, faces: SourceFaceCache) -> list[Stage]:
         elif name == "swap":
             from livecam.pipeline.swap import build_swap_stage
 
-            stages.append(build_swap_stage(config.swap, faces))
+            stages.append(build_swap_stage(config.swap, faces, models))
     return stages
 
 
@@ -89,6 +91,7 @@ class App:
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
         self.faces = faces if faces is not None else SourceFaceCache(default_cache_dir())
+        self.models = DlibModels()  # each model loaded once, shared by every build
         self._stages = stages
         self._sinks = sinks
         self._stop = threading.Event()
@@ -115,7 +118,7 @@ class App:
         (the loader thread calls this for live changes); closes what it built on failure."""
         if self.frame_size is None:
             raise ControlError("the stream is not running", "call start() first")
-        stages = build_stages(config, self.faces)
+        stages = build_stages(config, self.faces, self.models)
         try:
             for stage in stages:
                 stage.warmup(*self.frame_size)
@@ -133,7 +136,7 @@ class App:
         stages = (
             self._stages
             if self._stages is not None
-            else _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces))
+            else _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces, self.models))
         )
         sinks = (
             self._sinks

@@ -11,6 +11,7 @@ from livecam.config import Preset, SwapConfig
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline.classic import ClassicSwapper
 from livecam.pipeline.detect import DlibHogDetector
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.landmarks import Dlib68Landmarker
 from livecam.pipeline.paste import RoiBlender
 from livecam.pipeline.presets import (
@@ -58,7 +59,7 @@ def test_neural_presets_are_data_with_a_clear_error(name: str) -> None:
     assert all(part in err.message for part in missing_parts(row))
     assert err.hint == "use --preset offline (no download needed)"
     with pytest.raises(ModelError, match="--preset offline"):
-        build_parts(row, SwapConfig())
+        build_parts(row, SwapConfig(), DlibModels())
 
 
 def test_unknown_preset_names_the_choices() -> None:
@@ -69,7 +70,9 @@ def test_unknown_preset_names_the_choices() -> None:
 
 
 def test_offline_parts_and_the_photo_analyzer_made_of_them() -> None:
-    parts = build_parts(PRESETS["offline"], SwapConfig(detect_size=480, blend="seamless"))
+    parts = build_parts(
+        PRESETS["offline"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
+    )
     assert isinstance(parts.detector, DlibHogDetector)
     assert isinstance(parts.photo_detector, DlibHogDetector)
     assert (parts.detector.max_side, parts.photo_detector.max_side) == (480, 1024)

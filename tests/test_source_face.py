@@ -13,6 +13,7 @@ import pytest
 from livecam.config import SwapConfig
 from livecam.errors import FaceSourceError
 from livecam.pipeline.analysis import FaceAnalyzer
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.swap import build_swap_stage
@@ -37,7 +38,7 @@ class CountingAnalyzer:
 @pytest.fixture(scope="module")
 def offline() -> FaceAnalyzer:
     """The offline preset's photo analyzer (what the builder uses)."""
-    return photo_analyzer(build_parts(PRESETS["offline"], SwapConfig()))
+    return photo_analyzer(build_parts(PRESETS["offline"], SwapConfig(), DlibModels()))
 
 
 def _same(a: Face, b: Face) -> None:
@@ -49,12 +50,14 @@ def _same(a: Face, b: Face) -> None:
 
 
 def test_two_builds_share_one_analysis(testdata: Path, tmp_path: Path) -> None:
-    faces = SourceFaceCache(tmp_path)
+    faces, models = SourceFaceCache(tmp_path), DlibModels()
     cfg = SwapConfig(face=str(testdata / "faces" / PORTRAIT))
-    first, second = build_swap_stage(cfg, faces), build_swap_stage(cfg, faces)
+    first, second = build_swap_stage(cfg, faces, models), build_swap_stage(cfg, faces, models)
     assert faces.analyses == 1
     assert second.source.face is first.source.face
-    other = build_swap_stage(SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces)
+    other = build_swap_stage(
+        SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces, models
+    )
     assert faces.analyses == 1, "live settings do not change the photo analysis"
     assert other.source.face is first.source.face
 

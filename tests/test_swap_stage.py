@@ -16,6 +16,7 @@ from livecam.cli import main as cli_main
 from livecam.config import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.pipeline.analysis import offline_analyzer
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.identity import embedding_distance
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.stage import Stage
@@ -34,12 +35,18 @@ def faces() -> SourceFaceCache:
     return SourceFaceCache(None)
 
 
+@pytest.fixture(scope="module")
+def models() -> DlibModels:
+    """The dlib models loaded once for the module, as the app loads them once."""
+    return DlibModels()
+
+
 @pytest.fixture
-def build_swap_stage(faces: SourceFaceCache):
-    """The builder with the shared cache, as the app calls it."""
+def build_swap_stage(faces: SourceFaceCache, models: DlibModels):
+    """The builder with the shared cache and models, as the app calls it."""
 
     def make(cfg: SwapConfig) -> FaceSwapStage:
-        return build(cfg, faces)
+        return build(cfg, faces, models)
 
     return make
 

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
+from livecam.pipeline.dlib_files import Shared
 from livecam.pipeline.parts import Box, CpuPart, FrameContext
 from livecam.types import Face
 
@@ -55,7 +56,7 @@ class DlibHogDetector(CpuPart):
         upsample: int = 0,
         min_score: float = 0.0,
         *,
-        model: dlib.fhog_object_detector | None = None,
+        model: Shared[dlib.fhog_object_detector] | None = None,
     ) -> None:
         if max_side < 64:
             raise ValueError(f"max_side must be >= 64, got {max_side}")
@@ -65,11 +66,11 @@ class DlibHogDetector(CpuPart):
         self.upsample = upsample
         self.min_score = min_score
         self.model_id = f"dlib-hog:{max_side}px:up{upsample}:min{min_score:g}"
-        self._detector = model if model is not None else dlib.get_frontal_face_detector()
+        self._detector = model if model is not None else Shared(dlib.get_frontal_face_detector())
 
     def with_settings(self, max_side: int, upsample: int = 0) -> DlibHogDetector:
         """Another detector with other settings sharing this one's model (loading dlib's
-        HOG model takes about 0.3 s). Use both on one thread."""
+        HOG model takes about 0.3 s)."""
         return DlibHogDetector(max_side, upsample, self.min_score, model=self._detector)
 
     def warmup(self) -> None:
@@ -85,7 +86,8 @@ class DlibHogDetector(CpuPart):
         if scale < 1.0:
             size = (max(1, round(w * scale)), max(1, round(h * scale)))
             small = np.asarray(cv2.resize(gray, size, interpolation=cv2.INTER_AREA), np.uint8)
-        rects, scores, _ = self._detector.run(small, self.upsample, self.min_score)
+        with self._detector.lock:
+            rects, scores, _ = self._detector.model.run(small, self.upsample, self.min_score)
         faces = []
         for rect, score in zip(rects, scores, strict=True):
             box = np.array(

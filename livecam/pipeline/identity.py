@@ -18,7 +18,7 @@ import dlib
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.dlib_files import RESNET, dlib_model_path, load_dlib_model
+from livecam.pipeline.dlib_files import RESNET, Shared, dlib_model_path, load_dlib_model
 from livecam.pipeline.parts import CpuPart, FrameContext
 from livecam.types import Face, FaceWork, Frame
 
@@ -56,9 +56,17 @@ class DlibDescriptor(CpuPart):
     dim = 128
     same_person_distance = 0.43
 
-    def __init__(self, model_path: Path | None = None, num_jitters: int = 0) -> None:
-        path = model_path if model_path is not None else dlib_model_path(RESNET)
-        self._net = load_dlib_model(dlib.face_recognition_model_v1, path)
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        num_jitters: int = 0,
+        *,
+        model: Shared[dlib.face_recognition_model_v1] | None = None,
+    ) -> None:
+        if model is None:
+            path = model_path if model_path is not None else dlib_model_path(RESNET)
+            model = Shared(load_dlib_model(dlib.face_recognition_model_v1, path))
+        self._net = model
         self.num_jitters = num_jitters
         self.model_id = f"dlib-resnet128:jitter{num_jitters}"
 
@@ -84,5 +92,6 @@ class DlibDescriptor(CpuPart):
         pts = dlib.points([dlib.point(round(x) - x1, round(y) - y1) for x, y in lm])
         rect = dlib.rectangle(0, 0, crop.shape[1] - 1, crop.shape[0] - 1)
         shape = dlib.full_object_detection(rect, pts)
-        desc = self._net.compute_face_descriptor(crop, shape, self.num_jitters)
+        with self._net.lock:
+            desc = self._net.model.compute_face_descriptor(crop, shape, self.num_jitters)
         return np.asarray(desc, dtype=np.float32)

@@ -11,7 +11,13 @@ import dlib
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.dlib_files import SHAPE_5, SHAPE_68, dlib_model_path, load_dlib_model
+from livecam.pipeline.dlib_files import (
+    SHAPE_5,
+    SHAPE_68,
+    Shared,
+    dlib_model_path,
+    load_dlib_model,
+)
 from livecam.pipeline.parts import Box, CpuPart, FrameContext, Points
 from livecam.types import Face, FaceWork
 
@@ -64,14 +70,20 @@ class _DlibShapeLandmarker(CpuPart):
 
     model_file = ""
 
-    def __init__(self, model_path: Path | None = None) -> None:
-        path = model_path if model_path is not None else dlib_model_path(self.model_file)
-        self._predictor = load_dlib_model(dlib.shape_predictor, path)
+    def __init__(
+        self, model_path: Path | None = None, *, model: Shared[dlib.shape_predictor] | None = None
+    ) -> None:
+        if model is None:
+            path = model_path if model_path is not None else dlib_model_path(self.model_file)
+            model = Shared(load_dlib_model(dlib.shape_predictor, path))
+        self._predictor = model
 
     def fit(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
-        for work in faces:
-            pts = dlib_points(self._predictor, frames[work.frame_index].gray, work.face.bbox)
-            work.face = self._fitted(work.face, pts)
+        with self._predictor.lock:
+            for work in faces:
+                gray = frames[work.frame_index].gray
+                pts = dlib_points(self._predictor.model, gray, work.face.bbox)
+                work.face = self._fitted(work.face, pts)
         return list(faces)
 
     def _fitted(self, face: Face, points: Points) -> Face:

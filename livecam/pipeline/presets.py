@@ -20,6 +20,7 @@ from livecam.errors import ConfigError, ModelError
 from livecam.pipeline.analysis import FaceAnalyzer
 from livecam.pipeline.classic import ClassicSwapper
 from livecam.pipeline.detect import DlibHogDetector
+from livecam.pipeline.dlib_files import SHAPE_68, DlibModels
 from livecam.pipeline.identity import DlibDescriptor
 from livecam.pipeline.landmarks import Dlib68Landmarker
 from livecam.pipeline.parts import (
@@ -120,22 +121,23 @@ PRESETS: Mapping[str, PresetRow] = MappingProxyType(
 AUTO_ORDER = ("quality", "standard", "lite", "offline")
 
 
-# Part factories by role and name. A detector factory gives the live detector and the one
-# for source photos (finer settings; it may share the live one's model).
-DetectorFactory = Callable[[SwapConfig], tuple[Detector, Detector]]
+# Part factories by role and name. Model-holding parts take their loaded models from the
+# app's DlibModels (each loaded once per app). A detector factory gives the live detector
+# and the one for source photos (finer settings, sharing the live one's model).
+DetectorFactory = Callable[[SwapConfig, DlibModels], tuple[Detector, Detector]]
 
 
-def _dlib_hog(cfg: SwapConfig) -> tuple[Detector, Detector]:
-    live = DlibHogDetector(max_side=cfg.detect_size)
+def _dlib_hog(cfg: SwapConfig, models: DlibModels) -> tuple[Detector, Detector]:
+    live = DlibHogDetector(max_side=cfg.detect_size, model=models.hog())
     return live, live.with_settings(PHOTO_MAX_SIDE, PHOTO_UPSAMPLE)
 
 
 DETECTORS: Mapping[str, DetectorFactory] = MappingProxyType({"dlib-hog": _dlib_hog})
-LANDMARKERS: Mapping[str, Callable[[], RefitLandmarker]] = MappingProxyType(
-    {"dlib-shape68": Dlib68Landmarker}
+LANDMARKERS: Mapping[str, Callable[[DlibModels], RefitLandmarker]] = MappingProxyType(
+    {"dlib-shape68": lambda models: Dlib68Landmarker(model=models.shape_predictor(SHAPE_68))}
 )
-RECOGNIZERS: Mapping[str, Callable[[], Recognizer]] = MappingProxyType(
-    {"dlib-resnet128": DlibDescriptor}
+RECOGNIZERS: Mapping[str, Callable[[DlibModels], Recognizer]] = MappingProxyType(
+    {"dlib-resnet128": lambda models: DlibDescriptor(model=models.resnet())}
 )
 SWAPPERS: Mapping[str, Callable[[SwapConfig], Swapper[Any]]] = MappingProxyType(
     {"classic-mesh": ClassicSwapper}
@@ -199,21 +201,22 @@ def resolve_preset(name: str) -> PresetRow:
     return row
 
 
-def build_parts(row: PresetRow, cfg: SwapConfig) -> FaceParts:
-    """Build (load) every part of a buildable row; a missing model is a ModelError."""
+def build_parts(row: PresetRow, cfg: SwapConfig, models: DlibModels) -> FaceParts:
+    """Build every part of a buildable row (models come from ``models``, loaded once per
+    app); a missing model is a ModelError."""
     missing = missing_parts(row)
     if missing:
         raise ModelError(
             f"preset '{row.name}' cannot be built: no {', '.join(missing)} in this version",
             "use --preset offline (no download needed)",
         )
-    detector, photo_detector = DETECTORS[row.detector](cfg)
+    detector, photo_detector = DETECTORS[row.detector](cfg, models)
     return FaceParts(
         preset=row.name,
         detector=detector,
         photo_detector=photo_detector,
-        landmarker=LANDMARKERS[row.landmarker]() if row.landmarker is not None else None,
-        recognizer=RECOGNIZERS[row.recognizer](),
+        landmarker=LANDMARKERS[row.landmarker](models) if row.landmarker is not None else None,
+        recognizer=RECOGNIZERS[row.recognizer](models),
         swapper=SWAPPERS[row.swapper](cfg),
         enhancer=ENHANCERS[row.enhancer](cfg) if row.enhancer is not None else None,
         masker=MASKERS[row.masker](cfg) if row.masker is not None else None,

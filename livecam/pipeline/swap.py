@@ -4,10 +4,10 @@ swap the source face in and paste it back."""
 from __future__ import annotations
 
 import logging
-import warnings
 
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError, ModelError
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.parts import FaceParts, FrameContext
 from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
 from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
@@ -92,25 +92,18 @@ def check_swap_config(cfg: SwapConfig) -> None:
         )
 
 
-def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache | None = None) -> FaceSwapStage:
+def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels) -> FaceSwapStage:
     """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
 
     ``faces`` is the app's source-face cache: the source (and reference) photo is analysed
-    through it, once per photo and analyzer model across builds. The parts' models are
-    loaded here; the stage may be built and warmed on a loader thread.
-    Passing no cache is deprecated (a throw-away cache analyses the photo every build).
+    through it, once per photo and analyzer model across builds. ``models`` are the app's
+    loaded models, shared by every build. The stage may be built and warmed on the loader
+    thread while another build runs on the inference thread.
     """
     check_swap_config(cfg)
     assert cfg.face is not None
-    if faces is None:
-        warnings.warn(
-            "build_swap_stage(cfg) without the app's SourceFaceCache is deprecated",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        faces = SourceFaceCache(None)
     row = resolve_preset(cfg.preset)
-    parts = build_parts(row, cfg)
+    parts = build_parts(row, cfg, models)
     try:
         analyzer = photo_analyzer(parts)
         source = faces.get(cfg.face, cfg.face_index, analyzer)
