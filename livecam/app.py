@@ -35,7 +35,7 @@ from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
-from livecam.pipeline.stage import Stage
+from livecam.pipeline.stage import Stage, report_providers
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
@@ -194,6 +194,7 @@ class App:
             raise StartupError(causes)
 
         self.sinks = opened
+        report_providers(stages, self.telemetry)
         inference = InferenceWorker(
             stages,
             ring,

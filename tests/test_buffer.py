@@ -84,13 +84,11 @@ def test_close_wakes_waiters_without_deadlock(lossless: bool) -> None:
     producer.start()
     waiter.start()
     time.sleep(0.05)
-    t0 = time.monotonic()
     ring.close()
     empty.close()
     producer.join(2)
     waiter.join(2)
-    assert not producer.is_alive() and not waiter.is_alive()
-    assert time.monotonic() - t0 < 1.0
+    assert not producer.is_alive() and not waiter.is_alive(), "close woke both waiters"
     assert ring.put(5) is False, "a closed ring accepts nothing"
     assert ring.get_batch(1, 0) == ([0] if lossless else [1]), "waiting items can still be taken"
 

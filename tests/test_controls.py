@@ -113,6 +113,7 @@ def test_face_selection_and_quality_changes_rebuild_without_stopping(
     live: tuple[App, list[Event]], vcam: RecordingStore, target: Path, testdata: Path
 ) -> None:
     app, _ = live
+    assert app.snapshot().providers == {"swap": {"requested": "cpu", "used": "cpu"}}
     original = make_even(load_image_bgr(target))
     first = next_frames(vcam)[-1]
     sent_before = len(vcam.frames)

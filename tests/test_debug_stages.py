@@ -11,17 +11,11 @@ import pytest
 from livecam.app import App
 from livecam.config import Config
 from livecam.errors import ModelError, StartupError
-from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
+from livecam.pipeline.debug import FaceBoxStage
 from livecam.sinks.base import Sink
 from livecam.sources.image import load_image_bgr
 from livecam.telemetry import Telemetry
 from livecam.types import Event, Frame, FramePacket
-
-
-def test_passthrough_hands_on_the_same_frames() -> None:
-    frame = np.zeros((4, 4, 3), np.uint8)
-    batch = [FramePacket(frame, 0, 0)]
-    assert PassThroughStage().process(batch)[0].frame is frame
 
 
 def test_facebox_draws_boxes_on_a_copy_with_real_yunet(testdata: Path) -> None:

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from livecam.pipeline.detect import YuNetDetector
-from livecam.pipeline.parts import FrameContext
+from livecam.pipeline.parts import CPU_ONLY, FrameContext
 from livecam.types import FramePacket
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class FaceBoxStage:
 
     def __init__(self, model_path: str | None, score_threshold: float = 0.6) -> None:
         self.model_path = model_path
+        self.providers = CPU_ONLY  # OpenCV's own DNN runs YuNet
         self._detector: YuNetDetector | None = None
         if model_path is None:
             log.warning(

@@ -229,18 +229,14 @@ class FaceParts:
                 parts.append(part)
         return parts
 
-    def providers(self) -> dict[str, str]:
-        """Role -> providers really used, e.g. {"detector": "cpu", ...}."""
-        roles: dict[str, Part | None] = {
-            "detector": self.detector,
-            "landmarker": self.landmarker,
-            "recognizer": self.recognizer,
-            "swapper": self.swapper,
-            "enhancer": self.enhancer,
-            "masker": self.masker,
-            "blender": self.blender,
-        }
-        return {role: ",".join(p.providers.used) for role, p in roles.items() if p is not None}
+    def providers(self) -> Providers:
+        """The providers of every part together (each name once, in part order): what the
+        stage asked for and what it really runs on."""
+        parts = self.all()
+        return Providers(
+            requested=tuple(dict.fromkeys(n for p in parts for n in p.providers.requested)),
+            used=tuple(dict.fromkeys(n for p in parts for n in p.providers.used)),
+        )
 
     def render(
         self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: object

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from livecam.pipeline.parts import Providers
+from livecam.telemetry import Telemetry
 from livecam.types import FramePacket
 
 
@@ -13,6 +15,9 @@ class Stage(Protocol):
     them (same length, same order). A stage never writes into an incoming ``packet.frame``
     array: it sets ``packet.frame`` to a new array (copy first, then draw on the copy), so
     the runner can hand the untouched camera frame on when a required stage fails.
+
+    A stage that runs models also has ``providers`` (``parts.Providers``: requested and
+    really used), which the app reports to telemetry.
 
     ``required``: when a required stage raises, the batch's camera frames pass through
     untouched (later stages are skipped); an optional stage that raises is bypassed.
@@ -29,3 +34,14 @@ class Stage(Protocol):
 
     def close(self) -> None:
         """Release models and buffers."""
+
+
+def report_providers(stages: list[Stage], telemetry: Telemetry) -> None:
+    """Tell telemetry which compute provider each model-running stage asked for and really
+    uses (a stage's ``providers``; stages that run no model have none)."""
+    for stage in stages:
+        providers: Providers | None = getattr(stage, "providers", None)
+        if providers is not None:
+            telemetry.set_provider(
+                stage.name, ",".join(providers.requested), ",".join(providers.used)
+            )

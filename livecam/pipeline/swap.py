@@ -23,9 +23,9 @@ class FaceSwapStage:
 
     The frames of a batch go through the tracker's detector as one list (in order); the
     selected faces of every frame of the batch then go through each face part as one list.
-    Frames with no selected face pass through untouched (the same array). ``enabled`` can
-    be switched off at any time to pass every frame through. Build and warm it on one
-    thread, then use it on another (one thread at a time: dlib models are not thread-safe).
+    Frames with no selected face pass through untouched (the same array). Build and warm
+    it on one thread, then use it on another (the app's shared dlib models serialise their
+    calls). The control plane switches it off by skipping it (``set_swap``).
     """
 
     name = "swap"
@@ -41,7 +41,6 @@ class FaceSwapStage:
     ) -> None:
         self.parts = parts
         self.source = source
-        self.enabled = True
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
@@ -57,8 +56,6 @@ class FaceSwapStage:
         self._tracker.reset()
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
-        if not self.enabled:
-            return batch
         frames = [FrameContext(p.frame, p.seq, p.t_capture_ns / 1e9) for p in batch]
         works: list[FaceWork] = []
         for i, (packet, frame, faces) in enumerate(
