@@ -87,8 +87,10 @@ def main() -> None:
     finally:
         app.stop()
     period = 1000.0 / args.fps
-    print(f"{args.switches} switches of each kind, {width}x{height} at {args.fps:g} fps "
-          f"(frame interval {period:.1f} ms), offline preset, 2 cores")
+    print(
+        f"{args.switches} switches of each kind, {width}x{height} at {args.fps:g} fps "
+        f"(frame interval {period:.1f} ms), offline preset, 2 cores"
+    )
     for kind, rows in results.items():
         send_gap = max(r[0] for r in rows)
         new_gap = max(r[1] for r in rows)
@@ -99,8 +101,10 @@ def main() -> None:
             f"command to applied median {applied:6.0f} ms"
         )
     snap = app.snapshot()
-    print(f"  whole run: {snap.frames_out} frames out, {snap.dropped} dropped, "
-          f"fps out {snap.fps_out:.1f}")
+    print(
+        f"  whole run: {snap.frames_out} frames out, {snap.dropped} dropped, "
+        f"fps out {snap.fps_out:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -39,6 +39,18 @@ def config(**sections: dict[str, object]) -> Config:
     return Config.from_dict({k: v for k, v in sections.items()})
 
 
+def sent_hashes(vcam: RecordingStore) -> tuple[list[str], list[str]]:
+    """Hashes of every frame the virtual camera got, and of the new ones (repeats removed)."""
+    got = [hashlib.sha1(f.frame.tobytes()).hexdigest() for f in vcam.frames]
+    return got, [h for i, h in enumerate(got) if i == 0 or h != got[i - 1]]
+
+
+def run_to_end(app: App, timeout: float = 20) -> None:
+    app.start()
+    assert app.wait(timeout), "the stream ended by itself (run.frames)"
+    assert app.stop() == []
+
+
 class Recorder:
     """A stage that keeps a copy of every frame it hands on, keyed by content hash."""
 
@@ -66,17 +78,13 @@ def test_frames_reach_the_virtual_camera_unchanged_in_order(vcam: RecordingStore
     )
     recorder = Recorder()
     app = App(cfg, stages=[recorder])
-    app.start()
-    assert app.wait(10)
-    assert app.stop() == []
+    run_to_end(app)
     assert vcam.opened == [{"width": 320, "height": 240, "fps": 120.0, "fmt": "24BG"}]
     assert vcam.closed == 1
-    got = [hashlib.sha1(f.frame.tobytes()).hexdigest() for f in vcam.frames]
     assert all(f.frame.shape == (240, 320, 3) for f in vcam.frames)
     assert len(recorder.hashes) == 60 and len(set(recorder.hashes)) == 60
     # every produced frame arrives, in order; extra frames can only be repeats of the last
-    unique = [h for i, h in enumerate(got) if i == 0 or h != got[i - 1]]
-    assert unique == recorder.hashes
+    assert sent_hashes(vcam)[1] == recorder.hashes
     assert app.snapshot().frames_out == 60
 
 
@@ -89,11 +97,8 @@ def test_output_repeats_the_last_frame_when_the_source_is_slow(vcam: RecordingSt
     )
     recorder = Recorder()
     app = App(cfg, stages=[recorder])
-    app.start()
-    assert app.wait(10)
-    app.stop()
-    got = [hashlib.sha1(f.frame.tobytes()).hexdigest() for f in vcam.frames]
-    unique = [h for i, h in enumerate(got) if i == 0 or h != got[i - 1]]
+    run_to_end(app)
+    got, unique = sent_hashes(vcam)
     assert unique == recorder.hashes, "every processed frame once, in order, repeats between"
     snap = app.snapshot()
     assert snap.repeats == len(got) - len(unique) > 0
@@ -139,11 +144,8 @@ def test_live_batch_limit_delivers_every_processed_frame(vcam: RecordingStore) -
     )
     slow = Slow()
     app = App(cfg, stages=[slow])
-    app.start()
-    assert app.wait(20)
-    app.stop()
-    got = [hashlib.sha1(f.frame.tobytes()).hexdigest() for f in vcam.frames]
-    unique = [h for i, h in enumerate(got) if i == 0 or h != got[i - 1]]
+    run_to_end(app)
+    _, unique = sent_hashes(vcam)
     snap = app.snapshot()
     assert unique == slow.hashes, "every processed frame reached the camera, in order"
     assert snap.frames_processed == len(slow.hashes) < 90, "older frames dropped before work"
