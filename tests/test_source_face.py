@@ -28,6 +28,7 @@ class CountingAnalyzer:
     def __init__(self, inner: FaceAnalyzer) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.embeds = inner.embeds
         self.calls = 0
 
     def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]:

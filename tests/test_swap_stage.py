@@ -229,6 +229,8 @@ def test_stage_follows_the_protocol_and_reports_its_providers(build_swap_stage) 
     assert isinstance(stage, Stage) and stage.name == "swap" and stage.required
     assert stage.preset == "offline"  # auto: the best preset this version can build
     assert stage.providers == Providers(requested=("cpu",), used=("cpu",))
+    # the classic swapper warps pixels: its source photo is analysed without the descriptor
+    assert stage.source.face.landmarks is not None and stage.source.face.embedding is None
     (frame,) = _clip(1)
     stage.warmup(640, 480)
     packet = FramePacket(frame, seq=0, t_capture_ns=0)

@@ -35,6 +35,11 @@ class FaceAnalyzer:
         parts = [detector, landmarker, recognizer]
         self.model_id = "+".join(p.model_id for p in parts if p is not None)
 
+    @property
+    def embeds(self) -> bool:
+        """Whether it can fill embeddings (it has a recognizer)."""
+        return self.recognizer is not None
+
     def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]:
         """Faces with landmarks (and embeddings when asked), largest area first."""
         validate_frame(frame, "FaceAnalyzer.analyze")

@@ -83,6 +83,7 @@ class ClassicSwapper(CpuPart):
     skin-gated mask (needs the targets' 68 landmarks)."""
 
     model_id = "classic-mesh"
+    needs_identity = False  # it warps the source's pixels: no embedding needed
 
     def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
         self.config = config or SwapConfig()

@@ -156,10 +156,14 @@ class Swapper(Part, Protocol[SourceT]):
     """Puts the source identity onto target faces.
 
     ``prepare`` turns the analysed source face into whatever ``swap`` needs (a mesh and
-    patch pyramid, an identity latent), once per source. ``swap`` fills ``affine``,
-    ``crop``, ``output`` and (when it makes its own) ``mask`` of each record; a record
+    patch pyramid, an identity latent), once per source; ``needs_identity`` says whether it
+    reads the source face's embedding (else the photo is analysed without a recognizer).
+    ``swap`` fills ``affine``, ``crop``, ``output`` and (when it makes its own) ``mask`` of
+    each record; a record
     it cannot swap (no landmarks, face outside the frame) keeps ``output`` None.
     """
+
+    needs_identity: bool
 
     def prepare(self, source: SourceFace) -> SourceT: ...
 

@@ -224,7 +224,9 @@ def build_parts(row: PresetRow, cfg: SwapConfig, models: DlibModels) -> FacePart
     )
 
 
-def photo_analyzer(parts: FaceParts) -> FaceAnalyzer:
+def photo_analyzer(parts: FaceParts, identity: bool = True) -> FaceAnalyzer:
     """The analyzer for source and reference photos made of the preset's own parts (its
-    photo detector, landmarker and recognizer; no models of its own)."""
-    return FaceAnalyzer(parts.photo_detector, parts.landmarker, parts.recognizer)
+    photo detector, landmarker and, with ``identity``, recognizer; no models of its own)."""
+    return FaceAnalyzer(
+        parts.photo_detector, parts.landmarker, parts.recognizer if identity else None
+    )

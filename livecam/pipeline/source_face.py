@@ -33,17 +33,22 @@ CACHE_FORMAT = 1
 
 
 class SourceAnalyzer(Protocol):
-    """What the cache needs from an analyzer: faces with landmarks and embeddings, largest
-    first, and a ``model_id`` that changes whenever its results would."""
+    """What the cache needs from an analyzer: faces with landmarks (and embeddings when it
+    has a recognizer), largest first, and a ``model_id`` that changes whenever its results
+    would."""
 
     model_id: str
+
+    @property
+    def embeds(self) -> bool: ...
 
     def analyze(self, frame: Frame, with_embedding: bool = False) -> list[Face]: ...
 
 
 @dataclass(frozen=True)
 class SourceFace:
-    """The chosen face of a source image, analysed (landmarks and embedding filled)."""
+    """The chosen face of a source image, analysed (landmarks filled, and the embedding
+    when the analyzer had a recognizer)."""
 
     path: Path
     sha256: str
@@ -160,7 +165,7 @@ class SourceFaceCache:
             image = _read_image(p)
             faces = self._load(key)
             if faces is None:
-                faces = analyzer.analyze(image, with_embedding=True)
+                faces = analyzer.analyze(image, with_embedding=analyzer.embeds)
                 self.analyses += 1
                 log.info("source face %s: %d face(s) found", p, len(faces))
                 self._save(key, faces)

@@ -102,12 +102,14 @@ def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels
     row = resolve_preset(cfg.preset)
     parts = build_parts(row, cfg, models)
     try:
-        analyzer = photo_analyzer(parts)
+        # the source photo is embedded only for a swapper that uses the identity: dlib's
+        # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
+        analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
         source = faces.get(cfg.face, cfg.face_index, analyzer)
         prepared = parts.swapper.prepare(source)
         selector: FaceSelector = ModeSelector(cfg.select)
         if cfg.reference is not None and cfg.select == "reference":
-            ref = faces.get(cfg.reference, 0, analyzer).face.embedding
+            ref = faces.get(cfg.reference, 0, photo_analyzer(parts)).face.embedding
             if ref is None:
                 raise ModelError(f"no identity embedding for the reference face {cfg.reference}")
             selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
