@@ -7,9 +7,13 @@ field (``section.field``) and the allowed values. Nothing is silently reset.
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
+import stat
 import tomllib
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
@@ -22,6 +26,42 @@ Preset = Literal["offline", "lite", "standard", "quality", "auto"]
 FaceSelection = Literal["one", "all", "reference"]
 ColorTransfer = Literal["lab", "rct", "none"]
 BlendMode = Literal["feather", "seamless"]
+
+MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
+MAX_FRAMES = 10**9  # run.frames: about a year at 30 fps
+MAX_FACE_INDEX = 999  # swap.face_index: faces in one group photo
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes
+SINK_NAMES = ("virtualcam", "window", "auto", "null")  # every other sink spec is a file
+
+
+def source_file(spec: str) -> str | None:
+    """The file a source spec names, or None for a camera, a screen, a device, a stream
+    URL or the synthetic source."""
+    text = spec.strip()
+    kind = text.partition(":")[0]
+    special = kind in ("camera", "screen") or text == "synthetic" or text.isdigit()
+    return None if special or "://" in text or text.startswith("/dev/") else text
+
+
+def sink_file(spec: str) -> str | None:
+    """The file a sink spec names (a recording or an image), or None for a named sink."""
+    return None if spec.strip().lower() in SINK_NAMES else spec
+
+
+def _any_file(value: str) -> str | None:
+    return value
+
+
+def path_field(default: Any, which: Callable[[str], str | None] = _any_file) -> Any:
+    """A config field holding a path (or, for specs, maybe a path: ``which`` says which
+    values are files). Such paths are relative to the config file they were loaded from."""
+    return field(default=default, metadata={"path": which})
+
+
+def _rebase(value: str, base: Path) -> str:
+    """``value`` as an absolute path, a relative one taken from ``base``."""
+    expanded = os.path.expanduser(value)
+    return expanded if os.path.isabs(expanded) else os.path.join(base, expanded)
 
 
 def _type_name(hint: Any) -> str:
@@ -41,10 +81,7 @@ def _type_name(hint: Any) -> str:
 def _coerce(path: str, hint: Any, value: Any) -> Any:
     """Return ``value`` converted to ``hint`` or raise ConfigError naming ``path``."""
     origin = get_origin(hint)
-    bad = ConfigError(
-        f"config field '{path}' has the invalid value {value!r}",
-        f"allowed: {_type_name(hint)}",
-    )
+    bad = ConfigError.bad_value(path, value, _type_name(hint))
     if origin in (typing.Union, types.UnionType):
         for arg in get_args(hint):
             try:
@@ -126,11 +163,7 @@ class _Validated:
 
     def _require(self, ok: bool, name: str, allowed: str) -> None:
         if not ok:
-            raise ConfigError(
-                f"config field '{self.SECTION}.{name}' has the invalid value "
-                f"{getattr(self, name)!r}",
-                f"allowed: {allowed}",
-            )
+            raise ConfigError.bad_value(f"{self.SECTION}.{name}", getattr(self, name), allowed)
 
 
 @dataclass(frozen=True)
@@ -139,26 +172,34 @@ class SourceConfig(_Validated):
     ``synthetic``, or a video/image file path."""
 
     SECTION: ClassVar[str] = "source"
-    spec: str = "camera:0"
+    spec: str = path_field("camera:0", source_file)
     fps: float = 30.0
     size: tuple[int, int] | None = None  # (width, height) requested from the device
     unpaced: bool = False  # deliver as fast as possible (benchmarks)
     mjpg: bool = True  # ask cameras for MJPG (higher fps at 720p+ over USB 2)
     camera_backend: CameraBackend = "auto"
-    face_motion: str | None = None  # synthetic: animate this portrait
+    face_motion: str | None = path_field(None)  # synthetic: animate this portrait
     stamp: bool = False  # synthetic: write capture time into the pixels
     reopen_interval_s: float = 1.0  # retry period after a device failure
 
     def _check(self) -> None:
-        self._require(0 < self.fps <= 1000, "fps", "a number of frames per second in (0, 1000]")
+        self._require(
+            MIN_FPS <= self.fps <= MAX_FPS,
+            "fps",
+            f"a number of frames per second from {MIN_FPS} to {MAX_FPS}",
+        )
         if self.size is not None:
             w, h = self.size
             self._require(
                 16 <= w <= 7680 and 16 <= h <= 4320 and w % 2 == 0 and h % 2 == 0,
                 "size",
-                "even width and height between 16x16 and 7680x4320, e.g. [1280, 720]",
+                "even width and height from 16x16 to 7680x4320, e.g. 1280x720",
             )
-        self._require(self.reopen_interval_s > 0, "reopen_interval_s", "a positive number")
+        self._require(
+            0.05 <= self.reopen_interval_s <= 60,
+            "reopen_interval_s",
+            "a number of seconds from 0.05 to 60",
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +226,7 @@ class OutputConfig(_Validated):
     path (``.mp4``/``.avi`` records, ``.png``/``.jpg`` keeps the last frame)."""
 
     SECTION: ClassVar[str] = "output"
-    sinks: tuple[str, ...] = ("auto",)
+    sinks: tuple[str, ...] = path_field(("auto",), sink_file)
     fps: float | None = None  # None: the source's fps
     virtualcam_backend: str | None = None  # None: try every pyvirtualcam backend
     virtualcam_device: str | None = None
@@ -194,7 +235,12 @@ class OutputConfig(_Validated):
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")
         if self.fps is not None:
-            self._require(0 < self.fps <= 1000, "fps", "a number in (0, 1000] or unset")
+            self._require(
+                MIN_FPS <= self.fps <= MAX_FPS,
+                "fps",
+                f"a number of frames per second from {MIN_FPS} to {MAX_FPS}, or unset for "
+                "the source's rate",
+            )
 
 
 @dataclass(frozen=True)
@@ -202,11 +248,11 @@ class SwapConfig(_Validated):
     """Which face goes where, and how it is blended (the swap stage)."""
 
     SECTION: ClassVar[str] = "swap"
-    face: str | None = None  # source face image
+    face: str | None = path_field(None)  # source face image
     face_index: int | None = None  # which face of the source image, when it has several
     preset: Preset = "offline"
     select: FaceSelection = "one"
-    reference: str | None = None  # with select = "reference": image of the face to replace
+    reference: str | None = path_field(None)  # with select = "reference": the reference photo
     reference_threshold: float | None = None  # max embedding distance (None: the model's own)
     detect_every: int = 3  # run the detector every N frames, track in between
     detect_size: int = 400  # detector input, long side in px: faces from ~1/5 of it
@@ -218,7 +264,9 @@ class SwapConfig(_Validated):
 
     def _check(self) -> None:
         self._require(
-            self.face_index is None or self.face_index >= 0, "face_index", "an integer >= 0"
+            self.face_index is None or 0 <= self.face_index <= MAX_FACE_INDEX,
+            "face_index",
+            f"an integer from 0 to {MAX_FACE_INDEX}",
         )
         self._require(
             self.reference_threshold is None or 0 < self.reference_threshold <= 2,
@@ -238,7 +286,8 @@ class PipelineConfig(_Validated):
 
     SECTION: ClassVar[str] = "pipeline"
     stages: tuple[StageName, ...] = ("passthrough",)
-    yunet_model: str | None = None  # facebox stage: path to face_detection_yunet_2023mar.onnx
+    # facebox stage: path to face_detection_yunet_2023mar.onnx
+    yunet_model: str | None = path_field(None)
 
 
 @dataclass(frozen=True)
@@ -247,12 +296,20 @@ class RunConfig(_Validated):
 
     SECTION: ClassVar[str] = "run"
     frames: int | None = None  # stop after this many captured frames
-    stats_json: str | None = None
+    stats_json: str | None = path_field(None)
     status_interval_s: float = 1.0
 
     def _check(self) -> None:
-        self._require(self.frames is None or self.frames > 0, "frames", "a positive integer")
-        self._require(self.status_interval_s > 0, "status_interval_s", "a positive number")
+        self._require(
+            self.frames is None or 1 <= self.frames <= MAX_FRAMES,
+            "frames",
+            f"an integer from 1 to {MAX_FRAMES}",
+        )
+        self._require(
+            0.1 <= self.status_interval_s <= 3600,
+            "status_interval_s",
+            "a number of seconds from 0.1 to 3600",
+        )
 
 
 @dataclass(frozen=True)
@@ -277,15 +334,36 @@ class Config(_Validated):
 
     @classmethod
     def load(cls, path: str | Path) -> Config:
-        """Load a TOML file; missing fields keep their defaults."""
+        """Load a TOML file; missing fields keep their defaults, and relative paths in it
+        are taken from the file's folder. Every problem is a ConfigError naming the file."""
         p = Path(path)
+        data = _read_toml(p)
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {p} does not exist", "check the path") from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
-        return cls.from_dict(data)
+            cfg = cls.from_dict(data)
+        except ConfigError as e:
+            raise ConfigError(
+                f"{p}: {e.message}", e.hint, field=e.field, value=e.value, allowed=e.allowed
+            ) from None
+        return cfg.with_paths_from(p.absolute().parent)
+
+    def with_paths_from(self, base: Path) -> Config:
+        """A copy whose relative paths (``path_field`` fields) are taken from ``base``."""
+        changes: dict[str, Any] = {}
+        for section in fields(self):
+            part = getattr(self, section.name)
+            rebased = {}
+            for f in fields(part):
+                which = f.metadata.get("path")
+                value = getattr(part, f.name)
+                if which is None or value is None:
+                    continue
+                values = value if isinstance(value, tuple) else (value,)
+                new = tuple(_rebase(v, base) if which(v) is not None else v for v in values)
+                if new != values:
+                    rebased[f.name] = new if isinstance(value, tuple) else new[0]
+            if rebased:
+                changes[section.name] = replace(part, **rebased)
+        return replace(self, **changes) if changes else self
 
     def to_toml(self) -> str:
         """Serialise to TOML (unset optional fields are left out)."""
@@ -299,8 +377,75 @@ class Config(_Validated):
             lines.append("")
         return "\n".join(lines)
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_toml(), encoding="utf-8")
+    def save(self, path: str | Path, overwrite: bool = False) -> None:
+        """Write the settings to ``path`` as TOML, with absolute paths so the file loads
+        back from anywhere. An existing file is kept unless ``overwrite``; the file is
+        written to a temporary name and renamed, so a failure leaves nothing behind."""
+        p = Path(path)
+        text = self.with_paths_from(Path.cwd()).to_toml()
+        folder = p.absolute().parent
+        if not folder.is_dir():
+            raise ConfigError(
+                f"cannot write the config file {p}: the folder {folder} does not exist",
+                "create the folder first, or choose another path",
+            )
+        if p.is_dir():
+            raise ConfigError(f"cannot write the config file {p}: it is a folder")
+        if p.exists() and not overwrite:
+            raise ConfigError(
+                f"config file {p} already exists and is kept",
+                "add --overwrite to replace it, or choose another name",
+            )
+        tmp = folder / f".{p.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the user's umask
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, p)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise ConfigError(f"cannot write the config file {p}: {e.strerror or e}") from None
+
+
+def _read_toml(p: Path) -> dict[str, Any]:
+    """The table in TOML file ``p`` (UTF-8, a BOM allowed); ConfigError naming the file."""
+    try:
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(
+                f"config file {p} is a folder",
+                "give the path of a TOML file (write one with --save-config FILE.toml)",
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"config file {p} is not a regular file", "give a TOML file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file {p} is {st.st_size} bytes, too large for a config file",
+                "give a TOML file (write one with --save-config FILE.toml)",
+            )
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist", "check the path") from None
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigError(f"cannot read the config file {p}: {why}") from None
+    if b"\0" in raw:
+        raise ConfigError(
+            f"config file {p} is a binary file, not TOML text", "give a TOML text file"
+        )
+    try:
+        text = raw.decode("utf-8-sig")  # Windows editors may start UTF-8 with a BOM
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"config file {p} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+            "save the file as UTF-8",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {p} nests too deeply to be a config file") from None
 
 
 def _toml_value(value: Any) -> str:
@@ -309,7 +454,21 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(_toml_char(c) for c in value) + '"'
     if isinstance(value, tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} to TOML")
+
+
+def _toml_char(c: str) -> str:
+    """One character of a TOML basic string, escaped where TOML needs it."""
+    if c in ('"', "\\"):
+        return "\\" + c
+    if 0xD800 <= ord(c) <= 0xDFFF:  # a byte of a non-UTF-8 file name (surrogate escape)
+        raise ConfigError(
+            "a path holds bytes that are not UTF-8 and cannot be saved in a TOML file",
+            "rename the file to a UTF-8 name",
+        )
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return f"\\u{ord(c):04x}"
+    return c

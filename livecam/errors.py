@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LivecamError(Exception):
     """Base class for every error LiveCam raises on purpose.
@@ -19,7 +21,36 @@ class LivecamError(Exception):
 
 
 class ConfigError(LivecamError):
-    """A configuration value is invalid (names the field and the allowed values)."""
+    """A configuration value is invalid (names the field and the allowed values).
+
+    ``field`` (``section.name``), ``value`` and ``allowed`` are set for a bad field value,
+    so the CLI can name its own option instead of the field (see ``livecam.cli``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        *,
+        field: str | None = None,
+        value: Any = None,
+        allowed: str | None = None,
+    ) -> None:
+        super().__init__(message, hint)
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+
+    @classmethod
+    def bad_value(cls, field: str, value: Any, allowed: str) -> ConfigError:
+        """The error for config field ``field`` holding the invalid ``value``."""
+        return cls(
+            f"config field '{field}' has the invalid value {value!r}",
+            f"allowed: {allowed}",
+            field=field,
+            value=value,
+            allowed=allowed,
+        )
 
 
 class FrameFormatError(LivecamError):
@@ -68,4 +99,27 @@ def as_livecam_error(error: Exception, where: str = "") -> LivecamError:
     if isinstance(error, LivecamError):
         return error
     prefix = f"{where}: " if where else ""
+    if isinstance(error, OSError) and error.strerror:
+        about = f" {error.filename!r}" if error.filename is not None else ""
+        return LivecamError(f"{prefix}cannot use{about}: {error.strerror}")
     return LivecamError(f"{prefix}{type(error).__name__}: {error}")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(text.split())
+
+
+def format_error(error: LivecamError) -> str:
+    """The error as the CLI prints it: ``error: <one line>`` and, when there is a fix,
+    ``  fix: <one line>``; a start-up error with several causes lists one per line."""
+    if isinstance(error, StartupError) and len(error.causes) == 1:
+        error = error.causes[0]
+    if isinstance(error, StartupError):
+        lines = [f"error: LiveCam could not start ({len(error.causes)} problems):"]
+        for cause in error.causes:
+            fix = f" (fix: {one_line(cause.hint)})" if cause.hint else ""
+            lines.append(f"- {one_line(cause.message)}{fix}")
+        return "\n".join(lines)
+    text = f"error: {one_line(error.message)}"
+    return f"{text}\n  fix: {one_line(error.hint)}" if error.hint else text
