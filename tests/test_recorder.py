@@ -5,7 +5,9 @@ with PyAV."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from livecam.app import App
 from livecam.cli import build_parser, config_from_args
 from livecam.config import Config
 from livecam.errors import SinkError
-from livecam.sinks import RecorderSink, make_sinks
+from livecam.sinks import ImageWriterSink, RecorderSink, make_sinks
 from livecam.telemetry import FrameReport, Telemetry
 from livecam.types import Event, FramePacket
 
@@ -313,3 +315,55 @@ def test_overwrite_option_reaches_the_recorder(tmp_path: Path) -> None:
         assert cfg.output.overwrite is want
         sink = make_sinks(cfg.output.sinks, cfg.output)[0]
         assert isinstance(sink, RecorderSink) and sink.overwrite is want
+
+
+def test_a_second_recorder_on_the_same_path_picks_another_name_while_the_first_records(
+    tmp_path: Path,
+) -> None:
+    """The first recorder claims the name at open (an empty file), so a second one (another
+    instance, a rerun) picks a new name even before the first has finished."""
+    path = tmp_path / "show.mp4"
+    first, second = RecorderSink(path), RecorderSink(path)
+    first.open(160, 120, 30.0)
+    assert first.target == path and path.exists()
+    second.open(160, 120, 30.0)
+    assert second.target != path and second.target.name.startswith("show-")
+    for frame in smooth_frames(4):
+        first.send(frame)
+    for frame in smooth_frames(6):
+        second.send(frame)
+    second.close()
+    first.close()
+    assert len(read_back(path).frames) == 4
+    assert len(read_back(second.target).frames) == 6
+    assert no_leftovers(tmp_path)
+
+
+def test_a_recorder_that_gets_no_frame_releases_its_claimed_name(tmp_path: Path) -> None:
+    path = tmp_path / "show.mp4"
+    path.write_bytes(b"yesterday")
+    sink = RecorderSink(path)
+    sink.open(160, 120, 30.0)
+    assert sink.target.exists() and sink.target != path
+    sink.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["show.mp4"]
+    assert path.read_bytes() == b"yesterday"
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_recordings_and_images_get_the_users_normal_permissions(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
+    previous = os.umask(umask)
+    try:
+        record(RecorderSink(tmp_path / "clip.mp4"), smooth_frames(3), fps_in=30.0)
+        record(RecorderSink(tmp_path / "clip.avi"), smooth_frames(3), fps_in=30.0)
+        image = ImageWriterSink(tmp_path / "last.png", interval_s=0.0)
+        image.open(160, 120, 30.0)
+        image.send(smooth_frames(1)[0])
+        image.send(smooth_frames(2)[1])  # a second write replaces the first
+        image.close()
+    finally:
+        os.umask(previous)
+    for name in ("clip.mp4", "clip.avi", "last.png"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name

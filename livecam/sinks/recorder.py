@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
-import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -26,6 +24,7 @@ import numpy as np
 from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.types import Frame
+from livecam.userfiles import OutputFile
 
 log = logging.getLogger(__name__)
 
@@ -48,33 +47,6 @@ MP4V_FALLBACK_NOTE = (
     "the file plays in VLC and ffmpeg but not in browsers or most editors; "
     "reinstall PyAV (`pip install --force-reinstall av`) for H.264"
 )
-
-
-def free_path(path: Path, overwrite: bool) -> Path:
-    """``path`` when it may be written; else a new name beside it with a timestamp
-    (``name-YYYYmmdd-HHMMSS[-N].ext``), so an existing file is never replaced."""
-    if overwrite or not path.exists():
-        return path
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    candidate = path.with_name(f"{path.stem}-{stamp}{path.suffix}")
-    n = 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.stem}-{stamp}-{n}{path.suffix}")
-        n += 1
-    return candidate
-
-
-def _choose_target(path: Path, overwrite: bool) -> Path:
-    """``free_path``, saying loudly when the file exists and another name is used."""
-    target = free_path(path, overwrite)
-    if target != path:
-        log.warning(
-            "%s ALREADY EXISTS and is kept: writing to %s instead "
-            "(use --overwrite / output.overwrite to replace it)",
-            path,
-            target,
-        )
-    return target
 
 
 class Timeline:
@@ -253,24 +225,29 @@ class RecorderSink(Sink):
         self.encoder: str | None = None  # e.g. "libx264", "mp4v", "MJPG" once open
         self.frames_written = 0
         self._writer: _Writer | None = None
+        self._out: OutputFile | None = None
         self._tmp: Path | None = None
         self._size = (0, 0)
         self._timeline = Timeline(30.0)
 
     def open(self, width: int, height: int, fps: float) -> None:
         self.close()
-        folder = self.path.parent
+        out = OutputFile(self.path, overwrite=self.overwrite)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.target = out.claim()
         except OSError as e:
             raise SinkError(
-                f"cannot create the folder for {self.path}: {e}", "record into a writable folder"
+                f"cannot record to {self.path}: {e.strerror or e}", "record into a writable folder"
             ) from e
-        self.target = _choose_target(self.path, self.overwrite)
-        tmp = folder / f".{self.target.stem}.recording-{secrets.token_hex(4)}{self.path.suffix}"
+        tmp = out.temp_path("recording")
         self._size = (width, height)
-        self._writer = self._open_writer(tmp, (width, height), fps)
-        self._tmp = tmp
+        try:
+            self._writer = self._open_writer(tmp, (width, height), fps)
+        except BaseException:
+            out.discard()
+            raise
+        self._out, self._tmp = out, tmp
         self._timeline = Timeline(fps)
         self.encoder = self._writer.encoder
         self.frames_written = 0
@@ -333,25 +310,25 @@ class RecorderSink(Sink):
 
     def close(self) -> None:
         """Finish the file and give it its name; raise SinkError if that fails."""
-        writer, tmp = self._writer, self._tmp
-        if writer is None or tmp is None:
+        writer, tmp, out = self._writer, self._tmp, self._out
+        if writer is None or tmp is None or out is None:
             return
         if self.frames_written == 0:
-            self._writer = self._tmp = None
+            self._writer = self._tmp = self._out = None
             writer.abort()
             tmp.unlink(missing_ok=True)
+            out.discard()
             log.info("no frame reached the recorder: %s was not written", self.target)
             return
         try:
             writer.finish()
             if not tmp.exists() or tmp.stat().st_size == 0:
                 raise FileNotFoundError(f"{tmp} is missing or empty after writing")
-            self.target = _choose_target(self.target, self.overwrite)  # taken meanwhile?
-            os.replace(tmp, self.target)
+            out.commit(tmp)
         except Exception as e:
             self._fail(e)
         self.written = self.target
-        self._writer = self._tmp = None
+        self._writer = self._tmp = self._out = None
         log.info(
             "recorded %d frames (%.1f s) to %s (%s)",
             self.frames_written,
@@ -361,13 +338,15 @@ class RecorderSink(Sink):
         )
 
     def _fail(self, error: Exception) -> None:
-        """Drop the writer and its temporary file, then raise SinkError for ``error``."""
-        writer, tmp = self._writer, self._tmp
-        self._writer = self._tmp = None
+        """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
+        writer, tmp, out = self._writer, self._tmp, self._out
+        self._writer = self._tmp = self._out = None
         if writer is not None:
             _quietly(writer.abort)
         if tmp is not None:
             _quietly(lambda: tmp.unlink(missing_ok=True))
+        if out is not None:
+            out.discard()
         raise SinkError(
             f"recording to {self.target} failed after {self.frames_written} frames: "
             f"{error}; nothing was saved",
@@ -398,21 +377,6 @@ def _quietly(action: Any) -> None:
         log.debug("clean-up after a recording failure: %r", e)
 
 
-def write_image_atomic(path: Path, frame: Frame) -> None:
-    """Encode ``frame`` by ``path``'s suffix and replace ``path`` atomically."""
-    ok, data = cv2.imencode(path.suffix.lower(), frame)
-    if not ok:
-        raise SinkError(f"OpenCV could not encode a frame as {path.suffix}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.tobytes())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class ImageWriterSink(Sink):
     """Keeps the latest frame in an image file: written every ``interval_s`` and on close.
 
@@ -437,16 +401,23 @@ class ImageWriterSink(Sink):
         self.interval_s = interval_s
         self.overwrite = overwrite
         self.target = self.path
+        self._out: OutputFile | None = None
         self._last: Frame | None = None
         self._last_write = 0.0
         self.writes = 0
 
     def open(self, width: int, height: int, fps: float) -> None:
+        self.close()
+        out = OutputFile(self.path, overwrite=self.overwrite)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.target = out.claim()
         except OSError as e:
-            raise SinkError(f"cannot create the folder for {self.path}: {e}") from e
-        self.target = _choose_target(self.path, self.overwrite)
+            raise SinkError(
+                f"cannot write images to {self.path}: {e.strerror or e}",
+                "write into a writable folder",
+            ) from e
+        self._out = out
         self._last = None
         self._last_write = time.monotonic()  # first periodic write one interval in
 
@@ -458,15 +429,27 @@ class ImageWriterSink(Sink):
             self._last_write = now
 
     def _write(self) -> None:
-        if self._last is None:
+        if self._last is None or self._out is None:
             return
+        ok, data = cv2.imencode(self.target.suffix.lower(), self._last)
+        if not ok:
+            raise SinkError(f"OpenCV could not encode a frame as {self.target.suffix}")
         try:
-            write_image_atomic(self.target, self._last)
+            self._out.write_bytes(data.tobytes())
         except OSError as e:
-            raise SinkError(f"cannot write {self.target}: {e}") from e
+            raise SinkError(
+                f"cannot write {self.target}: {e.strerror or e}",
+                "check that the folder still exists and the disk has room",
+            ) from e
         self.writes += 1
         self.written = self.target
 
     def close(self) -> None:
-        self._write()
-        self._last = None
+        """Write the last frame; without any frame, remove the claimed name."""
+        out = self._out
+        try:
+            self._write()
+        finally:
+            self._out, self._last = None, None
+            if out is not None:
+                out.discard()
