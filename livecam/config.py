@@ -175,7 +175,11 @@ class SourceConfig(_Validated):
     spec: str = path_field("camera:0", source_file)
     fps: float = 30.0
     size: tuple[int, int] | None = None  # (width, height) requested from the device
-    unpaced: bool = False  # deliver as fast as possible (benchmarks)
+    # True: as fast as possible (benchmarks, file conversions); False: at the source's own
+    # rate (real time); None: unpaced for a video file whose sinks are all files or null
+    # (a conversion), real time otherwise (see livecam.playback)
+    unpaced: bool | None = None
+    loop: bool = False  # a video file starts again at its end (default: play once, then end)
     mjpg: bool = True  # ask cameras for MJPG (higher fps at 720p+ over USB 2)
     camera_backend: CameraBackend = "auto"
     face_motion: str | None = path_field(None)  # synthetic: animate this portrait
@@ -209,7 +213,9 @@ class BufferConfig(_Validated):
     SECTION: ClassVar[str] = "buffer"
     capacity: int = 8
     batch_limit: int = 4  # lossless: frames processed together (live: the newest frame only)
-    lossless: bool = False  # block the source instead of dropping (offline rendering)
+    # block the source instead of dropping (offline rendering); None: lossless when the
+    # source is unpaced and finite (a video file conversion)
+    lossless: bool | None = None
 
     def _check(self) -> None:
         self._require(1 <= self.capacity <= 64, "capacity", "an integer from 1 to 64")

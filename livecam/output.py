@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from livecam.buffer import RingBuffer
-from livecam.errors import LivecamError
+from livecam.errors import LivecamError, one_line
 from livecam.sinks.base import Sink
 from livecam.telemetry import Telemetry
 from livecam.types import Event, FramePacket
@@ -106,7 +106,12 @@ class OutputWorker(Worker):
 
     Sinks are opened by the app before this thread starts and closed by this thread. A
     sink that raises (anything), or that the user closed, is reported and dropped; the
-    others go on. With no sink left the thread ends, and so does the stream.
+    others go on. With no sink left the thread ends, and so does the stream. ``failure``
+    says which sinks failed (turned off by an error, or a file that could not be
+    finished) and whether that ended the stream.
+
+    Unpaced runs give sinks the frame's timestamp in its file (``t_media_ns``) where the
+    source has one, so a converted video keeps the file's timing.
     """
 
     def __init__(
@@ -127,6 +132,8 @@ class OutputWorker(Worker):
         self.clock = OutputClock(fps, lossless=lossless)
         self.pending: deque[FramePacket] = deque()
         self.last: FramePacket | None = None
+        self.failures: list[str] = []  # "sink NAME: what went wrong", one per failure
+        self.ended_by_failure = False  # the last sink left failed, which ended the stream
 
     def loop(self) -> None:
         while not self.stop_event.is_set() and self.sinks:
@@ -189,11 +196,22 @@ class OutputWorker(Worker):
             self._send(self.last, steady)
             self.telemetry.repeat_out()
 
+    @property
+    def failure(self) -> str | None:
+        """One line saying which outputs failed (and that this ended the stream when no
+        output was left), or None when none failed."""
+        if not self.failures:
+            return None
+        lead = "an output failed"
+        if self.ended_by_failure:
+            lead = "every output failed, so the stream stopped"
+        return one_line(f"{lead}: {'; '.join(self.failures)}")
+
     def _send(self, packet: FramePacket, sinks: list[Sink]) -> None:
-        t_capture = packet.t_capture_ns if self.paced else None
+        t_frame = packet.t_capture_ns if self.paced else packet.t_media_ns
         for sink in sinks:
             try:
-                sink.send(packet.frame, t_capture)
+                sink.send(packet.frame, t_frame)
             except Exception as e:
                 message, hint = _describe(e)
                 self.telemetry.event(
@@ -201,7 +219,9 @@ class OutputWorker(Worker):
                         "error", f"sink {sink.name}", f"{message}; this output is turned off", hint
                     )
                 )
+                self.failures.append(f"sink {sink.name}: {message}")
                 self._drop(sink)
+                self.ended_by_failure = not self.sinks
                 continue
             if sink.closed:
                 self.telemetry.event(Event("info", f"sink {sink.name}", "closed by the user"))
@@ -218,6 +238,7 @@ class OutputWorker(Worker):
         except Exception as e:
             message, hint = _describe(e)
             self.telemetry.event(Event("error", f"sink {sink.name}", f"close: {message}", hint))
+            self.failures.append(f"sink {sink.name}: {message}")
 
     def cleanup(self) -> None:
         self.slot.close()

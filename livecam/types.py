@@ -105,13 +105,17 @@ class StageTiming:
 
 @dataclass
 class FramePacket:
-    """A frame travelling through the pipeline, with its sequence number and timings."""
+    """A frame travelling through the pipeline, with its sequence number and timings.
+
+    ``t_media_ns``: the frame's timestamp in its file (video sources; None for live ones).
+    """
 
     frame: Frame
     seq: int
     t_capture_ns: int
     timings: list[StageTiming] = field(default_factory=list)
     faces: list[Face] = field(default_factory=list)
+    t_media_ns: int | None = None
 
 
 EventLevel = Literal["info", "warning", "error"]

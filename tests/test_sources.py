@@ -32,6 +32,7 @@ from livecam.sources import (
     load_image_bgr,
     make_source,
 )
+from livecam.sources.base import EndOfStream
 from livecam.sources.camera import camera_api, camera_hint
 from livecam.sources.stamp import HEIGHT, WIDTH, read_stamp, write_stamp
 from livecam.sources.synthetic import MOTION_PERIOD, head_motion
@@ -160,31 +161,77 @@ def test_close_from_another_thread_while_reading(video01: Path) -> None:
 # ---------------------------------------------------------------- video files
 
 
-def test_video_file_loops_and_reports_its_fps(video01: Path) -> None:
+def read_all(src: VideoSource, limit: int = 10_000) -> tuple[list[Frame], list[int | None]]:
+    """Every frame ``src`` delivers until EndOfStream (at most ``limit``), with its file
+    timestamp."""
+    frames: list[Frame] = []
+    times: list[int | None] = []
+    src.open()
+    try:
+        while len(frames) < limit:
+            try:
+                frames.append(src.read())
+            except EndOfStream:
+                break
+            times.append(src.media_ns)
+    finally:
+        src.close()
+    return frames, times
+
+
+def test_video_file_plays_once_with_its_timestamps(video01: Path) -> None:
     src = make_source(SourceConfig(spec=str(video01), fps=5.0))
     assert isinstance(src, VideoSource) and not src.self_paced
-    src.open()
-    try:
-        assert src.fps == pytest.approx(30000 / 1001, rel=1e-4)  # from the file
-        frames = [src.read() for _ in range(91)]
-    finally:
-        src.close()
+    assert src.finite and src.media_path == video01
+    frames, times = read_all(src)
+    assert src.fps == pytest.approx(30000 / 1001, rel=1e-4)  # from the file
+    assert src.frame_count == 90 == len(frames)
     for f in frames:
         validate_frame(f, "video")
-    np.testing.assert_array_equal(frames[90], frames[0])
     assert not np.array_equal(frames[1], frames[0])
+    assert times == pytest.approx([round(i * 1001 / 30000 * 1e9) for i in range(90)], abs=1e6)
+    assert src.take_notices() == []
 
 
-def test_animated_gif_plays_and_loops(testdata: Path) -> None:
+def test_looped_video_plays_again_and_its_time_runs_on(video01: Path) -> None:
+    src = VideoSource(video01, SourceConfig(spec=str(video01), loop=True))
+    assert not src.finite and src.frame_count is None
+    frames, times = read_all(src, limit=92)
+    np.testing.assert_array_equal(frames[90], frames[0])
+    np.testing.assert_array_equal(frames[91], frames[1])
+    period_ns = 1001 / 30000 * 1e9
+    assert times[90] == pytest.approx(90 * period_ns, abs=1e6), "the second pass goes on"
+    assert all(b > a for a, b in zip(times, times[1:]))
+
+
+def test_animated_gif_plays_once_with_its_own_frame_times(testdata: Path) -> None:
     src = VideoSource(testdata / "video" / "face_morphing.gif")
-    src.open()
-    try:
-        assert src.fps == pytest.approx(8.33, abs=0.01)
-        frames = [src.read() for _ in range(30)]
-    finally:
-        src.close()
+    frames, times = read_all(src)
+    assert src.fps == pytest.approx(8.33, abs=0.01)
+    assert len(frames) == 29 == src.frame_count
     assert frames[0].shape == (400, 308, 3)
-    np.testing.assert_array_equal(frames[29], frames[0])  # 29 frames, then again
+    assert times[:3] == [0, 300_000_000, 450_000_000]  # a GIF's frames last unequal times
+
+
+def test_a_half_truncated_video_is_reported_once(video01: Path, tmp_path: Path) -> None:
+    """The file's header promises 90 frames, its data ends after about 38: the source
+    plays what is there and says once that the file is damaged, also when looping."""
+    half = tmp_path / "half.mp4"
+    half.write_bytes(video01.read_bytes()[:200_000])
+    once, _ = read_all(VideoSource(half))
+    assert 0 < len(once) < 60
+    looped = VideoSource(half, SourceConfig(spec=str(half), loop=True))
+    looped.open()
+    notices = []
+    try:
+        for _ in range(3 * len(once) + 1):
+            looped.read()
+            notices += looped.take_notices()
+    finally:
+        looped.close()
+    assert len(notices) == 1
+    assert "half.mp4" in notices[0].message and f"after {len(once)} of 90" in notices[0].message
+    assert "truncated" in notices[0].message and "re-encode" in notices[0].hint
 
 
 @pytest.mark.parametrize(

@@ -35,9 +35,14 @@ class Sink(ABC):
         """Deliver one frame (uint8 BGR (H, W, 3), C-contiguous).
 
         ``t_capture_ns`` is the frame's capture time (``time.perf_counter_ns``) in a
-        real-time run; None when the run is not real time (unpaced) or the caller has no
-        time: a recorder then spaces frames one output period apart.
+        real-time run; in an unpaced run, the frame's timestamp in its file (a video
+        source's ``media_ns``), or None when there is none: a recorder then spaces frames
+        one output period apart. Either way only differences between frames matter.
         """
+
+    def take_audio_from(self, path: Path) -> None:  # noqa: B027 - optional hook
+        """The run converts the media file ``path`` (every frame, at the file's own
+        timestamps): a sink that can carry sound copies its audio. Called before ``open``."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Flush and release. Safe to call twice, and before ``open``."""

@@ -5,8 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from pathlib import Path
 
+from livecam.errors import LivecamError
 from livecam.types import Frame
+
+
+class EndOfStream(Exception):
+    """Raised by ``read`` of a finite source after its last frame: the run then ends."""
 
 
 class Source(ABC):
@@ -14,13 +20,34 @@ class Source(ABC):
 
     ``read`` returns the next frame or raises SourceError (with a fix hint) when the
     device failed; the capture thread then reports an event, calls ``close`` and retries
-    ``open`` with a back-off, so an unplugged camera comes back when it is replugged.
+    ``open`` with a back-off, so an unplugged camera comes back when it is replugged. A
+    finite source (a video file played once) raises EndOfStream after its last frame.
     """
 
     name: str = "source"
     #: True when ``read`` itself waits for the next frame (a camera); False when the
     #: capture thread must pace calls to ``fps`` (files, stills, synthetic, screen).
     self_paced: bool = False
+    #: True when the source ends by itself (a video file played once)
+    finite: bool = False
+    #: the media file the frames come from (a video file), e.g. for its audio
+    media_path: Path | None = None
+
+    @property
+    def frame_count(self) -> int | None:
+        """How many frames the source will deliver, when known (after ``open``)."""
+        return None
+
+    @property
+    def media_ns(self) -> int | None:
+        """The timestamp in its file of the frame the last ``read`` returned (ns from the
+        file's first frame); None for live sources."""
+        return None
+
+    def take_notices(self) -> list[LivecamError]:
+        """Problems noticed since the last call that did not stop the source (a truncated
+        file); the capture thread reports each once as a warning event."""
+        return []
 
     @property
     @abstractmethod
