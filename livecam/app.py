@@ -8,6 +8,7 @@ opened; once running, failures are events and the stream goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -36,10 +37,12 @@ from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.stage import Stage, report_providers
+from livecam.playback import Playback, plan_playback
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sources import make_source
+from livecam.sources.base import Source
 from livecam.telemetry import Snapshot, Telemetry
 from livecam.types import FramePacket
 from livecam.worker import Worker
@@ -99,6 +102,8 @@ class App:
         self._output: OutputWorker | None = None
         self._controls: Controls | None = None
         self.sinks: list[Sink] = []  # the opened sinks, once started
+        self.source: Source | None = None  # the source, once started
+        self.playback: Playback | None = None  # real time or a conversion, once started
         self.frame_size: tuple[int, int] | None = None
 
     @property
@@ -129,7 +134,22 @@ class App:
         return stages
 
     def start(self) -> None:
-        """Open everything and start the threads; on any problem, clean up and raise."""
+        """Open everything and start the threads; on any problem, clean up and raise.
+
+        A KeyboardInterrupt meanwhile (Ctrl-C, or the CLI's ``StopSignal`` on SIGINT or
+        SIGTERM) also closes whatever was built or opened so far, then propagates.
+        """
+        undo = contextlib.ExitStack()  # run only when interrupted
+        try:
+            self._start(undo)
+        except KeyboardInterrupt:
+            self._stop.set()
+            undo.close()
+            if self._gpu is not None:
+                self._gpu.close()
+            raise
+
+    def _start(self, undo: contextlib.ExitStack) -> None:
         cfg = self._config
         causes: list[LivecamError] = []
         source = _collect(causes, "source", lambda: make_source(cfg.source))
@@ -146,21 +166,29 @@ class App:
         if causes or source is None or stages is None or sinks is None:
             self._close_all(stages or [], [])
             raise StartupError(causes)
+        undo.callback(self._close_all, stages, sinks)
+        self.source, self.playback = source, plan_playback(cfg, source, sinks)
+        lossless = self.playback.lossless
+        if self.playback.conversion and source.media_path is not None:
+            for sink in sinks:
+                sink.take_audio_from(source.media_path)
 
-        ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, cfg.buffer.lossless)
-        slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, cfg.buffer.lossless)
+        ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, lossless)
+        slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, lossless)
         self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
         capture = CaptureWorker(
             source,
             ring,
             self._stop,
             self.telemetry,
-            paced=not cfg.source.unpaced,
+            paced=self.playback.paced,
             size=cfg.source.size,
             max_frames=cfg.run.frames,
             reopen_interval_s=cfg.source.reopen_interval_s,
+            wait_for_go=True,
         )
         capture.start()
+        undo.callback(capture.join, 1.0)
         if not capture.ready.wait(FIRST_FRAME_TIMEOUT_S):
             causes.append(
                 SourceError(
@@ -202,7 +230,7 @@ class App:
             self._stop,
             self.telemetry,
             cfg.buffer.batch_limit,
-            lossless=cfg.buffer.lossless,
+            lossless=lossless,
         )
         self._output = OutputWorker(
             opened,
@@ -210,8 +238,8 @@ class App:
             self._stop,
             self.telemetry,
             fps,
-            repeat=not cfg.source.unpaced,
-            lossless=cfg.buffer.lossless,
+            repeat=self.playback.paced,
+            lossless=lossless,
         )
         loader = LoaderWorker(self._stop, self.telemetry)
         self._controls = Controls(
@@ -220,6 +248,7 @@ class App:
         self._workers = [loader, capture, inference, self._output]
         for worker in (loader, inference, self._output):
             worker.start()
+        capture.go.set()
         log.info("running %dx%d at %.1f fps: %s", width, height, fps, self.describe())
 
     def describe(self) -> str:
@@ -234,6 +263,12 @@ class App:
         if self._output is None:
             return True
         return self._output.finished.wait(timeout)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run failed, in one line (every output failed, or a file could not be
+        written), or None. Final once the stream has ended."""
+        return self._output.failure if self._output is not None else None
 
     @property
     def running(self) -> bool:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from types import MappingProxyType
+from typing import Any, NoReturn, get_args
 
 from livecam import __version__
 from livecam.config import (
@@ -18,10 +22,14 @@ from livecam.config import (
     ColorTransfer,
     Config,
     FaceSelection,
-    Preset,
     StageName,
+    SwapConfig,
+    sink_file,
+    source_file,
 )
-from livecam.errors import LivecamError
+from livecam.errors import ConfigError, LivecamError, format_error, one_line
+from livecam.inputs import input_file_problem
+from livecam.signals import StopSignal, exit_code, stop_signals
 from livecam.types import Event
 
 log = logging.getLogger("livecam")
@@ -42,6 +50,22 @@ def _size(text: str) -> tuple[int, int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must look like 1280x720, got {text!r}") from None
     return w, h
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line like every other LiveCam error: one
+    ``error:`` line and a ``fix:`` line (no usage dump), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message}\n  fix: see `{self.prog} --help`", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def offered_presets() -> list[str]:
+    """The presets this version can build (``auto`` included), for ``--preset``."""
+    from livecam.pipeline.presets import buildable, preset_names
+
+    return [name for name in preset_names() if buildable(name)]
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -121,7 +145,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="which face of --face when it holds several (0 = largest)",
     )
-    swap.add_argument("--preset", choices=get_args(Preset), help="model set (default offline)")
+    swap.add_argument(
+        "--preset",
+        choices=offered_presets(),
+        help="model set (default offline); the neural presets come in a later version",
+    )
     swap.add_argument(
         "--select",
         choices=get_args(FaceSelection),
@@ -183,54 +211,246 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
-def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Config:
-    """Apply the options that were given on top of ``--config`` (or the defaults)."""
-    cfg = base or (Config.load(args.config) if args.config else Config())
-    overrides: dict[str, dict[str, Any]] = {
-        "source": {
-            "spec": args.source,
-            "fps": args.fps,
-            "size": args.size,
-            "unpaced": args.unpaced,
-            "camera_backend": args.camera_backend,
-            "mjpg": args.mjpg,
-            "face_motion": args.face_motion,
-            "stamp": args.stamp,
-        },
-        "output": {
-            "sinks": tuple(args.sink) if args.sink else None,
-            "fps": args.output_fps,
-            "virtualcam_backend": args.vcam_backend,
-            "virtualcam_device": args.vcam_device,
-            "overwrite": args.overwrite,
-        },
-        "pipeline": {
-            "stages": tuple(args.stage) if args.stage else None,
-            "yunet_model": args.yunet,
-        },
-        "buffer": {"batch_limit": args.batch, "lossless": args.lossless},
-        "swap": {
-            "face": args.face,
-            "face_index": args.face_index,
-            "preset": args.preset,
-            "select": args.select,
-            "reference": args.reference,
-            "blend": args.blend,
-            "color": args.color,
-            "keep_eyes": args.keep_eyes,
-            "keep_mouth": args.keep_mouth,
-            "detect_every": args.detect_every,
-            "detect_size": args.detect_size,
-        },
-        "run": {"frames": args.frames, "stats_json": args.stats_json},
+#: config field -> (the option that sets it, its argparse dest); one row per option
+FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "source.spec": ("--source", "source"),
+        "source.fps": ("--fps", "fps"),
+        "source.size": ("--size", "size"),
+        "source.unpaced": ("--unpaced", "unpaced"),
+        "source.camera_backend": ("--camera-backend", "camera_backend"),
+        "source.mjpg": ("--no-mjpg", "mjpg"),
+        "source.face_motion": ("--face-motion", "face_motion"),
+        "source.stamp": ("--stamp", "stamp"),
+        "output.sinks": ("--sink", "sink"),
+        "output.fps": ("--output-fps", "output_fps"),
+        "output.virtualcam_backend": ("--vcam-backend", "vcam_backend"),
+        "output.virtualcam_device": ("--vcam-device", "vcam_device"),
+        "output.overwrite": ("--overwrite", "overwrite"),
+        "pipeline.stages": ("--stage", "stage"),
+        "pipeline.yunet_model": ("--yunet", "yunet"),
+        "buffer.batch_limit": ("--batch", "batch"),
+        "buffer.lossless": ("--lossless", "lossless"),
+        "swap.face": ("--face", "face"),
+        "swap.face_index": ("--face-index", "face_index"),
+        "swap.preset": ("--preset", "preset"),
+        "swap.select": ("--select", "select"),
+        "swap.reference": ("--reference", "reference"),
+        "swap.blend": ("--blend", "blend"),
+        "swap.color": ("--color", "color"),
+        "swap.keep_eyes": ("--keep-eyes", "keep_eyes"),
+        "swap.keep_mouth": ("--no-keep-mouth", "keep_mouth"),
+        "swap.detect_every": ("--detect-every", "detect_every"),
+        "swap.detect_size": ("--detect-size", "detect_size"),
+        "run.frames": ("--frames", "frames"),
+        "run.stats_json": ("--stats-json", "stats_json"),
     }
-    for section, values in overrides.items():
-        given = {k: v for k, v in values.items() if v is not None}
-        if given:
-            cfg = cfg.with_section(section, **given)
+)
+
+
+def given_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """``section.field`` -> value of every option given on the command line."""
+    given = {}
+    for name, (_option, dest) in FIELD_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            given[name] = tuple(value) if isinstance(value, list) else value
+    return given
+
+
+def _option_text(value: Any) -> str:
+    """A config value as it is typed on the command line."""
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"{value[0]}x{value[1]}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple | list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def _field_of(error: ConfigError) -> str | None:
+    """The ``section.field`` a ConfigError is about (``pipeline.stages[1]`` -> its list)."""
+    return error.field.partition("[")[0] if error.field else None
+
+
+def as_option_error(error: ConfigError, given: Mapping[str, Any]) -> ConfigError:
+    """``error`` about a field set by an option, reworded to name the option."""
+    name = _field_of(error)
+    if name is None or name not in given or name not in FIELD_OPTIONS:
+        return error
+    option = FIELD_OPTIONS[name][0]
+    return ConfigError(
+        f"{option} {_option_text(error.value)} is invalid",
+        f"allowed: {error.allowed}" if error.allowed else error.hint,
+        field=error.field,
+        value=error.value,
+        allowed=error.allowed,
+    )
+
+
+def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Config:
+    """Apply the options that were given on top of ``--config`` (or the defaults).
+
+    A bad value is a ConfigError naming the option (``--fps 0``) when it came from the
+    command line, the config field (``source.fps``) when it came from the file.
+    """
+    cfg = base or (Config.load(args.config) if args.config else Config())
+    given = given_fields(args)
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in given.items():
+        section, _, key = name.partition(".")
+        sections.setdefault(section, {})[key] = value
+    try:
+        for section, values in sections.items():
+            cfg = cfg.with_section(section, **values)
+    except ConfigError as e:
+        raise as_option_error(e, given) from None
     if args.face and not args.stage:
         cfg = cfg.with_section("pipeline", stages=("swap",))
     return cfg
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Fields that only apply when ``applies(config)``: ``option_needs`` says when in
+    options (``--source synthetic``), ``field_needs`` in config fields."""
+
+    fields: tuple[str, ...]
+    applies: Callable[[Config], bool]
+    option_needs: str
+    field_needs: str
+
+
+def _is_camera(spec: str) -> bool:
+    text = spec.strip()
+    return text.partition(":")[0] == "camera" or text.isdigit() or text.startswith("/dev/video")
+
+
+SWAP_FIELDS = tuple(
+    f"swap.{f.name}" for f in dataclasses.fields(SwapConfig) if f.name != "reference_threshold"
+)
+SCOPES = (
+    Scope(
+        ("source.face_motion", "source.stamp"),
+        lambda c: c.source.spec.strip() == "synthetic",
+        "--source synthetic",
+        "source.spec = 'synthetic'",
+    ),
+    Scope(
+        ("source.camera_backend", "source.mjpg"),
+        lambda c: _is_camera(c.source.spec),
+        "a camera source (--source camera:N)",
+        "a camera in source.spec",
+    ),
+    Scope(
+        ("output.virtualcam_backend", "output.virtualcam_device"),
+        lambda c: any(s.strip().lower() in ("virtualcam", "auto") for s in c.output.sinks),
+        "--sink virtualcam (or auto)",
+        "'virtualcam' or 'auto' in output.sinks",
+    ),
+    Scope(
+        ("output.overwrite",),
+        lambda c: c.run.stats_json is not None or any(sink_file(s) for s in c.output.sinks),
+        "a file sink (--sink out.mp4) or --stats-json",
+        "a file in output.sinks or run.stats_json",
+    ),
+    Scope(
+        ("pipeline.yunet_model",),
+        lambda c: "facebox" in c.pipeline.stages,
+        "--stage facebox",
+        "'facebox' in pipeline.stages",
+    ),
+    Scope(
+        SWAP_FIELDS + ("swap.reference_threshold",),
+        lambda c: "swap" in c.pipeline.stages,
+        "the swap stage (--face PHOTO, or --stage swap)",
+        "'swap' in pipeline.stages",
+    ),
+    Scope(
+        ("swap.reference", "swap.reference_threshold"),
+        lambda c: c.swap.select == "reference",
+        "--select reference",
+        "swap.select = 'reference'",
+    ),
+    Scope(
+        ("buffer.batch_limit",),
+        lambda c: c.buffer.lossless or source_file(c.source.spec) is not None,
+        "--lossless (or a video file --source)",
+        "buffer.lossless = true (or a video file in source.spec)",
+    ),
+)
+
+#: path fields checked before start: field -> (what it is called, the fix)
+INPUT_FILES: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "swap.face": (
+            "the source face photo",
+            "give a photo (JPEG, PNG, ...) of the face to swap in",
+        ),
+        "swap.reference": (
+            "the reference photo",
+            "give a photo (JPEG, PNG, ...) of the person whose face is replaced",
+        ),
+        "source.face_motion": (
+            "the --face-motion portrait",
+            "give a portrait photo (JPEG, PNG, ...)",
+        ),
+        "pipeline.yunet_model": (
+            "the YuNet model",
+            "give the path of face_detection_yunet_2023mar.onnx (OpenCV model zoo)",
+        ),
+    }
+)
+
+
+def _default_of(name: str) -> Any:
+    section, _, key = name.partition(".")
+    return getattr(getattr(Config(), section), key)
+
+
+def _value_of(cfg: Config, name: str) -> Any:
+    section, _, key = name.partition(".")
+    return getattr(getattr(cfg, section), key)
+
+
+def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
+    """Errors for options that would be ignored (``--stamp`` on a camera), missing
+    companions (``--select reference`` without the reference photo) and input files that
+    cannot be used; a config-file field that would be ignored is a warning.
+
+    ``given``: the fields set on the command line (``given_fields``); their errors name
+    the option, the others the config field."""
+
+    def where(name: str) -> str:
+        return FIELD_OPTIONS[name][0] if name in given else f"config field '{name}'"
+
+    for scope in SCOPES:
+        if scope.applies(cfg):
+            continue
+        for name in scope.fields:
+            if name in given:
+                option = FIELD_OPTIONS[name][0]
+                raise ConfigError(
+                    f"{option} applies only with {scope.option_needs}",
+                    f"add {scope.option_needs}, or leave out {option}",
+                )
+            if _value_of(cfg, name) != _default_of(name):
+                log.warning(
+                    "config field '%s' is ignored: it applies only with %s",
+                    name,
+                    scope.field_needs,
+                )
+    if "swap" in cfg.pipeline.stages:
+        from livecam.pipeline.swap import check_swap_config
+
+        check_swap_config(cfg.swap)  # the preset, and the photos it needs
+    for name, (what, fix) in INPUT_FILES.items():
+        path = _value_of(cfg, name)
+        ignored = any(name in s.fields and not s.applies(cfg) for s in SCOPES)
+        problem = None if path is None or ignored else input_file_problem(path)
+        if problem is not None:
+            raise ConfigError(f"{where(name)}: {what} {path} {problem}", fix)
 
 
 class StatusPrinter:
@@ -265,11 +485,14 @@ class StatusPrinter:
 
 
 def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> dict[str, Any]:
-    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary.
+    """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary (its
+    ``signal`` is the name of the signal that stopped the run, or None).
 
     When a sink is a preview window (``window``, or ``auto`` that fell back to one), the
     main thread runs the Qt window until it is closed, the stream ends or a stop is asked.
     ``commands``: read live commands from standard input (see ``livecam.console``).
+    A signal during start-up (loading photos and models, opening the source) raises
+    ``StopSignal`` once everything opened so far is closed.
     """
     from livecam.app import App
     from livecam.console import CommandReader
@@ -279,16 +502,25 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
     printer = StatusPrinter(quiet)
     app.telemetry.add_listener(printer.event)
     stop_requested = threading.Event()
+    received: list[int] = []
+    starting = True
 
     def on_signal(signum: int, _frame: object) -> None:
+        nonlocal starting
+        received.append(signum)
         stop_requested.set()
+        if starting:  # App.start closes what it opened and re-raises
+            starting = False
+            raise StopSignal(signum)
 
     def print_status() -> None:
         printer.status(app.snapshot(recent=True).status_line())
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        log.info("starting: %s", app.describe())
         app.start()
+        starting = False
         if commands:
             CommandReader(app.controls, sys.stdin, printer.message).start()
         windows = window_sinks(app.sinks)
@@ -305,6 +537,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
             print_status()
     finally:
+        starting = False
         hung = app.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -314,6 +547,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
         log.warning("threads that did not stop in time: %s", ", ".join(hung))
     summary = app.snapshot().to_summary()
     summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
+    summary["signal"] = signal.Signals(received[0]).name if received else None
     if cfg.run.stats_json:
         Path(cfg.run.stats_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
@@ -333,15 +567,26 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"wrote {path}")
 
 
+def exit_status(summary: dict[str, Any]) -> int:
+    """0 for a run that ended by itself; 128 + the signal's number after Ctrl-C (130) or
+    SIGTERM (143), the shell convention."""
+    name = summary.get("signal")
+    return 128 + signal.Signals[name] if name else 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    given = given_fields(args)
     if args.save_config:
-        cfg.save(args.save_config)
+        given.pop("output.overwrite", None)  # it is for the config file itself
+    check_options(cfg, given)
+    if args.save_config:
+        cfg.save(args.save_config, overwrite=bool(args.overwrite))
         print(f"wrote {args.save_config}")
         return 0
     summary = run_pipeline(cfg, args.quiet, args.commands)
     print_summary(summary)
-    return 0
+    return exit_status(summary)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -360,9 +605,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="livecam", description="Real-time face swap to a virtual camera."
-    )
+    parser = Parser(prog="livecam", description="Real-time face swap to a virtual camera.")
     parser.add_argument("--version", action="version", version=f"livecam {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
@@ -404,8 +647,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """The ``livecam`` command; returns the exit status: 0 done, 1 a failed check or an
+    unexpected error (a bug), 2 a bad command line, config or start-up problem, 130 / 143
+    after Ctrl-C / SIGTERM. The user never sees a traceback (``-v`` logs an unexpected
+    error's)."""
+    with stop_signals():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as e:
+            print(f"stopped ({'Ctrl-C' if exit_code(e) == 130 else e})", file=sys.stderr)
+            return exit_code(e)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad command line (already printed)
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
@@ -414,5 +672,14 @@ def main(argv: list[str] | None = None) -> int:
         result: int = args.func(args)
         return result
     except LivecamError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(format_error(e), file=sys.stderr)
         return 2
+    except Exception as e:
+        log.debug("unexpected error", exc_info=True)
+        print(
+            f"error: unexpected {type(e).__name__}: {one_line(str(e))}\n"
+            "  fix: this is a bug in LiveCam; please report it with the output of the same "
+            "command run with -v",
+            file=sys.stderr,
+        )
+        return 1

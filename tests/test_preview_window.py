@@ -272,9 +272,9 @@ def start_livecam(args: list[str], display: str) -> subprocess.Popen[str]:
     )
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+def finish(proc: subprocess.Popen[str], code: int = 0) -> tuple[str, str]:
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err[-3000:]
+    assert proc.returncode == code, err[-3000:]
     return out, err
 
 
@@ -306,7 +306,7 @@ def test_a_signal_stops_the_window_and_the_stream(xvfb: str, signum: int) -> Non
     try:
         wait_window(xvfb)
         proc.send_signal(signum)
-        out, err = finish(proc)
+        out, err = finish(proc, 128 + signum)  # 130 after Ctrl-C, 143 after SIGTERM
     finally:
         proc.kill()
     assert "closed by the user" not in err

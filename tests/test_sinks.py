@@ -13,7 +13,7 @@ from framegen import psnr, smooth_frames
 from recording_backend import RecordingStore, register_failing_backend, unregister
 
 from livecam.config import OutputConfig
-from livecam.errors import SinkError
+from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks import (
     AutoSink,
     ImageWriterSink,
@@ -146,26 +146,22 @@ def test_auto_uses_the_virtual_camera_when_it_opens(vcam: RecordingStore) -> Non
     np.testing.assert_array_equal(vcam.frames[-1].frame, frames[-1])
 
 
-def test_auto_falls_back_to_null_with_a_loud_fix(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_auto_without_camera_or_display_is_an_error_with_both_fixes(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     name = register_failing_backend()
     try:
         sink = AutoSink(backend=name)
-        with caplog.at_level(logging.WARNING, logger="livecam.sinks"):
+        with pytest.raises(VirtualCameraUnavailable) as info:
             sink.open(160, 120, 30.0)
     finally:
         unregister(name)
-    assert isinstance(sink.chosen, NullSink) and sink.wants_repeats is False
-    sink.send(smooth_frames(1)[0])
-    assert sink.chosen.frames == 1
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
-    text = warnings[0].getMessage()
-    assert "NO VIRTUAL CAMERA" in text and "null sink" in text
-    assert "simulated driver failure" in text and "fix:" in text
+    assert sink.chosen is None, "frames are never thrown away unseen by a null fallback"
+    text = str(info.value)
+    assert "no virtual camera" in text and "simulated driver failure" in text
+    assert "no preview window" in text
+    assert "display exists" in info.value.hint and "--sink out.mp4" in info.value.hint
     if sys.platform == "linux":
-        assert "sudo modprobe v4l2loopback" in text
-    sink.close()
+        assert "sudo modprobe v4l2loopback" in info.value.hint

@@ -9,7 +9,7 @@ from livecam.config import OutputConfig
 from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
-from livecam.sinks.preview import PreviewWindowSink, window_problem
+from livecam.sinks.preview import PreviewWindowSink
 from livecam.sinks.recorder import IMAGE_SUFFIXES, VIDEO_CODECS, ImageWriterSink, RecorderSink
 from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
@@ -35,10 +35,12 @@ ACCEPTED = (
 
 
 class AutoSink(Sink):
-    """The virtual camera if one opens; else a preview window when a display exists; else null.
+    """The virtual camera if one opens; else a preview window when a display exists.
 
-    Falling back is logged as a loud warning that carries the virtual-camera fix.
-    ``chosen`` is the sink in use after ``open``; ``wants_repeats`` follows it.
+    Falling back to the window is logged as a loud warning that carries the virtual-camera
+    fix; with neither, ``open`` raises VirtualCameraUnavailable with both fixes (frames
+    are never thrown away unseen). ``chosen`` is the sink in use after ``open``;
+    ``wants_repeats`` follows it.
     """
 
     name = "auto"
@@ -58,32 +60,25 @@ class AutoSink(Sink):
         try:
             cam.open(width, height, fps)
         except VirtualCameraUnavailable as e:
-            fallback = self._open_fallback(width, height, fps)
-            log.warning(
-                "NO VIRTUAL CAMERA - apps like OBS, Zoom or Discord will not see LiveCam; "
-                "showing the output in %s instead.\n%s\n  fix: %s",
-                "a preview window"
-                if isinstance(fallback, PreviewWindowSink)
-                else "no window (null sink: frames are discarded)",
-                e.message,
-                e.hint,
-            )
-            self.chosen = fallback
-            return
-        self.chosen = cam
-
-    @staticmethod
-    def _open_fallback(width: int, height: int, fps: float) -> Sink:
-        if window_problem() is None:
             window = PreviewWindowSink()
             try:
                 window.open(width, height, fps)
-                return window
-            except SinkError as e:
-                log.warning("preview window unavailable: %s", e)
-        null = NullSink()
-        null.open(width, height, fps)
-        return null
+            except SinkError as w:
+                raise VirtualCameraUnavailable(
+                    "sink 'auto' has nowhere to show the stream: no virtual camera "
+                    f"({e.message}) and no preview window ({w.message})",
+                    f"install a virtual camera ({e.hint}); or run LiveCam where a display "
+                    "exists for the preview window; or choose --sink out.mp4 to record",
+                ) from None
+            log.warning(
+                "NO VIRTUAL CAMERA - apps like OBS, Zoom or Discord will not see LiveCam; "
+                "showing the output in a preview window instead.\n%s\n  fix: %s",
+                e.message,
+                e.hint,
+            )
+            self.chosen = window
+            return
+        self.chosen = cam
 
     def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         if self.chosen is None:
