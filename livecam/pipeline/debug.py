@@ -7,7 +7,8 @@ import logging
 import cv2
 import numpy as np
 
-from livecam.pipeline.detect import YuNetDetector
+from livecam.errors import ModelError
+from livecam.pipeline.detect import YUNET_FIX, YuNetDetector
 from livecam.pipeline.parts import CPU_ONLY, FrameContext
 from livecam.types import FramePacket
 
@@ -50,6 +51,15 @@ class FaceBoxStage:
             )
         else:
             self._detector = YuNetDetector(model_path, score_threshold)
+            try:  # another ONNX model loads, then fails on its first frame
+                self._detector.warmup()
+            except cv2.error as e:
+                log.debug("YuNet warm-up failed: %s", e)
+                raise ModelError(
+                    f"{model_path} is not a YuNet 2023mar face detector (OpenCV cannot run "
+                    "it as one)",
+                    YUNET_FIX,
+                ) from None
 
     def warmup(self, width: int, height: int) -> None:
         if self._detector is not None:

@@ -79,13 +79,13 @@ def check_swap_config(cfg: SwapConfig) -> None:
     resolve_preset(cfg.preset)
     if cfg.face is None:
         raise ConfigError(
-            "the swap stage needs a source face image (config field 'swap.face')",
-            "pass --face IMG",
+            "the swap stage needs the source face photo (config field 'swap.face')",
+            "add --face PHOTO: a photo of the face to swap in",
         )
     if cfg.select == "reference" and cfg.reference is None:
         raise ConfigError(
-            "face selection 'reference' needs a reference image (config field 'swap.reference')",
-            "pass --reference IMG with a photo of the person whose face to replace",
+            "face selection 'reference' needs the reference photo (config field 'swap.reference')",
+            "add --reference PHOTO: a photo of the person whose face is replaced",
         )
 
 
@@ -111,7 +111,7 @@ def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels
         if cfg.reference is not None and cfg.select == "reference":
             ref = faces.get(cfg.reference, 0, photo_analyzer(parts)).face.embedding
             if ref is None:
-                raise ModelError(f"no identity embedding for the reference face {cfg.reference}")
+                raise ModelError(f"no identity embedding for the reference photo {cfg.reference}")
             selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
         tracker = FaceTracker(
             parts.detector, parts.landmarker, detect_every=cfg.detect_every, smoothing=cfg.smoothing
