@@ -28,6 +28,7 @@ from livecam.errors import (
     LivecamError,
     as_livecam_error,
 )
+from livecam.inputs import input_file_problem
 from livecam.loader import LoaderWorker
 from livecam.pipeline.runner import InferenceWorker, LiveState
 from livecam.pipeline.stage import Stage, report_providers
@@ -193,10 +194,9 @@ class Controls:
     def set_face(self, path: str | Path, face_index: int | None = None) -> Change:
         """Swap in another source face (photo ``path``; ``face_index`` for group photos)."""
         p = Path(path).expanduser()
-        if not p.is_file():
-            raise FaceSourceError(
-                f"source face image {p} does not exist", "choose an existing photo file"
-            )
+        problem = input_file_problem(str(p))
+        if problem is not None:
+            raise FaceSourceError(f"the source face photo {p} {problem}", "choose a photo file")
         if face_index is not None and face_index < 0:
             raise ConfigError(f"face index {face_index} is negative", "use 0 or more")
         return self._rebuild(f"face {p.name}", {"face": str(p), "face_index": face_index})
@@ -212,10 +212,9 @@ class Controls:
         changes: dict[str, Any] = {"select": mode}
         if reference is not None:
             ref = Path(reference).expanduser()
-            if not ref.is_file():
-                raise FaceSourceError(
-                    f"reference image {ref} does not exist", "choose an existing photo file"
-                )
+            problem = input_file_problem(str(ref))
+            if problem is not None:
+                raise FaceSourceError(f"the reference photo {ref} {problem}", "choose a photo file")
             changes["reference"] = str(ref)
         return self._rebuild(f"select {mode}", changes)
 
