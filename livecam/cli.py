@@ -532,7 +532,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
                 lambda: stop_requested.is_set() or app.wait(0),
                 tick=print_status,
                 tick_s=cfg.run.status_interval_s,
-                fps=lambda: app.snapshot(recent=True).fps_out,
+                stats=lambda: app.snapshot(recent=True),
             )
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
             print_status()

@@ -33,7 +33,16 @@ from livecam.sinks.preview import (
     window_problem,
 )
 from livecam.sources.image import load_image_bgr
-from ui.preview_window import PreviewWindow, fit_rect, initial_size, run_preview
+from livecam.telemetry import Percentiles, Snapshot, Telemetry
+from ui.preview_window import (
+    INFO_MARGIN,
+    PreviewWindow,
+    fit_rect,
+    info_text,
+    initial_size,
+    render_text,
+    run_preview,
+)
 
 LINUX = sys.platform.startswith("linux")
 
@@ -135,6 +144,64 @@ def test_closing_quietly_is_not_a_user_close(qtbot: QtBot) -> None:
     assert not handoff.user_closed.is_set() and not window.isVisible()
 
 
+def snapshot(fps_out: float, p50: float, p99: float, dropped: int) -> Snapshot:
+    return Snapshot(
+        elapsed_s=1.0,
+        frames_in=30,
+        frames_out=30,
+        repeats=0,
+        dropped=dropped,
+        fps_in=30.0,
+        fps_out=fps_out,
+        latency_ms=Percentiles(p50, p99),
+        stages_ms={},
+        rss_mb=100.0,
+        gpu=None,
+        events=0,
+    )
+
+
+def test_info_text_names_fps_latency_and_drops() -> None:
+    assert info_text(snapshot(29.97, 41.4, 88.6, 3)) == (
+        "30.0 fps | latency 41 ms (p99 89) | drops 3"
+    )
+    assert "latency n/a" in info_text(
+        Snapshot(**{**snapshot(0, 0, 0, 0).__dict__, "latency_ms": None})
+    )
+
+
+def test_the_info_corner_shows_fps_and_latency_and_i_toggles_it(qtbot: QtBot) -> None:
+    """The corner is drawn over the frame (white text on a dark box) until ``i`` is pressed;
+    a second ``i`` brings it back. The title carries the fps."""
+    handoff = FrameHandoff()
+    readings = [snapshot(24.0, 35.0, 60.0, 0)]
+    window = PreviewWindow(handoff, "t", size=(320, 240), stats=lambda: readings[-1])
+    qtbot.addWidget(window)
+    window.show()
+    handoff.put(np.full((240, 320, 3), 128, np.uint8))
+    qtbot.waitUntil(lambda: window.frames_shown >= 1)
+    window.update_info()
+    assert window.info == "24.0 fps | latency 35 ms (p99 60) | drops 0"
+    assert window.windowTitle() == "t - 24.0 fps"
+    box = render_text(window.info)
+    h, w = box.shape[:2]
+    x, y = INFO_MARGIN, INFO_MARGIN
+
+    def corner() -> np.ndarray:
+        return grab_bgr(window)[y : y + h, x : x + w].astype(int)
+
+    shown = corner()
+    assert shown.max() > 200 and shown.min() < 60, "white text on a dark box over gray"
+    assert np.abs(grab_bgr(window)[200:, 200:].astype(int) - 128).max() <= 2, "rest untouched"
+    qtbot.keyClick(window, Qt.Key.Key_I)
+    assert not window.show_info and np.abs(corner() - 128).max() <= 2
+    qtbot.keyClick(window, Qt.Key.Key_I)
+    assert window.show_info and np.array_equal(corner(), shown)
+    readings.append(snapshot(30.0, 20.0, 30.0, 2))
+    window.update_info()
+    assert window.info == "30.0 fps | latency 20 ms (p99 30) | drops 2"
+
+
 def test_initial_size_fits_the_screen() -> None:
     assert initial_size((640, 480), QRect(0, 0, 1920, 1080)) == (640, 480)
     assert initial_size((1920, 1080), QRect(0, 0, 1280, 720)) == (1152, 648)
@@ -181,6 +248,20 @@ def test_run_preview_until_the_stream_ends(
     feeder.join()
     assert 0 < shown <= 60 and ticks
     assert not window_sink.closed  # the stream ended; the user did not close it
+
+
+def test_run_preview_deletes_its_windows_and_timers_on_the_gui_thread(
+    qapp: QApplication, window_sink: PreviewWindowSink
+) -> None:
+    """Nothing of the preview outlives ``run_preview``: a window kept alive by its signal
+    connections would be destroyed by the garbage collector on a pipeline thread, where Qt
+    warns "Timers cannot be stopped from another thread"."""
+    stop = threading.Event()
+    feeder = feed(window_sink, 20, stop)
+    telemetry = Telemetry()
+    run_preview([window_sink], lambda: not feeder.is_alive(), stats=telemetry.snapshot)
+    feeder.join()
+    assert not [w for w in qapp.topLevelWidgets() if isinstance(w, PreviewWindow)]
 
 
 def test_run_preview_returns_when_the_user_closes_the_window(
@@ -259,10 +340,18 @@ def test_missing_plugin_libraries_are_named_with_their_apt_packages() -> None:
 # ------------------------------------------------ the whole path on Xvfb (child processes)
 
 
-def start_livecam(args: list[str], display: str) -> subprocess.Popen[str]:
+#: what Qt prints about fonts and timers (on a bare Xvfb, and when a window dies on the
+#: wrong thread); a LiveCam run prints none of it
+QT_WARNINGS = re.compile(r"QFont|qt\.qpa\.fonts|Timers cannot|QObject::|QBasicTimer")
+
+
+def start_livecam(
+    args: list[str], display: str, env_extra: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     require_windows(display)
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
     env["DISPLAY"] = display
+    env.update(env_extra or {})
     return subprocess.Popen(
         [sys.executable, "-m", "livecam", "run", *args],
         env=env,
@@ -300,15 +389,28 @@ def test_window_on_screen_shows_the_frames_and_escape_ends_the_stream(
     assert re.search(r"frames in \d+, out \d+", out)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_stops_the_window_and_the_stream(xvfb: str, signum: int) -> None:
-    proc = start_livecam(["--source", "synthetic", "--size", "320x240", "--sink", "window"], xvfb)
+@pytest.mark.parametrize(("signum", "fonts"), [(signal.SIGINT, "system"), (signal.SIGTERM, "none")])
+def test_a_signal_stops_the_window_and_the_stream(
+    xvfb: str, tmp_path: Path, signum: int, fonts: str
+) -> None:
+    """Also: no Qt warning on stderr, even when fontconfig finds no font at all (a bare
+    Xvfb), while the fps/latency corner is drawn."""
+    env = {}
+    if fonts == "none":
+        empty = tmp_path / "fonts.conf"
+        empty.write_text('<?xml version="1.0"?>\n<fontconfig></fontconfig>\n')
+        env["FONTCONFIG_FILE"] = str(empty)
+    proc = start_livecam(
+        ["--source", "synthetic", "--size", "320x240", "--sink", "window"], xvfb, env
+    )
     try:
         wait_window(xvfb)
+        time.sleep(1.5)  # the info corner is refreshed twice a second
         proc.send_signal(signum)
         out, err = finish(proc, 128 + signum)  # 130 after Ctrl-C, 143 after SIGTERM
     finally:
         proc.kill()
+    assert not QT_WARNINGS.search(err), err
     assert "closed by the user" not in err
     match = re.search(r"frames in (\d+), out (\d+)", out)
     assert match is not None and int(match[2]) > 0, out

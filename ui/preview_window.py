@@ -4,6 +4,12 @@ The output thread never waits on the GUI: it only stores the newest frame in the
 hand-off, which a QTimer polls here. ``run_preview`` runs the event loop until every window
 is closed or ``done()`` says the stream ended or a stop was requested; the poll timers keep
 the Python interpreter running so Ctrl-C / SIGTERM handlers are served within ~50 ms.
+
+The window shows the output fps and the glass-to-glass latency in a corner (``i`` hides or
+shows them). That text is drawn by OpenCV's built-in vector font, so the window needs no
+system font (none under a bare Xvfb, where Qt warns about fonts). Every window and timer is
+stopped and deleted on this GUI thread before ``run_preview`` returns, never later by the
+garbage collector on a pipeline thread (Qt: "Timers cannot be stopped from another thread").
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+import cv2
 import numpy as np
-from PySide6.QtCore import QEventLoop, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QCloseEvent,
     QColor,
@@ -26,15 +33,35 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication, QWidget
 
 from livecam.sinks.preview import FrameHandoff, PreviewWindowSink
+from livecam.telemetry import Snapshot
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)
 
 CLOSE_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_Q)
+INFO_KEY = Qt.Key.Key_I  # hides / shows the fps and latency
 #: how often ``done()`` is asked (and Python signal handlers get to run)
 DONE_POLL_MS = 50
-#: how often the title's fps is refreshed
+#: how often the title's fps and the info text are refreshed
 TITLE_MS = 500
+INFO_MARGIN = 8  # px between the info box and the window's corner
+
+
+def info_text(snapshot: Snapshot) -> str:
+    """The preview's info line: output fps, latency p50/p99 and drops."""
+    lat = snapshot.latency_ms
+    latency = f"latency {lat.p50:.0f} ms (p99 {lat.p99:.0f})" if lat else "latency n/a"
+    return f"{snapshot.fps_out:.1f} fps | {latency} | drops {snapshot.dropped}"
+
+
+def render_text(text: str, scale: float = 0.5) -> Frame:
+    """``text`` in white on a black box, as a BGR frame (OpenCV's Hershey font: no system
+    font needed)."""
+    font, thickness, pad = cv2.FONT_HERSHEY_SIMPLEX, 1, 6
+    (w, h), baseline = cv2.getTextSize(text, font, scale, thickness)
+    box = np.zeros((h + baseline + 2 * pad, w + 2 * pad, 3), np.uint8)
+    cv2.putText(box, text, (pad, pad + h), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+    return box
 
 
 def fit_rect(width: int, height: int, area: QRect) -> QRect:
@@ -56,6 +83,8 @@ class PreviewWindow(QWidget):
 
     ``frames_shown`` counts distinct frames painted. Esc, q or the close button close the
     window and mark the hand-off closed by the user; ``close_quietly`` closes it without.
+    With ``stats`` (telemetry readings), the title shows the fps and the top-left corner
+    the fps, latency and drops; ``i`` toggles that corner (``show_info``).
     """
 
     closed_by_user = Signal()
@@ -66,13 +95,17 @@ class PreviewWindow(QWidget):
         title: str = "LiveCam",
         size: tuple[int, int] = (640, 480),
         poll_ms: int = 5,
-        fps: Callable[[], float] | None = None,
+        stats: Callable[[], Snapshot] | None = None,
     ) -> None:
         super().__init__()
         self.handoff = handoff
         self.title = title
         self.frames_shown = 0
-        self._fps = fps
+        self.show_info = True
+        self.info = ""  # the info text shown (empty until the first reading)
+        self._stats = stats
+        self._info_pixels: Frame | None = None  # keeps the array behind _info_image alive
+        self._info_image: QImage | None = None
         self._number = 0  # number of the frame held, from the hand-off
         self._painted = 0  # number of the last frame painted
         self._frame: Frame | None = None  # keeps the array alive while _image points into it
@@ -85,8 +118,8 @@ class PreviewWindow(QWidget):
         self._poll.timeout.connect(self.poll)
         self._poll.start(poll_ms)
         self._title_timer = QTimer(self)
-        self._title_timer.timeout.connect(self._update_title)
-        if fps is not None:
+        self._title_timer.timeout.connect(self.update_info)
+        if stats is not None:
             self._title_timer.start(TITLE_MS)
 
     def poll(self) -> None:
@@ -113,19 +146,37 @@ class PreviewWindow(QWidget):
             painter.drawImage(
                 fit_rect(self._image.width(), self._image.height(), self.rect()), self._image
             )
+            if self.show_info and self._info_image is not None:
+                painter.setOpacity(0.75)
+                painter.drawImage(QPoint(INFO_MARGIN, INFO_MARGIN), self._info_image)
         finally:
             painter.end()
         if self._number != self._painted:
             self._painted = self._number
             self.frames_shown += 1
 
-    def _update_title(self) -> None:
-        if self._fps is not None:
-            self.setWindowTitle(f"{self.title} - {self._fps():.1f} fps")
+    def update_info(self) -> None:
+        """Read ``stats`` once: the title's fps and the corner's text."""
+        if self._stats is None:
+            return
+        snapshot = self._stats()
+        self.setWindowTitle(f"{self.title} - {snapshot.fps_out:.1f} fps")
+        text = info_text(snapshot)
+        if text != self.info:
+            self.info = text
+            pixels = render_text(text)
+            h, w = pixels.shape[:2]
+            self._info_pixels = pixels
+            self._info_image = QImage(pixels.data, w, h, w * 3, QImage.Format.Format_BGR888)
+            if self.show_info:
+                self.update()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if event.key() in CLOSE_KEYS:
             self.close()
+        elif event.key() == INFO_KEY:
+            self.show_info = not self.show_info
+            self.update()
         else:
             super().keyPressEvent(event)
 
@@ -150,18 +201,19 @@ def run_preview(
     *,
     tick: Callable[[], None] | None = None,
     tick_s: float = 1.0,
-    fps: Callable[[], float] | None = None,
+    stats: Callable[[], Snapshot] | None = None,
 ) -> int:
     """Show one window per sink on this (the main) thread; return when every window was
     closed or ``done()`` is True. ``tick`` runs every ``tick_s`` (the CLI's status line);
-    ``fps`` feeds the title. Returns the number of frames the windows showed."""
+    ``stats`` feeds the title and the fps/latency corner. Returns the number of frames the
+    windows showed; every window and timer is deleted (on this thread) before it returns."""
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "livecam"])
     loop = QEventLoop()
     windows = []
     for sink in sinks:
         poll_ms = max(2, min(20, int(500 / sink.fps))) if sink.fps > 0 else 5
         size = initial_size(sink.size, QGuiApplication.primaryScreen().availableGeometry())
-        window = PreviewWindow(sink.handoff, sink.title, size, poll_ms, fps)
+        window = PreviewWindow(sink.handoff, sink.title, size, poll_ms, stats)
         windows.append(window)
 
     def check() -> None:
@@ -178,12 +230,17 @@ def run_preview(
         if windows and not done():
             loop.exec()
     finally:
+        shown = sum(w.frames_shown for w in windows)
         for t in timers:
             t.stop()
-        shown = sum(w.frames_shown for w in windows)
+            t.deleteLater()
         for window in windows:
             window.close_quietly()
             window.deleteLater()
+        # delete them now, here: deleteLater alone waits for an event loop that may never
+        # run again, and a window kept alive by its signal connections would be destroyed
+        # by the garbage collector on whichever thread runs it
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         app.processEvents()
     log.info("preview window showed %d frames", shown)
     return shown
