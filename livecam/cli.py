@@ -11,7 +11,6 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn, get_args
 
@@ -29,10 +28,16 @@ from livecam.config import (
 )
 from livecam.errors import ConfigError, LivecamError, format_error, one_line
 from livecam.inputs import input_file_problem
+from livecam.playback import expected_frames
+from livecam.progress import Progress, frames_done
 from livecam.signals import StopSignal, exit_code, stop_signals
+from livecam.sources.cv_capture import quiet_ffmpeg_logs
 from livecam.types import Event
+from livecam.userfiles import check_output_path, write_new_file
 
 log = logging.getLogger("livecam")
+
+PROGRESS_INTERVAL_S = 0.25  # how often a progress bar is redrawn
 
 SOURCE_HELP = (
     "camera[:N] (webcam N, default 0) | screen[:N] (monitor N) | screen:x,y,w,h (a region) | "
@@ -74,11 +79,28 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     src.add_argument("--source", metavar="SPEC", help=SOURCE_HELP)
     src.add_argument("--fps", type=float, help="requested capture rate (default 30)")
     src.add_argument("--size", type=_size, metavar="WxH", help="frame size, e.g. 1280x720")
-    src.add_argument(
+    pace = src.add_mutually_exclusive_group()
+    pace.add_argument(
         "--unpaced",
         action="store_true",
         default=None,
-        help="deliver frames as fast as possible (benchmarks); no repeats",
+        help="deliver frames as fast as possible, no repeats (benchmarks; the default for a "
+        "video file whose sinks are all files: a conversion keeps every frame and the file's "
+        "timing)",
+    )
+    pace.add_argument(
+        "--realtime",
+        dest="unpaced",
+        action="store_const",
+        const=False,
+        help="play a video file at its own speed, like a camera (the newest frame wins); the "
+        "default when a sink is a virtual camera or a window",
+    )
+    src.add_argument(
+        "--loop",
+        action="store_true",
+        default=None,
+        help="video file: start again at its end (default: play it once, then stop)",
     )
     src.add_argument(
         "--camera-backend",
@@ -135,7 +157,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--lossless",
         action="store_true",
         default=None,
-        help="never drop frames: slow the source down instead (offline rendering)",
+        help="never drop frames: slow the source down instead (offline rendering; the "
+        "default for a video file converted to files)",
     )
     swap = p.add_argument_group("face swap")
     swap.add_argument("--face", metavar="IMG", help="source face image to swap in")
@@ -218,6 +241,7 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "source.fps": ("--fps", "fps"),
         "source.size": ("--size", "size"),
         "source.unpaced": ("--unpaced", "unpaced"),
+        "source.loop": ("--loop", "loop"),
         "source.camera_backend": ("--camera-backend", "camera_backend"),
         "source.mjpg": ("--no-mjpg", "mjpg"),
         "source.face_motion": ("--face-motion", "face_motion"),
@@ -374,6 +398,12 @@ SCOPES = (
         "swap.select = 'reference'",
     ),
     Scope(
+        ("source.loop",),
+        lambda c: source_file(c.source.spec) is not None,
+        "a video file (--source clip.mp4)",
+        "a video file in source.spec",
+    ),
+    Scope(
         ("buffer.batch_limit",),
         lambda c: c.buffer.lossless or source_file(c.source.spec) is not None,
         "--lossless (or a video file --source)",
@@ -459,19 +489,35 @@ class StatusPrinter:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
+        self.progress: Progress | None = None  # a progress bar shown instead of the status
         self._lock = threading.Lock()
         self._ticks = 0
 
     def event(self, event: Event) -> None:
-        with self._lock:
-            prefix = "\n" if self.tty and not self.quiet else ""
-            print(f"{prefix}{event}", file=sys.stderr, flush=True)
+        self.message(str(event))
 
     def message(self, text: str) -> None:
         """A line for the user (a command's error or help), printed at once."""
         with self._lock:
+            if self.progress is not None:
+                self.progress.write(text)
+                return
             prefix = "\n" if self.tty and not self.quiet else ""
             print(f"{prefix}{text}", file=sys.stderr, flush=True)
+
+    def show_progress(self, total: int | None, label: str) -> Progress | None:
+        """Show a progress bar with ETA for ``total`` frames instead of the status line
+        (on a terminal, not quiet, length known); the bar, or None when not shown."""
+        if total is None or self.quiet or not self.tty:
+            return None
+        self.progress = Progress(total, label, sys.stderr)
+        return self.progress
+
+    def end_progress(self, done: int) -> None:
+        progress, self.progress = self.progress, None
+        if progress is not None:
+            progress.update(done)
+            progress.close()
 
     def status(self, line: str) -> None:
         if self.quiet:
@@ -524,6 +570,15 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
         if commands:
             CommandReader(app.controls, sys.stdin, printer.message).start()
         windows = window_sinks(app.sinks)
+        source = app.source
+        if source is not None and not windows:
+            label = source.media_path.name if source.media_path is not None else source.name
+            bar = printer.show_progress(expected_frames(cfg, source), label)
+            while bar is not None and not stop_requested.is_set():
+                bar.update(frames_done(app.snapshot(recent=True)))
+                if app.wait(PROGRESS_INTERVAL_S):
+                    break
+            printer.end_progress(frames_done(app.snapshot(recent=True)))
         if windows:
             from ui.preview_window import run_preview
 
@@ -538,6 +593,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
             print_status()
     finally:
         starting = False
+        printer.end_progress(0)
         hung = app.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -548,8 +604,17 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
     summary = app.snapshot().to_summary()
     summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
     summary["signal"] = signal.Signals(received[0]).name if received else None
+    summary["errors"] = [app.failure] if app.failure else []
     if cfg.run.stats_json:
-        Path(cfg.run.stats_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        try:
+            data = json.dumps(summary, indent=2).encode("utf-8")
+            stats = write_new_file(cfg.run.stats_json, data, overwrite=cfg.output.overwrite)
+            summary["files"].append(str(stats))
+        except OSError as e:
+            summary["errors"].append(
+                f"the stats file {cfg.run.stats_json} (--stats-json) was not written: "
+                f"{e.strerror or e}"
+            )
     return summary
 
 
@@ -565,13 +630,18 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"  stage {name}: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
     for path in summary.get("files", []):
         print(f"wrote {path}")
+    for error in summary.get("errors", []):
+        print(f"error: {one_line(error)}", file=sys.stderr)
 
 
 def exit_status(summary: dict[str, Any]) -> int:
     """0 for a run that ended by itself; 128 + the signal's number after Ctrl-C (130) or
-    SIGTERM (143), the shell convention."""
+    SIGTERM (143), the shell convention; 1 when an output failed (``errors``: every sink
+    failed, or a file could not be written)."""
     name = summary.get("signal")
-    return 128 + signal.Signals[name] if name else 0
+    if name:
+        return 128 + signal.Signals[name]
+    return 1 if summary.get("errors") else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -584,6 +654,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg.save(args.save_config, overwrite=bool(args.overwrite))
         print(f"wrote {args.save_config}")
         return 0
+    if cfg.run.stats_json is not None:  # checked now, not found out after the run
+        where = "--stats-json" if "run.stats_json" in given else "config field 'run.stats_json'"
+        check_output_path(cfg.run.stats_json, where)
     summary = run_pipeline(cfg, args.quiet, args.commands)
     print_summary(summary)
     return exit_status(summary)
@@ -668,6 +741,8 @@ def _main(argv: list[str] | None) -> int:
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not getattr(args, "verbose", False):
+        quiet_ffmpeg_logs()
     try:
         result: int = args.func(args)
         return result

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from livecam.cli import print_summary, run_pipeline
+from livecam.cli import exit_status, print_summary, run_pipeline
 from livecam.config import Config
 from livecam.errors import LivecamError
 
@@ -78,4 +78,4 @@ def run_demo(args: argparse.Namespace) -> int:
     with demo_portraits() as (face, target):
         summary = run_pipeline(demo_config(args.output, frames, window, face, target))
     print_summary(summary)
-    return 0
+    return exit_status(summary)

@@ -367,3 +367,18 @@ def test_recordings_and_images_get_the_users_normal_permissions(
         os.umask(previous)
     for name in ("clip.mp4", "clip.avi", "last.png"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+
+
+def test_an_avi_recording_says_the_sound_is_not_recorded(
+    tmp_path: Path, testdata: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clip = testdata / "video" / "openmpf_video_01_short_h264_aac.mp4"
+    sink = RecorderSink(tmp_path / "clip.avi")
+    sink.take_audio_from(clip)
+    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recorder"):
+        record(sink, smooth_frames(3), fps_in=None)
+    assert sink.audio is None and "NOT RECORDED" in caplog.text and ".mp4 or .mkv" in caplog.text
+    silent = RecorderSink(tmp_path / "silent.mp4")
+    silent.take_audio_from(tmp_path / "clip.avi")  # a file without sound: nothing to carry
+    record(silent, smooth_frames(3), fps_in=None)
+    assert silent.audio is None

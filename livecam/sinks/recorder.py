@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from livecam.errors import SinkError
+from livecam.sinks.audio import AudioTrack, has_audio
 from livecam.sinks.base import Sink
 from livecam.types import Frame
 from livecam.userfiles import OutputFile
@@ -85,57 +86,96 @@ class Timeline:
 
 class _Writer(Protocol):
     encoder: str
+    audio: AudioTrack | None
 
     def write(self, frame: Frame, pts: int) -> None: ...
 
-    def finish(self) -> None: ...
+    def finish(self, end_s: float) -> None: ...
 
     def abort(self) -> None: ...
 
 
 class _PyAVWriter:
-    """H.264 yuv420p through PyAV; frames carry their own presentation timestamps."""
+    """H.264 yuv420p through PyAV; frames carry their own presentation timestamps.
+
+    ``audio_from``: a media file whose sound goes into the recording too (see
+    ``livecam.sinks.audio``); when it cannot be carried, the video is recorded without it
+    and a warning says why.
+    """
 
     def __init__(
-        self, tmp: Path, fmt: str, size: tuple[int, int], fps: float, encoders: tuple[str, ...]
+        self,
+        tmp: Path,
+        fmt: str,
+        size: tuple[int, int],
+        fps: float,
+        encoders: tuple[str, ...],
+        audio_from: Path | None = None,
     ) -> None:
         self.size = size
+        self.audio: AudioTrack | None = None
         failures: list[str] = []
         for name in encoders:
             if name not in av.codecs_available:
                 failures.append(f"{name}: not in this FFmpeg build")
                 continue
-            container = av.open(str(tmp), "w", format=fmt)
             try:
-                stream: Any = container.add_stream(name, rate=Fraction(fps).limit_denominator(1001))
-                stream.width, stream.height = size
-                stream.pix_fmt = "yuv420p"
-                stream.time_base = TIME_BASE
-                stream.codec_context.time_base = TIME_BASE
-                if name == "libx264":
-                    stream.options = {"preset": "veryfast", "crf": "21"}
-                stream.codec_context.open()
+                self._open(tmp, fmt, name, fps, audio_from)
             except Exception as e:
-                failures.append(f"{name}: {e}")
-                _quietly(container.close)
-                continue
-            self.container, self.stream, self.encoder = container, stream, name
+                if audio_from is None:
+                    failures.append(f"{name}: {e}")
+                    continue
+                try:  # was it the sound?
+                    self._open(tmp, fmt, name, fps, None)
+                except Exception:
+                    failures.append(f"{name}: {e}")
+                    continue
+                log.warning("the sound of %s is NOT RECORDED: %s", audio_from, e)
+            self.encoder = name
             return
         tmp.unlink(missing_ok=True)
         raise SinkError("no H.264 encoder could be opened: " + "; ".join(failures))
+
+    def _open(self, tmp: Path, fmt: str, name: str, fps: float, audio_from: Path | None) -> None:
+        container = av.open(str(tmp), "w", format=fmt)
+        audio = None
+        try:
+            stream: Any = container.add_stream(name, rate=Fraction(fps).limit_denominator(1001))
+            stream.width, stream.height = self.size
+            stream.pix_fmt = "yuv420p"
+            stream.time_base = TIME_BASE
+            stream.codec_context.time_base = TIME_BASE
+            if name == "libx264":
+                stream.options = {"preset": "veryfast", "crf": "21"}
+            stream.codec_context.open()
+            if audio_from is not None:
+                audio = AudioTrack(audio_from, container, fmt)
+            container.start_encoding()  # the header: fails here if a stream does not fit
+        except Exception:
+            if audio is not None:
+                _quietly(audio.close)
+            _quietly(container.close)
+            raise
+        self.container, self.stream, self.audio = container, stream, audio
 
     def write(self, frame: Frame, pts: int) -> None:
         picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
         picture.pts, picture.time_base = pts, TIME_BASE
         for packet in self.stream.encode(picture):
             self.container.mux(packet)
+        if self.audio is not None:
+            self.audio.mux_until(float(pts * TIME_BASE))
 
-    def finish(self) -> None:
+    def finish(self, end_s: float) -> None:
         for packet in self.stream.encode():
             self.container.mux(packet)
+        if self.audio is not None:
+            self.audio.finish(end_s)
         self.container.close()
 
     def abort(self) -> None:
+        if self.audio is not None:
+            _quietly(self.audio.close)
         _quietly(self.container.close)
 
 
@@ -151,6 +191,7 @@ class _OpenCVWriter:
             tmp.unlink(missing_ok=True)
             raise SinkError(f"OpenCV could not open a {fourcc} writer")
         self.encoder = fourcc
+        self.audio: AudioTrack | None = None  # OpenCV writes no sound
         self.period = float(1 / (TIME_BASE * Fraction(fps).limit_denominator(1_000_000)))
         self.periods_written = 0
         self._held: tuple[Frame, int] | None = None  # the last frame and its period index
@@ -168,7 +209,7 @@ class _OpenCVWriter:
             self.writer.write(frame)
         self.periods_written += max(periods, 0)
 
-    def finish(self) -> None:
+    def finish(self, end_s: float) -> None:
         if self._held is not None:
             self._put(self._held[0], 1)
             self._held = None
@@ -191,6 +232,9 @@ class RecorderSink(Sink):
     ``close`` succeeds; ``target`` is the name it gets (a new one with a timestamp when the
     requested file exists and ``overwrite`` is False). Any write or encoder failure raises
     SinkError, the temporary file is removed and nothing claims success.
+
+    In a conversion of a video file (``take_audio_from``), the file's sound is recorded
+    too (H.264 recordings, i.e. .mp4 and .mkv; see ``livecam.sinks.audio``).
     """
 
     name = "recorder"
@@ -229,6 +273,11 @@ class RecorderSink(Sink):
         self._tmp: Path | None = None
         self._size = (0, 0)
         self._timeline = Timeline(30.0)
+        self.audio_from: Path | None = None  # a media file whose sound is recorded too
+        self.audio: str | None = None  # e.g. "aac copied", once open with sound
+
+    def take_audio_from(self, path: Path) -> None:
+        self.audio_from = path if has_audio(path) else None
 
     def open(self, width: int, height: int, fps: float) -> None:
         self.close()
@@ -250,21 +299,30 @@ class RecorderSink(Sink):
         self._out, self._tmp = out, tmp
         self._timeline = Timeline(fps)
         self.encoder = self._writer.encoder
+        self.audio = _describe_audio(self._writer)
         self.frames_written = 0
         log.info(
-            "recording %dx%d (%g fps nominal) to %s with %s",
+            "recording %dx%d (%g fps nominal) to %s with %s%s",
             width,
             height,
             fps,
             self.target,
             self.encoder,
+            f", sound {self.audio}" if self.audio else "",
         )
 
     def _open_writer(self, tmp: Path, size: tuple[int, int], fps: float) -> _Writer:
         try:
             if self.codec == "h264":
                 fmt = _AV_FORMATS[self.path.suffix.lower()]
-                return _PyAVWriter(tmp, fmt, _even(size), fps, self.h264_encoders)
+                return _PyAVWriter(tmp, fmt, _even(size), fps, self.h264_encoders, self.audio_from)
+            if self.audio_from is not None:
+                log.warning(
+                    "the sound of %s is NOT RECORDED: %s recordings (through OpenCV) have "
+                    "no sound; record to .mp4 or .mkv for sound",
+                    self.audio_from,
+                    self.codec,
+                )
             return _OpenCVWriter(
                 tmp, self.codec.upper() if self.codec == "mjpg" else "mp4v", size, fps
             )
@@ -321,7 +379,7 @@ class RecorderSink(Sink):
             log.info("no frame reached the recorder: %s was not written", self.target)
             return
         try:
-            writer.finish()
+            writer.finish(self._timeline.duration_s)
             if not tmp.exists() or tmp.stat().st_size == 0:
                 raise FileNotFoundError(f"{tmp} is missing or empty after writing")
             out.commit(tmp)
@@ -330,11 +388,12 @@ class RecorderSink(Sink):
         self.written = self.target
         self._writer = self._tmp = self._out = None
         log.info(
-            "recorded %d frames (%.1f s) to %s (%s)",
+            "recorded %d frames (%.1f s) to %s (%s%s)",
             self.frames_written,
             self._timeline.duration_s,
             self.target,
             self.encoder,
+            f", sound {self.audio}" if self.audio else "",
         )
 
     def _fail(self, error: Exception) -> None:
@@ -352,6 +411,14 @@ class RecorderSink(Sink):
             f"{error}; nothing was saved",
             "check that the folder still exists and the disk has room",
         ) from error
+
+
+def _describe_audio(writer: _Writer) -> str | None:
+    """``aac copied`` / ``pcm_s16le as AAC`` for a writer that records sound, else None."""
+    audio = writer.audio
+    if audio is None:
+        return None
+    return f"{audio.codec} copied" if audio.copied else f"{audio.codec} as AAC"
 
 
 def _even(size: tuple[int, int]) -> tuple[int, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import threading
 from abc import abstractmethod
 from typing import Any
@@ -17,6 +18,14 @@ from livecam.sources.image import fit_frame, to_bgr8
 from livecam.types import Frame
 
 RawFrame = npt.NDArray[Any]
+
+
+def quiet_ffmpeg_logs() -> None:
+    """Keep FFmpeg's own messages (printed by OpenCV's video reader every time a damaged
+    file is opened, e.g. at each retry) off the terminal: LiveCam reports every failure
+    itself, with the file and a fix. Works only before the first VideoCapture of the
+    process (entry points call it); a level the user set in OPENCV_FFMPEG_LOGLEVEL wins."""
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
 
 
 def file_fps(cap: cv2.VideoCapture, fallback: float) -> float:
