@@ -691,9 +691,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     demo = sub.add_parser(
         "demo",
-        help="swap a bundled portrait onto another, offline (no downloads)",
-        description="Swap assets/grace_hopper.jpg onto an animated assets/astronaut.png; shows "
-        "a window when a display exists, else writes demo.mp4.",
+        help="put the face of one bundled portrait onto another, offline (no downloads)",
+        description="Put the face from grace_hopper.jpg (the source face) onto astronaut.png "
+        "(the target, animated like a head on a webcam): the astronaut's face is replaced. "
+        "Both portraits ship with LiveCam (assets/). Shows a window when a display exists, "
+        "else writes demo.mp4.",
     )
     demo.add_argument("--output", default="demo.mp4", help="video written when headless")
     demo.add_argument(

@@ -198,3 +198,15 @@ def test_every_number_is_bounded(data: dict, field: str, allowed: str) -> None:
     with pytest.raises(ConfigError) as info:
         Config.from_dict(data)
     assert info.value.field == field and allowed in (info.value.allowed or "")
+
+
+def test_demo_help_names_the_source_face_and_the_target_the_right_way_round() -> None:
+    """The face of SOURCE_FACE goes onto TARGET (whose face is replaced), as the demo does."""
+    from livecam.demo import SOURCE_FACE, TARGET, demo_config
+
+    demo_parser = build_parser()._subparsers._group_actions[0].choices["demo"]  # type: ignore[union-attr]
+    text = " ".join(demo_parser.format_help().split())
+    assert f"the face from {SOURCE_FACE} (the source face) onto {TARGET} (the target" in text
+    cfg = demo_config("x.mp4", 3, False, Path(SOURCE_FACE), Path(TARGET))
+    assert Path(cfg.swap.face or "").name == SOURCE_FACE
+    assert Path(cfg.source.face_motion or "").name == TARGET
