@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import struct
 import zlib
 from pathlib import Path
@@ -14,7 +15,9 @@ import pytest
 
 from livecam.config import SourceConfig
 from livecam.errors import FrameFormatError, SourceError
+from livecam.sources.base import Source
 from livecam.sources.image import ImageSource, fit_frame, load_image_bgr, make_even, to_bgr8
+from livecam.sources.synthetic import SyntheticSource
 from livecam.types import validate_frame
 
 
@@ -95,6 +98,31 @@ def test_image_source_fits_requested_size(testdata: Path) -> None:
     )
     src.open()
     assert src.read().shape == (360, 640, 3)
+
+
+@pytest.mark.parametrize("kind", ["image", "face-motion"])
+def test_a_huge_still_is_scaled_down_once_with_a_warning(
+    testdata: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Without --size, a 3000x2171 group photo becomes a 1920 px stream (scaled at open,
+    not per frame); with --size it is fitted to that size as before."""
+    photo = testdata / "faces" / "group_solvay_conference_1927.png"
+    src: Source = (
+        ImageSource(photo)
+        if kind == "image"
+        else SyntheticSource(SourceConfig(spec="synthetic", face_motion=str(photo)))
+    )
+    with caplog.at_level(logging.WARNING, logger="livecam.sources.image"):
+        src.open()
+        frames = [src.read() for _ in range(3)]
+    src.close()
+    assert all(f.shape == (1388, 1920, 3) for f in frames)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "3000x2171" in warnings[0] and "--size" in warnings[0]
+    assert photo.name in warnings[0]
+    sized = ImageSource(photo, SourceConfig(spec=str(photo), size=(640, 480)))
+    sized.open()
+    assert sized.read().shape == (480, 640, 3)
 
 
 def test_sixteen_bit_pngs(tmp_path: Path) -> None:

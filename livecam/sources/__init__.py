@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from livecam.config import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Pacer, Source
-from livecam.sources.camera import CameraSource, list_cameras
+from livecam.sources.camera import CameraSource, is_device_path, is_stream_url, list_cameras
 from livecam.sources.image import IMAGE_EXTENSIONS, ImageSource, load_image_bgr, to_bgr8
 from livecam.sources.screen import ScreenSource
 from livecam.sources.synthetic import SyntheticSource
@@ -29,8 +30,9 @@ __all__ = [
 ]
 
 ACCEPTED_FORMS = (
-    "camera, camera:N (device index), screen, screen:N (monitor, 1-based; 0 = all), "
-    "screen:x,y,w,h (region), synthetic, or the path of an existing video or image file"
+    "camera, camera:N or N (device index), /dev/videoN, a stream URL (rtsp://..., "
+    "http://...), screen, screen:N (monitor, 1-based; 0 = all), screen:x,y,w,h (region), "
+    "synthetic, or the path of an existing video or image file"
 )
 
 
@@ -61,8 +63,15 @@ def parse_screen_spec(spec: str) -> tuple[int, tuple[int, int, int, int] | None]
 
 
 def make_source(cfg: SourceConfig) -> Source:
-    """Build (but do not open) the source ``cfg.spec`` names; SourceError if it names none."""
+    """Build (but do not open) the source ``cfg.spec`` names; SourceError if it names none.
+
+    ``N`` is camera N; ``/dev/...`` a device path; ``scheme://...`` a stream URL; a FIFO
+    is read as a stream; other paths are video or image files."""
     spec = cfg.spec.strip()
+    if spec.isdigit():
+        return CameraSource(int(spec), cfg)
+    if is_stream_url(spec) or is_device_path(spec):
+        return CameraSource(spec, cfg)
     kind, _, arg = spec.partition(":")
     if kind == "camera":
         if not arg.strip():
@@ -80,10 +89,14 @@ def make_source(cfg: SourceConfig) -> Source:
     if spec == "synthetic":
         return SyntheticSource(cfg)
     path = Path(spec).expanduser()
-    if path.is_file():
-        if path.suffix.lower() in IMAGE_EXTENSIONS:
-            return ImageSource(path, cfg)
-        return VideoSource(path, cfg)
-    if path.exists():
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        raise _bad(spec, "not a known source and no such file") from None
+    if stat.S_ISFIFO(mode):
+        return CameraSource(str(path), cfg)  # a stream written by another program
+    if not stat.S_ISREG(mode):
         raise _bad(spec, "this path is not a regular file")
-    raise _bad(spec, "not a known source and no such file")
+    if path.suffix.lower() in IMAGE_EXTENSIONS:
+        return ImageSource(path, cfg)
+    return VideoSource(path, cfg)

@@ -1,8 +1,10 @@
 """Webcams through OpenCV's VideoCapture, with the right backend per OS.
 
-A ``CameraSource`` also accepts a path or URL instead of a device index (tests drive the
-real VideoCapture on a video file this way); a file is replayed from its start at its end,
-as an endless stream, like a camera.
+A ``CameraSource`` also accepts a device path (``/dev/video2``), a stream URL
+(``rtsp://``, ``http://``, ...), a FIFO, or a video file (tests drive the real
+VideoCapture this way; a file is replayed from its start at its end, as an endless
+stream, like a camera). Those are opened on a helper thread with a deadline, and URLs
+with OpenCV's open and read timeouts, so a hung network camera never holds LiveCam.
 """
 
 from __future__ import annotations
@@ -32,6 +34,18 @@ _BACKENDS = {
 }
 _OPEN_ATTEMPTS = 5  # reads tried right after opening (some drivers drop the first frames)
 _CLOSE_WAIT_S = 2.0
+STREAM_TIMEOUT_MS = 5000  # OpenCV's open and read timeouts for stream URLs
+
+
+def is_stream_url(spec: str) -> bool:
+    """``rtsp://...``, ``http://...`` and every other ``scheme://`` address."""
+    scheme, sep, _ = spec.partition("://")
+    return bool(sep) and scheme.isalpha()
+
+
+def is_device_path(spec: str) -> bool:
+    """A device node such as ``/dev/video2`` (a V4L2 camera on Linux)."""
+    return spec.startswith("/dev/")
 
 
 def camera_api(backend: str = "auto", platform: str = sys.platform) -> int:
@@ -126,10 +140,27 @@ class CameraSource(CvCaptureSource):
     def is_file(self) -> bool:
         return isinstance(self.device, str) and Path(self.device).is_file()
 
+    @property
+    def opens_may_block(self) -> bool:  # type: ignore[override]
+        """Paths, FIFOs and URLs may block on open; device indices do not."""
+        return isinstance(self.device, str)
+
+    @property
+    def is_device(self) -> bool:
+        """A camera (an index or a device path), not a stream or a file."""
+        return isinstance(self.device, int) or is_device_path(self.device)
+
     def _api(self) -> int:
-        if isinstance(self.device, str) and self.cfg.camera_backend == "auto":
-            return int(cv2.CAP_ANY)  # a path or URL: let OpenCV pick (FFmpeg, GStreamer)
+        if not self.is_device and self.cfg.camera_backend == "auto":
+            return int(cv2.CAP_FFMPEG)  # a file, FIFO or URL (one backend: one open of a FIFO)
         return camera_api(self.cfg.camera_backend)
+
+    def _capture(self) -> cv2.VideoCapture:
+        if isinstance(self.device, str) and is_stream_url(self.device):
+            timeouts = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, STREAM_TIMEOUT_MS]
+            timeouts += [cv2.CAP_PROP_READ_TIMEOUT_MSEC, STREAM_TIMEOUT_MS]
+            return cv2.VideoCapture(self.device, self._api(), timeouts)
+        return cv2.VideoCapture(self.device, self._api())
 
     def _configure(self, cap: cv2.VideoCapture) -> None:
         """Ask for MJPG, size and fps (fourcc first: some V4L2 drivers need that order)."""
@@ -143,11 +174,11 @@ class CameraSource(CvCaptureSource):
 
     def _start(self) -> tuple[cv2.VideoCapture, RawFrame]:
         with quiet_opencv():
-            cap = cv2.VideoCapture(self.device, self._api())
+            cap = self._capture()
             if not cap.isOpened():
                 cap.release()
                 raise SourceError(f"cannot open {self.label}", camera_hint(self.device))
-            if isinstance(self.device, int):
+            if self.is_device:
                 self._configure(cap)
             for _ in range(_OPEN_ATTEMPTS):
                 ok, raw = cap.read()

@@ -6,6 +6,7 @@ import math
 import os
 import threading
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import cv2
@@ -18,6 +19,10 @@ from livecam.sources.image import fit_frame, to_bgr8
 from livecam.types import Frame
 
 RawFrame = npt.NDArray[Any]
+Opened = tuple[cv2.VideoCapture, RawFrame]
+
+#: longest wait for a stream, FIFO or device path to open and deliver its first frame
+OPEN_TIMEOUT_S = 5.0
 
 
 def quiet_ffmpeg_logs() -> None:
@@ -34,19 +39,55 @@ def file_fps(cap: cv2.VideoCapture, fallback: float) -> float:
     return fps if math.isfinite(fps) and 0 < fps <= 1000 else fallback
 
 
+class PendingOpen:
+    """One open that may block (a FIFO without a writer, a network camera that does not
+    answer) run on a daemon thread, so its caller can give up after a deadline. A later
+    ``wait`` takes over the same attempt instead of starting another thread."""
+
+    def __init__(self, start: Callable[[], Opened]) -> None:
+        self._start = start
+        self._done = threading.Event()
+        self._result: Opened | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name="livecam-source-open", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._start()
+        except BaseException as e:  # handed to the waiting thread
+            self._error = e
+        self._done.set()  # publishes the result to ``wait``
+
+    def wait(self, timeout_s: float) -> Opened | None:
+        """The opened capture and first frame; None while still blocked after
+        ``timeout_s``; raises what the open raised."""
+        if not self._done.wait(timeout_s):
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
 class CvCaptureSource(Source):
     """A source read with cv2.VideoCapture. ``open`` decodes the first frame at once (so
     a device or file that cannot deliver fails there) and hands it to the first ``read``.
 
     Subclasses give ``label``, ``_start`` (open and read the first frame) and
     ``_after_read`` (what a failed read means: replay a file, or raise for a device).
+    Where ``_start`` may block (``opens_may_block``), it runs on a helper thread and
+    ``open`` gives up after ``open_timeout_s`` with a SourceError.
     """
+
+    #: True for sources whose open may block indefinitely (streams, FIFOs, device paths)
+    opens_may_block = False
 
     def __init__(self, cfg: SourceConfig) -> None:
         self.cfg = cfg
+        self.open_timeout_s = OPEN_TIMEOUT_S
         self._cap: cv2.VideoCapture | None = None
         self._fps = cfg.fps
         self._pending: Frame | None = None
+        self._opening: PendingOpen | None = None
         self._lock = threading.Lock()
 
     @property
@@ -66,8 +107,29 @@ class CvCaptureSource(Source):
     def _after_read(self, ok: bool, raw: RawFrame | None) -> RawFrame:
         """The frame to use after ``cap.read()`` returned (ok, raw); called under the lock."""
 
+    def _open_in_time(self) -> Opened:
+        """``_start``, on a helper thread with a deadline where it may block."""
+        if not self.opens_may_block:
+            return self._start()
+        pending = self._opening or PendingOpen(self._start)
+        self._opening = pending
+        try:
+            result = pending.wait(self.open_timeout_s)
+        except BaseException:
+            self._opening = None
+            raise
+        if result is None:
+            raise SourceError(
+                f"{self.label} did not open within {self.open_timeout_s:g} s (a network "
+                "camera that does not answer, or a FIFO nobody writes to)",
+                "check the address and that the stream plays elsewhere (e.g. in VLC); "
+                "LiveCam keeps waiting for this attempt when it retries",
+            )
+        self._opening = None
+        return result
+
     def open(self) -> None:
-        cap, raw = self._start()
+        cap, raw = self._open_in_time()
         fps = file_fps(cap, self.cfg.fps)
         with self._lock:
             self._release()

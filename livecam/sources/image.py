@@ -15,7 +15,9 @@ Frame-size policy (sinks and video encoders need even sizes):
   so faces are never stretched and there are no black bars (``contain`` mode instead
   keeps the whole picture and fills the bars with a blurred copy);
 * without one, ``make_even`` drops the last row and/or column of odd-sized frames, which
-  keeps every other pixel exact (no resampling blur).
+  keeps every other pixel exact (no resampling blur); a still larger than
+  ``MAX_LONG_SIDE`` is first scaled down to it, once, with a warning (``limit_size``):
+  every stage would otherwise work on all of its pixels in every frame.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ IMAGE_EXTENSIONS = frozenset(
 FitMode = Literal["cover", "contain"]
 
 READABLE_FORMATS = "JPEG, PNG (8/16-bit, grayscale, RGBA, palette), BMP, TIFF, WebP, PNM"
+
+MAX_LONG_SIDE = 1920
+"""Longest side of a still used as frames when no size is asked for (``limit_size``)."""
 
 
 def _to_uint8(array: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
@@ -144,6 +149,25 @@ def fit_frame(frame: Frame, size: tuple[int, int] | None, mode: FitMode = "cover
     return np.ascontiguousarray(scaled[y0 : y0 + th, x0 : x0 + tw])
 
 
+def limit_size(frame: Frame, what: str) -> Frame:
+    """``frame`` scaled down (aspect kept, even sides) so its long side is at most
+    MAX_LONG_SIDE, with a warning naming ``what``; smaller frames come back as they are."""
+    h, w = frame.shape[:2]
+    if max(h, w) <= MAX_LONG_SIDE:
+        return frame
+    scale = MAX_LONG_SIDE / max(h, w)
+    size = (max(2, round(w * scale) // 2 * 2), max(2, round(h * scale) // 2 * 2))
+    log.warning(
+        "%s is %dx%d, larger than a stream needs: using it at %dx%d (choose the size with "
+        "--size WxH)",
+        what,
+        w,
+        h,
+        *size,
+    )
+    return _resize(frame, size)
+
+
 def _decode(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.generic] | None:
     """Decode with depth and alpha kept; apply the EXIF orientation of 8-bit colour images."""
     img: npt.NDArray[np.generic] | None = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
@@ -190,7 +214,8 @@ class ImageSource(Source):
     """Repeats one still image at ``cfg.fps`` (paced by the capture thread).
 
     Each ``read`` returns a fresh copy, so a stage drawing on its frame never alters the
-    still. Size: ``cfg.size`` if set (see ``fit_frame``), else the image's size made even.
+    still. Size: ``cfg.size`` if set (see ``fit_frame``), else the image's size made even
+    (at most MAX_LONG_SIDE long: see ``limit_size``); the scaling is done once, at open.
     """
 
     name = "image"
@@ -207,7 +232,10 @@ class ImageSource(Source):
         return self.cfg.fps
 
     def open(self) -> None:
-        frame = fit_frame(load_image_bgr(self.path), self.cfg.size)
+        frame = load_image_bgr(self.path)
+        if self.cfg.size is None:
+            frame = limit_size(frame, f"image source {self.path}")
+        frame = fit_frame(frame, self.cfg.size)
         with self._lock:
             self._frame = frame
         log.info("image source %s: %dx%d", self.path, frame.shape[1], frame.shape[0])

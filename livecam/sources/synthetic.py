@@ -18,7 +18,7 @@ import numpy as np
 from livecam.config import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
-from livecam.sources.image import fit_frame, load_image_bgr
+from livecam.sources.image import fit_frame, limit_size, load_image_bgr
 from livecam.sources.stamp import write_stamp
 from livecam.types import Frame
 
@@ -73,9 +73,9 @@ class SyntheticSource(Source):
     * default: a precomputed gradient with two small patches moving on fixed paths
       (one background copy plus two patch writes per frame);
     * ``cfg.face_motion`` = portrait path: the whole portrait, fitted inside ``cfg.size``
-      (``fit_frame`` contain mode) or at its own size made even, moved by one
-      ``cv2.warpAffine`` per frame around ``centre`` (default: the image centre)
-      following ``head_motion``;
+      (``fit_frame`` contain mode) or at its own size made even (scaled down once when
+      longer than 1920 px: ``limit_size``), moved by one ``cv2.warpAffine`` per frame
+      around ``centre`` (default: the image centre) following ``head_motion``;
     * ``cfg.stamp``: ``time.perf_counter_ns()`` is written into the pixels at read time
       (see ``livecam.sources.stamp``).
     """
@@ -105,7 +105,12 @@ class SyntheticSource(Source):
 
     def open(self) -> None:
         if self.cfg.face_motion:
-            base = fit_frame(load_image_bgr(self.cfg.face_motion), self.cfg.size, "contain")
+            portrait = load_image_bgr(self.cfg.face_motion)
+            if self.cfg.size is None:
+                portrait = limit_size(
+                    portrait, f"the --face-motion portrait {self.cfg.face_motion}"
+                )
+            base = fit_frame(portrait, self.cfg.size, "contain")
         else:
             w, h = self.cfg.size or DEFAULT_SIZE
             base = _gradient(w, h)
