@@ -4,6 +4,8 @@ Recordings are read back with PyAV."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -224,3 +226,21 @@ def test_stop_while_waiting_for_the_go_ends_the_capture_thread() -> None:
     with pytest.raises(Exception, match="no model"):
         App(cfg, stages=[FailingWarmup()]).start()
     assert not {t.name for t in threading.enumerate()} - before
+
+
+def test_a_damaged_clip_on_a_loop_is_reported_once_without_ffmpeg_noise(
+    testdata: Path, tmp_path: Path
+) -> None:
+    """Each pass over a half-written file makes FFmpeg complain; LiveCam says it once, in
+    its own words, and FFmpeg's messages stay off the terminal (they come back with -v)."""
+    half = tmp_path / "half.mp4"
+    half.write_bytes((testdata / "video" / "openmpf_video_01.mp4").read_bytes()[:200_000])
+    argv = [sys.executable, "-m", "livecam", "run", "--source", str(half), "--loop"]
+    argv += ["--unpaced", "--lossless", "--frames", "150", "--sink", "null"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if "truncated or damaged" in line]
+    assert len(warnings) == 1 and "half.mp4" in warnings[0]
+    assert "@ 0x" not in run.stderr, "no FFmpeg message"
+    loud = subprocess.run([*argv, "-v"], capture_output=True, text=True, timeout=120)
+    assert "@ 0x" in loud.stderr, "FFmpeg's own messages with -v"
