@@ -11,7 +11,7 @@ from pathlib import Path
 
 from livecam.cli import exit_status, print_summary, run_pipeline
 from livecam.config import Config
-from livecam.errors import LivecamError
+from livecam.errors import ConfigError, LivecamError
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +66,26 @@ def demo_config(output: str, frames: int | None, window: bool, face: Path, targe
 
 def run_demo(args: argparse.Namespace) -> int:
     from livecam.sinks.preview import window_problem
+    from livecam.sinks.recorder import VIDEO_CODECS
 
     window = args.window if args.window is not None else window_problem() is None
     frames = args.frames if args.frames is not None or window else HEADLESS_FRAMES
+    if not window and Path(args.output).suffix.lower() not in VIDEO_CODECS:
+        raise ConfigError(
+            f"--output {args.output} is not the name of a video file",
+            f"end it in {', '.join(VIDEO_CODECS)}, e.g. --output demo.mp4",
+        )
     where = "a preview window (close it or press q to stop)" if window else args.output
     length = f"{frames} frames" if frames else "until stopped"
-    print(
-        f"LiveCam demo: {SOURCE_FACE} swapped onto an animated {TARGET} "
-        f"({length}, offline preset) -> {where}"
-    )
     with demo_portraits() as (face, target):
-        summary = run_pipeline(demo_config(args.output, frames, window, face, target))
+        try:
+            cfg = demo_config(args.output, frames, window, face, target)
+        except ConfigError as e:  # only --frames can be wrong
+            raise ConfigError(f"--frames {frames} is invalid", e.hint) from None
+        print(
+            f"LiveCam demo: the face of {SOURCE_FACE} onto an animated {TARGET} "
+            f"({length}, offline preset) -> {where}"
+        )
+        summary = run_pipeline(cfg)
     print_summary(summary)
     return exit_status(summary)

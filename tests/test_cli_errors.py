@@ -159,7 +159,7 @@ CASES = [
         lambda t: ["--face", str(FACE), "--select", "reference", "--reference", str(t)],
         ("the reference photo", "is a folder"),
     ),
-    Case("source name too long", lambda t: ["--source", LONG_NAME], ("File name too long",)),
+    Case("source name too long", lambda t: ["--source", LONG_NAME], (f"source '{LONG_NAME}'",)),
     Case("source is a folder", lambda t: ["--source", str(t)], ("not a regular file",)),
     Case(
         "yunet is garbage",
@@ -188,6 +188,24 @@ def test_malformed_input_is_a_one_line_error(
     for text in case.says:
         assert text in line, line
     assert not [t for t in threading.enumerate() if t.name.startswith("livecam-")]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--frames", "0"], "--frames 0 is invalid"),
+        (["--frames", "-3"], "--frames -3 is invalid"),
+        (["--output", "{tmp}"], "is not the name of a video file"),
+        (["--output", "notes.txt"], "--output notes.txt is not the name of a video file"),
+    ],
+)
+def test_bad_demo_options_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    argv = ["demo", "--no-window", *(a.replace("{tmp}", str(tmp_path)) for a in args)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert says in one_line_error(err) and out == "", "nothing announced, nothing run"
 
 
 def test_a_wrong_model_for_yunet_is_named(
@@ -351,6 +369,7 @@ def test_a_signal_while_running_stops_with_the_summary(tmp_path: Path, signum: i
     proc = start(["--source", "synthetic", "--size", "160x120", "--sink", "null"], tmp_path)
     try:
         wait_for_line(proc, "running")
+        time.sleep(0.5)  # a moment of streaming
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
