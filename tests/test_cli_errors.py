@@ -172,6 +172,11 @@ CASES = [
         ("does not exist",),
     ),
     Case("unknown sink", lambda t: ["--sink", "nowhere.xyz"], ("nowhere.xyz",)),
+    Case(
+        "stats into a file's 'folder'",
+        lambda t: ["--stats-json", "/dev/null/s.json"],
+        ("--stats-json", "not a folder"),
+    ),
 ]
 
 
