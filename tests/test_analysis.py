@@ -1,5 +1,5 @@
-"""Analysis parts on real photos: dlib model files, detection (dlib HOG, YuNet), landmarks,
-descriptors; each part batch-first."""
+"""Analysis parts on real photos: dlib model files, detection (dlib HOG, YuNet and the
+bundled YuNet of the offline preset), landmarks, descriptors; each part batch-first."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from livecam.config import SwapConfig
 from livecam.errors import FrameFormatError, ModelError
+from livecam.pipeline import detect as detect_module
 from livecam.pipeline import dlib_files
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.detect import DlibHogDetector, YuNetDetector
+from livecam.pipeline.detect import DlibHogDetector, YuNetDetector, bundled_yunet
+from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.identity import (
     DLIB_SAME_PERSON_RAW,
     DlibDescriptor,
@@ -20,6 +23,7 @@ from livecam.pipeline.identity import (
 )
 from livecam.pipeline.landmarks import Dlib5Landmarker, Dlib68Landmarker, kps_from_68
 from livecam.pipeline.parts import Detector, FrameContext, Landmarker, Recognizer, RefitLandmarker
+from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer
 from livecam.pipeline.tracking import iou
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face, FaceWork
@@ -143,6 +147,63 @@ def test_bad_yunet_files_are_model_errors(tmp_path: Path) -> None:
     corrupt.write_bytes(b"not a model")
     with pytest.raises(ModelError, match="could not be loaded"):
         YuNetDetector(corrupt)
+
+
+def test_the_bundled_yunet_is_the_2023mar_file_checked_by_its_sha256(
+    testdata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = bundled_yunet()
+    assert model.name == YUNET and model.data == (testdata / "models" / YUNET).read_bytes()
+    monkeypatch.setattr(detect_module, "YUNET_SHA256", "0" * 64)  # as if the copy were damaged
+    with pytest.raises(ModelError, match="damaged") as info:
+        bundled_yunet()
+    assert "reinstall livecam" in (info.value.hint or "")
+
+
+def test_yunet_passes_on_shrunk_frames_map_faces_to_frame_pixels(testdata: Path) -> None:
+    """A 1080p frame shrunk 5x for one pass finds the face where the full frame has it;
+    two passes (1024 and 400 px) find it once."""
+    img = _read(testdata, "obama_official_portrait_2012.jpg")
+    frame = np.full((1080, 1920, 3), 100, np.uint8)
+    frame[:1080, 500:1410] = img[:1080]
+    model = bundled_yunet()
+    (full,) = detect(YuNetDetector(model), frame)
+    (small,) = detect(YuNetDetector(model, max_sides=(400,)), frame)
+    (merged,) = detect(YuNetDetector(model, max_sides=(1024, 400)), frame)
+    inter_ocular = float(np.linalg.norm(full.kps[1] - full.kps[0]))
+    for face in (small, merged):
+        assert np.linalg.norm(face.kps - full.kps, axis=1).max() < 0.15 * inter_ocular
+        assert iou(face.bbox, full.bbox) > 0.7
+
+
+def test_yunet_boxes_from_keypoints_are_what_the_68_point_fit_needs(testdata: Path) -> None:
+    """With ``box_for_kps`` YuNet's boxes are the landmarker's own (the box around the 68
+    points it then fits), so the tracker refits in the box it matched."""
+    lmk = Dlib68Landmarker()
+    det = YuNetDetector(bundled_yunet(), max_sides=(400,), box_for_kps=lmk.box_for_kps)
+    for name in ("obama_official_portrait_2012.jpg", "grace_hopper_navy_portrait.jpg"):
+        img = _read(testdata, name)
+        (face,) = detect(det, img)
+        (work,) = lmk.fit([FrameContext(img)], [FaceWork(0, 0, face)])
+        assert work.face.landmarks is not None
+        assert iou(face.bbox, lmk.box_for(work.face.landmarks)) > 0.8, name
+
+
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("obama_official_portrait_2012.jpg", 1),
+        ("biden_official_portrait.jpg", 1),  # a painting behind him holds face-like trees
+        ("obama_biden_two_people.jpg", 2),
+        ("group_solvay_conference_1927.png", 29),
+        ("codait_bryan.png", 1),  # a 37 px face
+    ],
+)
+def test_offline_photo_analyzer_counts(testdata: Path, name: str, count: int) -> None:
+    parts = build_parts(PRESETS["offline"], SwapConfig(), DlibModels())
+    faces = photo_analyzer(parts, identity=False).analyze(_read(testdata, name))
+    assert len(faces) == count
+    assert all(f.score >= parts.photo_detector.start_score for f in faces)
 
 
 @pytest.mark.parametrize(

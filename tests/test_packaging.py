@@ -1,5 +1,6 @@
-"""Packaging: the wheel holds every module, ui/ and the demo assets, and `livecam demo`
-runs from it; the livecam package never loads Qt (only ui/ does, lazily).
+"""Packaging: the wheel holds every module, ui/, the demo assets and the bundled YuNet
+detector with its licence, and `livecam demo` runs from it; the livecam package never
+loads Qt (only ui/ does, lazily).
 
 The wheel is built from a clean copy of this checkout (tracked files and untracked ones
 git does not ignore) into ``$LIVECAM_WHEEL_DIR`` when set (CI keeps it), else a temporary
@@ -20,7 +21,13 @@ import pytest
 from media import read_video
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = ("astronaut.png", "grace_hopper.jpg", "ATTRIBUTION.md")
+ASSETS = (
+    "astronaut.png",
+    "grace_hopper.jpg",
+    "ATTRIBUTION.md",
+    "face_detection_yunet_2023mar.onnx",  # the offline preset's detector
+    "face_detection_yunet_2023mar.LICENSE",
+)
 
 
 def checkout_files() -> list[str]:

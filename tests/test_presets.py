@@ -10,13 +10,15 @@ import pytest
 from livecam.config import Preset, SwapConfig
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline.classic import ClassicSwapper
-from livecam.pipeline.detect import DlibHogDetector
+from livecam.pipeline.detect import YuNetDetector
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.landmarks import Dlib68Landmarker
 from livecam.pipeline.paste import RoiBlender
 from livecam.pipeline.presets import (
     AUTO_ORDER,
+    PHOTO_SIDES,
     PRESETS,
+    YUNET_START_SCORE,
     build_parts,
     buildable,
     missing_parts,
@@ -39,7 +41,7 @@ def test_offline_is_buildable_and_auto_resolves_to_it() -> None:
     assert [n for n in preset_names() if buildable(n)] == ["auto", "offline"]
     assert PRESETS["offline"].needs_download == "no" and missing_parts(PRESETS["offline"]) == []
     assert PRESETS["offline"].part_names() == {
-        "detector": "dlib-hog",
+        "detector": "yunet-2023mar",
         "landmarker": "dlib-shape68",
         "recognizer": "dlib-resnet128",
         "swapper": "classic-mesh",
@@ -73,10 +75,11 @@ def test_offline_parts_and_the_photo_analyzer_made_of_them() -> None:
     parts = build_parts(
         PRESETS["offline"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
     )
-    assert isinstance(parts.detector, DlibHogDetector)
-    assert isinstance(parts.photo_detector, DlibHogDetector)
-    assert (parts.detector.max_side, parts.photo_detector.max_side) == (480, 1024)
-    assert parts.photo_detector.upsample == 1
+    live, photo = parts.detector, parts.photo_detector
+    assert isinstance(live, YuNetDetector) and isinstance(photo, YuNetDetector)
+    assert (live.max_sides, photo.max_sides) == ((480,), PHOTO_SIDES)
+    assert live.start_score == photo.start_score == YUNET_START_SCORE > live.score_threshold
+    assert "box=Dlib68Landmarker.box_for_kps" in live.model_id
     assert isinstance(parts.landmarker, Dlib68Landmarker)
     assert isinstance(parts.swapper, ClassicSwapper)
     assert isinstance(parts.blender, RoiBlender) and parts.blender.mode == "seamless"

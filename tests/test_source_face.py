@@ -97,13 +97,8 @@ def test_another_analyzer_model_analyses_again(
 ) -> None:
     path = testdata / "faces" / PORTRAIT
     a = CountingAnalyzer(offline)
-    coarse = CountingAnalyzer(
-        FaceAnalyzer(
-            offline.detector.with_settings(400),  # type: ignore[attr-defined]
-            offline.landmarker,
-            offline.recognizer,
-        )
-    )
+    live = build_parts(PRESETS["offline"], SwapConfig(), DlibModels()).detector
+    coarse = CountingAnalyzer(FaceAnalyzer(live, offline.landmarker, offline.recognizer))
     assert coarse.model_id != a.model_id
     cache = SourceFaceCache(tmp_path)
     cache.get(path, None, a)

@@ -10,6 +10,15 @@ import cv2
 import numpy as np
 import pytest
 from recording_backend import RecordingStore
+from scenes import (
+    Portrait,
+    background,
+    compose,
+    landmark_error,
+    load_portraits,
+    match,
+    swapped_share,
+)
 
 from livecam.app import App
 from livecam.cli import main as cli_main
@@ -175,31 +184,77 @@ def test_missing_face_and_unknown_preset_are_startup_errors(build_swap_stage) ->
         build_swap_stage(SwapConfig(face="x.jpg", preset="standard"))
 
 
-def test_detect_size_finds_smaller_faces_in_large_frames(testdata: Path, build_swap_stage) -> None:
-    portrait = load_image_bgr(faces_dir(testdata) / "obama_official_portrait_2012.jpg")
-    small = cv2.resize(portrait, None, fx=0.45, fy=0.45)
-    frame = np.full((720, 1280, 3), 100, np.uint8)
-    frame[100 : 100 + small.shape[0], 500 : 500 + small.shape[1]] = small
+@pytest.fixture(scope="module")
+def portraits(testdata: Path) -> list[Portrait]:
+    """The single-face test portraits with their landmarks (what the scenes are made of)."""
+    return load_portraits(faces_dir(testdata), offline_analyzer(1024, 1, with_encoder=False))
+
+
+@pytest.mark.parametrize("size", [(640, 480), (1280, 720), (1920, 1080)])
+def test_faces_at_8_percent_of_the_frame_width_are_swapped(
+    size: tuple[int, int], portraits: list[Portrait], build_swap_stage
+) -> None:
+    """Default options; each portrait alone on a fresh frame (the detector must find it),
+    its face 8 % of the width, in three places and tilts."""
+    assert len(portraits) == 8
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+    stage.warmup(*size)
+    backdrop = background(*size)
+    placements = [((0.3, 0.4), -6.0), ((0.5, 0.45), 0.0), ((0.7, 0.55), 6.0)]
+    for i, portrait in enumerate(portraits):
+        centre, angle = placements[i % 3]
+        scene = compose(portrait, backdrop, 0.08, centre, angle)
+        packet = FramePacket(scene.frame, seq=0, t_capture_ns=0)  # seq 0: a fresh tracker
+        stage.process([packet])
+        face = match(scene, packet.faces)
+        assert face is not None and face.landmarks is not None, portrait.name
+        assert landmark_error(scene, face.landmarks) < 0.06, portrait.name
+        assert swapped_share(scene, packet.frame) > 0.8, portrait.name
+
+
+def test_a_larger_detect_size_finds_smaller_faces(
+    portraits: list[Portrait], build_swap_stage
+) -> None:
+    """At 1920x1080 a face 3 % of the width (58 px) is below what the detector finds at
+    the default size (the frame shrunk 5x); at detect_size 960 (2x) it is found."""
+    scene = compose(portraits[0], background(1920, 1080), 0.03)
     found = {}
-    for size in (400, 800):
+    for size in (400, 960):
         stage = build_swap_stage(
             SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), detect_size=size)
         )
-        stage.warmup(1280, 720)
-        packet = FramePacket(frame, seq=0, t_capture_ns=0)
+        stage.warmup(1920, 1080)
+        packet = FramePacket(scene.frame, seq=0, t_capture_ns=0)
         stage.process([packet])
-        found[size] = len(packet.faces)
-    assert found == {400: 0, 800: 1}
+        found[size] = match(scene, packet.faces) is not None
+    assert found == {400: False, 960: True}
+
+
+def test_the_synthetic_face_clip_keeps_one_track_and_is_swapped_throughout(
+    build_swap_stage,
+) -> None:
+    """The synthetic source's 640x480 clip (the astronaut rotating by up to 6 deg, her face
+    ~85 px): 60 frames in order, one track, every frame swapped."""
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+    stage.warmup(640, 480)
+    frames = _clip(60)
+    for packet, frame in zip(_packets(frames), frames, strict=True):
+        stage.process([packet])
+        assert [f.track_id for f in packet.faces] == [1], f"frame {packet.seq}"
+        (face,) = packet.faces
+        x1, y1, x2, y2 = (int(v) for v in face.bbox)
+        changed = np.any(packet.frame[y1:y2, x1:x2] != frame[y1:y2, x1:x2], axis=2)
+        assert changed.mean() > 0.5, f"frame {packet.seq}"
 
 
 def _clip(n: int) -> list[np.ndarray]:
-    """``n`` 640x480 frames of the synthetic face-motion source (a moving astronaut), from
-    its frame 10 on (where her face is large enough for the detector at 400 px)."""
+    """The first ``n`` 640x480 frames of the synthetic face-motion source (a moving
+    astronaut)."""
     src = SyntheticSource(
         SourceConfig(spec="synthetic", size=(640, 480), face_motion=str(ASSETS / "astronaut.png"))
     )
     src.open()
-    frames = [src.render(i) for i in range(10, 10 + n)]
+    frames = [src.render(i) for i in range(n)]
     src.close()
     return frames
 

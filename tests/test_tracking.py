@@ -13,7 +13,7 @@ import pytest
 
 from livecam.config import SourceConfig
 from livecam.pipeline.analysis import offline_analyzer
-from livecam.pipeline.detect import DlibHogDetector, YuNetDetector
+from livecam.pipeline.detect import DlibHogDetector, YuNetDetector, bundled_yunet
 from livecam.pipeline.landmarks import Dlib68Landmarker, box_from_landmarks
 from livecam.pipeline.parts import CPU_ONLY, Detector, FrameContext
 from livecam.pipeline.tracking import FaceTracker, OneEuroFilter, iou
@@ -33,6 +33,7 @@ class CountingDetector:
     def __init__(self, inner: Detector) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.start_score = inner.start_score
         self.calls: list[list[int]] = []  # seq of the frames of each call
 
     def warmup(self) -> None:
@@ -276,3 +277,20 @@ def test_box_from_landmarks_matches_the_detector_box(testdata: Path) -> None:
         face = analyzer.analyze(img)[0]
         assert face.landmarks is not None
         assert iou(box_from_landmarks(face.landmarks), face.bbox) > 0.6, name
+
+
+def test_a_weak_detection_keeps_a_track_but_never_starts_one(face_crop, landmarker) -> None:
+    """The real face scores ~0.93: with ``start_score`` above that it starts no track; once
+    tracked, the same detections keep it (hysteresis against passing false faces)."""
+    det = YuNetDetector(
+        bundled_yunet(), max_sides=(400,), start_score=0.99, box_for_kps=landmarker.box_for_kps
+    )
+    tracker = FaceTracker(det, landmarker, detect_every=1)
+    frame = place(face_crop, 320, 240)
+    assert [step(tracker, frame, i) for i in range(3)] == [[], [], []]
+    det.start_score = 0.85
+    assert [f.track_id for f in step(tracker, frame, 3)] == [1]
+    det.start_score = 0.99
+    for i in range(4, 20):
+        x, y, angle = circle(i)
+        assert [f.track_id for f in step(tracker, place(face_crop, x, y, angle), i)] == [1]

@@ -16,8 +16,9 @@ from livecam.types import Face, FaceWork, Frame, validate_frame
 
 
 class FaceAnalyzer:
-    """Detect faces, fit landmarks to each (when it has a landmarker; else faces keep the
-    detector's keypoints), optionally embed them.
+    """Detect faces (those scoring at least the detector's ``start_score``), fit landmarks
+    to each (when it has a landmarker; else faces keep the detector's keypoints),
+    optionally embed them.
 
     ``model_id`` joins the parts' ids: results of two analyzers with the same id are
     interchangeable (the source-face cache keys on it).
@@ -46,7 +47,8 @@ class FaceAnalyzer:
         if with_embedding and self.recognizer is None:
             raise ValueError("with_embedding=True needs a FaceAnalyzer built with a recognizer")
         frames = [FrameContext(frame)]
-        works = [FaceWork(0, 0, face) for face in self.detector.detect(frames)[0]]
+        found = self.detector.detect(frames)[0]
+        works = [FaceWork(0, 0, f) for f in found if f.score >= self.detector.start_score]
         if works and self.landmarker is not None:
             works = self.landmarker.fit(frames, works)
         if works and with_embedding and self.recognizer is not None:
@@ -62,12 +64,13 @@ def offline_analyzer(
     min_score: float = 0.0,
     with_encoder: bool = True,
 ) -> FaceAnalyzer:
-    """An analyzer of the offline preset's parts, for tools and tests: dlib HOG + 68-point
-    predictor (+ 128-d descriptor), all weights from PyPI wheels. Raises ModelError when the
-    weights package is missing.
+    """An analyzer of dlib parts only, for tools and tests: dlib HOG + 68-point predictor
+    (+ 128-d descriptor), all weights from PyPI wheels, independent of the preset table
+    (the offline preset's own photo analyzer is ``presets.photo_analyzer``). Raises
+    ModelError when the weights package is missing.
 
-    Live frames: the defaults (640x480 finds faces of ~130 px and up). Source photos:
-    e.g. ``max_side=1024, upsample=1``.
+    HOG finds faces of about 80 px and up in the image shrunk to ``max_side``;
+    ``upsample=1`` halves that (source photos: e.g. ``max_side=1024, upsample=1``).
     """
     return FaceAnalyzer(
         detector=DlibHogDetector(max_side=max_side, upsample=upsample, min_score=min_score),

@@ -103,10 +103,6 @@ class DlibModels:
                 shared = self._loaded[key] = Shared(load())
             return shared
 
-    def hog(self) -> Shared[dlib.fhog_object_detector]:
-        """dlib's HOG frontal-face detector (built into dlib)."""
-        return self._get("hog", dlib.get_frontal_face_detector)
-
     def shape_predictor(self, file_name: str) -> Shared[dlib.shape_predictor]:
         """A shape predictor from the wheel (``SHAPE_68`` or ``SHAPE_5``)."""
         path = dlib_model_path(file_name)

@@ -110,7 +110,13 @@ class Part(Protocol):
 @runtime_checkable
 class Detector(Part, Protocol):
     """Finds faces: per frame, faces with a box, a score and 5 keypoints (ArcFace order:
-    eye on the image's left, eye on its right, nose tip, mouth corner left, right)."""
+    eye on the image's left, eye on its right, nose tip, mouth corner left, right).
+
+    ``start_score``: a detection scoring at least this is a face on its own (it starts a
+    track, it is a face of a photo); a weaker one only confirms a face already tracked.
+    """
+
+    start_score: float
 
     def detect(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         """One list of faces per frame, in frame pixels, any order within a frame."""
@@ -134,6 +140,11 @@ class RefitLandmarker(Landmarker, Protocol):
 
     def box_for(self, landmarks: Points) -> Box:
         """The box this landmarker wants around a face with these landmarks."""
+        ...
+
+    def box_for_kps(self, kps: Points) -> Box:
+        """The box it wants around a face with these 5 keypoints (where it starts on a face
+        that a keypoint detector found)."""
         ...
 
 

@@ -160,8 +160,9 @@ class FaceTracker:
     after this many detection runs in a row that did not find it (after a miss the
     detector runs on every frame until the track is found again or ends, so a vanished
     face lingers at most ``max_missed`` frames). A track also ends when less than
-    ``min_inside`` of its face box is inside the frame. Track ids count up from 1 per
-    tracker, never reused.
+    ``min_inside`` of its face box is inside the frame. A detection scoring below the
+    detector's ``start_score`` keeps a track alive but never starts one. Track ids count up
+    from 1 per tracker, never reused.
     """
 
     def __init__(
@@ -359,8 +360,8 @@ class FaceTracker:
                     continue
             survivors.append(track)
         for di, det in enumerate(detections):
-            if di in matched_d:
-                continue
+            if di in matched_d or det.score < self.detector.start_score:
+                continue  # matched, or too weak to be a face on its own
             filt = OneEuroFilter(self._min_cutoff(), self._beta())
             survivors.append(_Track(self._next_id, det, det, seq, start=det, filter=filt))
             self._next_id += 1
