@@ -261,7 +261,7 @@ class SwapConfig(_Validated):
     reference: str | None = path_field(None)  # with select = "reference": the reference photo
     reference_threshold: float | None = None  # max embedding distance (None: the model's own)
     detect_every: int = 3  # run the detector every N frames, track in between
-    detect_size: int = 400  # detector input, long side in px: faces from ~1/5 of it
+    detect_size: int = 400  # detector input, long side at most (px): faces from ~1/16 of it
     smoothing: float = 1.0  # landmark smoothing strength (0 = off)
     keep_mouth: bool = True  # keep the target's inner mouth
     keep_eyes: bool = False  # keep the target's eyes (when the source photo blinks)
