@@ -59,7 +59,10 @@ def path_field(default: Any, which: Callable[[str], str | None] = _any_file) -> 
 
 
 def _rebase(value: str, base: Path) -> str:
-    """``value`` as an absolute path, a relative one taken from ``base``."""
+    """``value`` as an absolute path, a relative one taken from ``base`` (a blank value is
+    left as it is: it names no file)."""
+    if not value.strip():
+        return value
     expanded = os.path.expanduser(value)
     return expanded if os.path.isabs(expanded) else os.path.join(base, expanded)
 

@@ -128,7 +128,9 @@ def test_paths_in_a_config_file_are_relative_to_its_folder(
     assert cfg.run.stats_json == str(folder / "stats.json")
 
 
-@pytest.mark.parametrize("spec", ["synthetic", "camera:1", "screen:0,0,64,48", "0", "rtsp://h/s"])
+@pytest.mark.parametrize(
+    "spec", ["synthetic", "camera:1", "screen:0,0,64,48", "0", "rtsp://h/s", "", "/dev/video2"]
+)
 def test_source_specs_that_are_not_files_are_kept(tmp_path: Path, spec: str) -> None:
     path = tmp_path / "c.toml"
     path.write_text(f'[source]\nspec = "{spec}"\n')
