@@ -352,9 +352,7 @@ def _is_camera(spec: str) -> bool:
     return text.partition(":")[0] == "camera" or text.isdigit() or text.startswith("/dev/video")
 
 
-SWAP_FIELDS = tuple(
-    f"swap.{f.name}" for f in dataclasses.fields(SwapConfig) if f.name != "reference_threshold"
-)
+SWAP_FIELDS = tuple(f"swap.{f.name}" for f in dataclasses.fields(SwapConfig))
 SCOPES = (
     Scope(
         ("source.face_motion", "source.stamp"),
@@ -387,7 +385,7 @@ SCOPES = (
         "'facebox' in pipeline.stages",
     ),
     Scope(
-        SWAP_FIELDS + ("swap.reference_threshold",),
+        SWAP_FIELDS,
         lambda c: "swap" in c.pipeline.stages,
         "the swap stage (--face PHOTO, or --stage swap)",
         "'swap' in pipeline.stages",
