@@ -4,6 +4,7 @@ Recordings are read back with PyAV."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ import av
 import numpy as np
 import pytest
 from framegen import psnr
+from recording_backend import RecordingStore
 
 from livecam.app import App
 from livecam.cli import main as cli_main
@@ -237,10 +239,23 @@ def test_a_damaged_clip_on_a_loop_is_reported_once_without_ffmpeg_noise(
     half.write_bytes((testdata / "video" / "openmpf_video_01.mp4").read_bytes()[:200_000])
     argv = [sys.executable, "-m", "livecam", "run", "--source", str(half), "--loop"]
     argv += ["--unpaced", "--lossless", "--frames", "150", "--sink", "null"]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_LOGLEVEL"}  # LiveCam's
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if "truncated or damaged" in line]
     assert len(warnings) == 1 and "half.mp4" in warnings[0]
     assert "@ 0x" not in run.stderr, "no FFmpeg message"
-    loud = subprocess.run([*argv, "-v"], capture_output=True, text=True, timeout=120)
+    loud = subprocess.run([*argv, "-v"], capture_output=True, text=True, timeout=120, env=env)
     assert "@ 0x" in loud.stderr, "FFmpeg's own messages with -v"
+
+
+def test_a_clip_played_into_a_virtual_camera_ends_by_itself_on_its_last_frame(
+    clip: Path, vcam: RecordingStore
+) -> None:
+    """A virtual camera among the sinks: the clip plays at its own speed, once."""
+    argv = ["run", "--source", str(clip), "--sink", "virtualcam", "--vcam-backend", vcam.name]
+    assert cli_main([*argv, "-q"]) == 0  # no --frames: the end of the clip ends the run
+    source = probe(clip)
+    assert vcam.opened[0]["fps"] == pytest.approx(30000 / 1001)
+    assert psnr(vcam.frames[-1].frame, source.frames[-1]) > 30
+    assert vcam.closed == 1
