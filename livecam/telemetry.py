@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import psutil
 
+from livecam.pipeline.feedback import NoFaceWatch
 from livecam.types import Event, FramePacket
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,10 @@ class Snapshot:
     frames the output thread did not send because newer ones were due; ``dropped``:
     frames dropped by the hand-off buffers. ``providers``: per stage, the execution
     provider ``requested`` and the one actually ``used``.
+
+    Faces, over the sent frames the swap stage worked on (``frames_searched``): faces
+    found and swapped in all of them, ``frames_swapped`` those with at least one swapped
+    face, and ``faces_now`` (found, swapped) in the last one (None: none yet).
     """
 
     elapsed_s: float
@@ -103,6 +108,11 @@ class Snapshot:
     frames_processed: int = 0
     fps_processed: float = 0.0
     skipped: int = 0
+    frames_searched: int = 0
+    faces_detected: int = 0
+    faces_swapped: int = 0
+    frames_swapped: int = 0
+    faces_now: tuple[int, int] | None = None
 
     def status_line(self) -> str:
         """One short line for the terminal."""
@@ -112,6 +122,12 @@ class Snapshot:
             f"latency p50/p99 {lat} ms",
             f"drops {self.dropped} skips {self.skipped}",
         ]
+        if self.faces_now is not None:
+            share = self.frames_swapped / max(self.frames_searched, 1)
+            parts.append(
+                f"faces found {self.faces_now[0]} swapped {self.faces_now[1]}, "
+                f"{share:.0%} of frames swapped"
+            )
         if self.stages_ms:
             parts.append(" ".join(f"{n}={p.p50:.1f}" for n, p in self.stages_ms.items()))
         if self.providers:
@@ -139,6 +155,10 @@ class Snapshot:
             "gpu": self.gpu if self.gpu else "n/a",
             "providers": self.providers,
             "events": self.events,
+            "frames_searched": self.frames_searched,
+            "faces_detected": self.faces_detected,
+            "faces_swapped": self.faces_swapped,
+            "frames_swapped": self.frames_swapped,
         }
 
 
@@ -208,6 +228,24 @@ class _RateMeter:
         return sum(n for _, n in self._recent) * 1e9 / self.window_ns
 
 
+@dataclass
+class _FaceCounts:
+    """Face counters over the sent frames the swap stage worked on."""
+
+    frames: int = 0
+    found: int = 0
+    swapped: int = 0
+    frames_swapped: int = 0
+    now: tuple[int, int] | None = None
+
+    def add(self, found: int, swapped: int) -> None:
+        self.frames += 1
+        self.found += found
+        self.swapped += swapped
+        self.frames_swapped += swapped > 0
+        self.now = (found, swapped)
+
+
 @dataclass(eq=False)
 class Subscription:
     """A subscriber's callbacks; ``unsubscribe`` stops them (safe to call twice)."""
@@ -225,14 +263,25 @@ class Subscription:
 
 
 class Telemetry:
-    """Thread-safe meters fed by the capture, inference and output threads."""
+    """Thread-safe meters fed by the capture, inference and output threads.
+
+    Sent frames that the swap stage worked on feed the face counters and a ``NoFaceWatch``
+    (warns after ``no_face_after_s`` seconds without a swapped face, then every
+    ``no_face_repeat_s``).
+    """
 
     #: an identical event (same origin and message) is passed on at most once per this period
     EVENT_REPEAT_S = 5.0
     #: ``snapshot(recent=True)`` rates are computed over this window ending now
     RECENT_WINDOW_S = 2.0
 
-    def __init__(self, window: int = 1000, gpu_reader: GpuReader | None = None) -> None:
+    def __init__(
+        self,
+        window: int = 1000,
+        gpu_reader: GpuReader | None = None,
+        no_face_after_s: float = 5.0,
+        no_face_repeat_s: float = 30.0,
+    ) -> None:
         self._lock = threading.Lock()
         self._start_ns = time.perf_counter_ns()
         window_ns = int(self.RECENT_WINDOW_S * 1e9)
@@ -252,6 +301,8 @@ class Telemetry:
         self._providers: dict[str, dict[str, str]] = {}
         self._gpu_reader = gpu_reader
         self._process = psutil.Process()
+        self._faces = _FaceCounts()
+        self._no_face: NoFaceWatch | None = NoFaceWatch(no_face_after_s, no_face_repeat_s)
 
     # --- feeding -------------------------------------------------------------------------
     def frame_in(self, t_ns: int) -> None:
@@ -270,16 +321,40 @@ class Telemetry:
             self._stages.setdefault(name, deque(maxlen=self._window)).append(ms)
 
     def frame_out(self, packet: FramePacket, t_sent_ns: int) -> None:
-        """A new (not repeated) frame reached the sinks; frame subscribers get its report."""
+        """A new (not repeated) frame reached the sinks; frame subscribers get its report.
+
+        A frame the swap stage worked on (``faces_swapped`` set) is counted for the faces
+        and watched for a stretch without a swap (a warning event with the likely cause).
+        """
+        notice = None
         with self._lock:
             self._out.tick(t_sent_ns)
             self._latency.append((t_sent_ns - packet.t_capture_ns) / 1e6)
             listeners = [s for s in self._subscriptions if s.on_frame is not None]
+            if packet.faces_swapped is not None:
+                self._faces.add(len(packet.faces), packet.faces_swapped)
+                notice = self._watch(packet)
+        if notice is not None:
+            self.event(notice)
         if listeners:
             report = FrameReport.of(packet, t_sent_ns)
             for sub in listeners:
                 assert sub.on_frame is not None
                 self._call(sub, sub.on_frame, report)
+
+    def _watch(self, packet: FramePacket) -> Event | None:
+        """The no-face watch's event for this packet, if any (under the lock). A watch that
+        raises is reported and switched off: the output thread goes on."""
+        if self._no_face is None:
+            return None
+        try:
+            return self._no_face.observe(
+                packet.t_capture_ns, packet.frame, packet.faces, packet.faces_swapped or 0
+            )
+        except Exception as e:
+            self._no_face = None
+            log.warning("the no-face watch raised %r; switched off", e)
+            return Event("warning", "telemetry", f"the no-face watch raised {e!r}; it is off")
 
     def repeat_out(self) -> None:
         with self._lock:
@@ -401,6 +476,7 @@ class Telemetry:
             frames_in, processed = self._in.count, self._processed.count
             frames_out, repeats, skipped = self._out.count, self._repeats, self._skipped
             events = self._event_count
+            faces = dataclasses.replace(self._faces)
             providers = {s: dict(p) for s, p in self._providers.items()}
             drop_counters = list(self._drop_counters)
         reading = self._gpu_reader.snapshot() if self._gpu_reader is not None else None
@@ -423,4 +499,9 @@ class Telemetry:
             frames_processed=processed,
             fps_processed=fps_proc,
             skipped=skipped,
+            frames_searched=faces.frames,
+            faces_detected=faces.found,
+            faces_swapped=faces.swapped,
+            frames_swapped=faces.frames_swapped,
+            faces_now=faces.now,
         )

@@ -108,6 +108,8 @@ class FramePacket:
     """A frame travelling through the pipeline, with its sequence number and timings.
 
     ``t_media_ns``: the frame's timestamp in its file (video sources; None for live ones).
+    ``faces``: the faces found in it; ``faces_swapped``: how many of them the swap stage
+    replaced (None: no face stage worked on this frame: swap off, blank, freeze).
     """
 
     frame: Frame
@@ -116,6 +118,7 @@ class FramePacket:
     timings: list[StageTiming] = field(default_factory=list)
     faces: list[Face] = field(default_factory=list)
     t_media_ns: int | None = None
+    faces_swapped: int | None = None
 
 
 EventLevel = Literal["info", "warning", "error"]

@@ -253,18 +253,24 @@ class FaceParts:
             used=tuple(dict.fromkeys(n for p in parts for n in p.providers.used)),
         )
 
-    def render(
+    def swap_faces(
         self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: object
-    ) -> list[Frame]:
-        """Swap, enhance, mask and paste back ``faces`` (of any frames of ``frames``), each
-        part called once on the whole list. One output frame per frame, in order."""
+    ) -> list[FaceWork]:
+        """Swap, enhance and mask ``faces`` (of any frames of ``frames``), each part called
+        once on the whole list: the records that got an ``output`` (the swapped faces)."""
         works = self.swapper.swap(frames, faces, source) if faces else []
         done = [w for w in works if w.output is not None]
         if done and self.enhancer is not None:
             done = self.enhancer.enhance(frames, done)
         if done and self.masker is not None:
             done = self.masker.mask(frames, done)
-        return self.blender.blend(frames, done)
+        return done
+
+    def render(
+        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: object
+    ) -> list[Frame]:
+        """``swap_faces``, then paste them back: one output frame per frame, in order."""
+        return self.blender.blend(frames, self.swap_faces(frames, faces, source))
 
     def close(self) -> None:
         for part in self.all():

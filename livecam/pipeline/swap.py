@@ -4,6 +4,7 @@ swap the source face in and paste it back."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError, ModelError
@@ -23,7 +24,8 @@ class FaceSwapStage:
 
     The frames of a batch go through the tracker's detector as one list (in order); the
     selected faces of every frame of the batch then go through each face part as one list.
-    Frames with no selected face pass through untouched (the same array). Build and warm
+    Frames with no selected face pass through untouched (the same array). Each packet gets
+    the faces found (``faces``) and how many were swapped (``faces_swapped``). Build and warm
     it on one thread, then use it on another (the app's shared dlib models serialise their
     calls). The control plane switches it off by skipping it (``set_swap``).
     """
@@ -63,10 +65,14 @@ class FaceSwapStage:
         ):
             packet.faces = faces
             works += [FaceWork(i, packet.seq, f) for f in self._selector.select(frame, faces)]
-        if works:
-            outputs = self.parts.render(frames, works, self._prepared)
+        done = self.parts.swap_faces(frames, works, self._prepared) if works else []
+        swapped = Counter(w.frame_index for w in done)
+        if done:
+            outputs = self.parts.blender.blend(frames, done)
             for packet, out in zip(batch, outputs, strict=True):
                 packet.frame = out
+        for i, packet in enumerate(batch):
+            packet.faces_swapped = swapped[i]
         return batch
 
     def close(self) -> None:
