@@ -40,8 +40,10 @@ log = logging.getLogger("livecam")
 PROGRESS_INTERVAL_S = 0.25  # how often a progress bar is redrawn
 
 SOURCE_HELP = (
-    "camera[:N] (webcam N, default 0) | screen[:N] (monitor N) | screen:x,y,w,h (a region) | "
-    "synthetic (test pattern; see --face-motion, --stamp) | PATH to a video or an image"
+    "camera[:N] or N (webcam N, default 0) | /dev/videoN | a stream URL (rtsp://..., "
+    "http://...) | screen[:N] (monitor N) | screen:x,y,w,h (a region) | synthetic (test "
+    "pattern; see --face-motion, --stamp) | PATH to a video (played once; see --loop) or an "
+    "image"
 )
 SINK_HELP = (
     "virtualcam (OBS/Zoom/Meet camera) | window (preview) | auto (virtual camera, else a window) | "
