@@ -275,18 +275,28 @@ class App:
         return self._output is not None and not self._output.finished.is_set()
 
     def stop(self, timeout_s: float = 2.0) -> list[str]:
-        """Stop and join every thread (output first); return names of threads that hung."""
+        """Stop and join every thread (output first) within ``timeout_s``; a thread still
+        finishing files (a recording) gets its ``finish_grace_s`` more. Returns the names
+        of threads that hung."""
         self._stop.set()
         deadline = time.monotonic() + timeout_s
         hung = []
         for worker in reversed(self._workers):
             worker.join(max(0.05, deadline - time.monotonic()))
+            if worker.is_alive() and worker.cleaning_up.is_set() and worker.finish_grace_s:
+                log.info("%s: finishing the output files...", worker.name)
+                worker.join(worker.finish_grace_s)
             if worker.is_alive():
                 hung.append(worker.name)
                 log.warning("%s did not stop within %.1f s", worker.name, timeout_s)
         if self._gpu is not None:
             self._gpu.close()
         return hung
+
+    @property
+    def crashes(self) -> list[str]:
+        """One line per pipeline thread that died of an unexpected error."""
+        return [w.crash for w in self._workers if w.crash is not None]
 
     def snapshot(self, recent: bool = False) -> Snapshot:
         return self.telemetry.snapshot(recent)

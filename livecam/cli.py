@@ -605,7 +605,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
     summary = app.snapshot().to_summary()
     summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
     summary["signal"] = signal.Signals(received[0]).name if received else None
-    summary["errors"] = [app.failure] if app.failure else []
+    summary["errors"] = ([app.failure] if app.failure else []) + app.crashes
     if cfg.run.stats_json:
         try:
             data = json.dumps(summary, indent=2).encode("utf-8")
@@ -637,8 +637,8 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def exit_status(summary: dict[str, Any]) -> int:
     """0 for a run that ended by itself; 128 + the signal's number after Ctrl-C (130) or
-    SIGTERM (143), the shell convention; 1 when an output failed (``errors``: every sink
-    failed, or a file could not be written)."""
+    SIGTERM (143), the shell convention; 1 when an output failed or a pipeline thread died
+    (``errors``: every sink failed, a file could not be written, a thread crashed)."""
     name = summary.get("signal")
     if name:
         return 128 + signal.Signals[name]

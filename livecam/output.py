@@ -240,6 +240,9 @@ class OutputWorker(Worker):
             self.telemetry.event(Event("error", f"sink {sink.name}", f"close: {message}", hint))
             self.failures.append(f"sink {sink.name}: {message}")
 
+    #: closing a long recording (encoder flush, audio mux) may take longer than a stop
+    finish_grace_s = 120.0
+
     def cleanup(self) -> None:
         self.slot.close()
         for sink in self.sinks:

@@ -24,6 +24,7 @@ from recording_backend import RecordingStore
 from livecam.app import App
 from livecam.buffer import RingBuffer
 from livecam.capture import CaptureWorker
+from livecam.cli import exit_status
 from livecam.cli import main as cli_main
 from livecam.config import Config, SourceConfig
 from livecam.errors import StartupError
@@ -33,6 +34,7 @@ from livecam.sources.stamp import read_stamp
 from livecam.sources.synthetic import SyntheticSource
 from livecam.telemetry import Telemetry
 from livecam.types import Event, Frame, FramePacket
+from livecam.worker import Worker
 
 
 def config(**sections: dict[str, object]) -> Config:
@@ -396,3 +398,50 @@ def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
     assert "did not stop" not in err
     assert json.loads(stats.read_text())["frames_in"] > 10
     assert "frames in" in out
+
+
+class SlowToFinish(NullSink):
+    """A sink whose close takes longer than the stop deadline (a long recording's flush)."""
+
+    name = "slow-finish"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished = False
+
+    def close(self) -> None:
+        time.sleep(3.0)
+        self.finished = True
+
+
+def test_stop_waits_for_an_output_still_finishing_its_files() -> None:
+    cfg = config(source={"spec": "synthetic", "size": [160, 120], "fps": 30})
+    sink = SlowToFinish()
+    app = App(cfg, sinks=[sink])
+    app.start()
+    time.sleep(0.3)
+    assert app.stop(timeout_s=1.0) == [], "the output thread was given time to finish"
+    assert sink.finished, "the file was finished, not cut off"
+
+
+def test_a_thread_that_crashes_is_reported_and_counted() -> None:
+    events: list[Event] = []
+    telemetry = Telemetry()
+    telemetry.add_listener(events.append)
+
+    class Buggy(Worker):
+        def loop(self) -> None:
+            raise KeyError("bug")
+
+        def cleanup(self) -> None:
+            raise OSError("and the cleanup failed too")
+
+    worker = Buggy("buggy", threading.Event(), telemetry)
+    worker.start()
+    assert worker.finished.wait(5)
+    assert worker.crash is not None and "crashed while closing" in worker.crash
+    assert [e.message for e in events] == [
+        "crashed: KeyError('bug')",
+        ("crashed while closing: OSError('and the cleanup failed too')"),
+    ]
+    assert exit_status({"signal": None, "errors": [worker.crash]}) == 1
