@@ -1,12 +1,16 @@
 """The source-face cache: one analysis per (photo, analyzer model) across builds, cache
-instances and threads; persisted on disk; a damaged cache file is rewritten, never fatal."""
+instances and threads; persisted on disk; a damaged cache file is rewritten, never fatal.
+Source photo feedback: a numbered sheet for a group photo, warnings for a small or blurry
+source face."""
 
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -15,8 +19,14 @@ from livecam.errors import FaceSourceError
 from livecam.pipeline.analysis import FaceAnalyzer
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer
-from livecam.pipeline.source_face import SourceFaceCache
+from livecam.pipeline.source_face import (
+    BLURRY_SHARPNESS,
+    SMALL_FACE_PX,
+    SourceFaceCache,
+    sharpness,
+)
 from livecam.pipeline.swap import build_swap_stage
+from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 
 PORTRAIT = "obama_official_portrait_2012.jpg"
@@ -156,3 +166,85 @@ def test_threads_asking_at_once_get_one_analysis(
     for t in threads:
         t.join(60)
     assert counting.calls == 1 and len(got) == 3 and got[0] is got[1] is got[2]
+
+
+def test_a_group_photo_error_lists_the_faces_and_writes_a_numbered_sheet(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    photo = tmp_path / "party.jpg"
+    shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
+    cache = SourceFaceCache(None, face_sheets=True)
+    with pytest.raises(FaceSourceError) as info:
+        cache.get(photo, None, offline)
+    sheet = tmp_path / "party.faces.jpg"
+    text = str(info.value)
+    assert f"they are numbered in {sheet}" in text and "  0: box" in text and "  1: box" in text
+    # the sheet shows the photo with both faces, then both faces again as thumbnails
+    image = load_image_bgr(sheet)
+    assert image.shape[1] == 1200
+    assert len(offline.analyze(image)) == 4
+    with pytest.raises(FaceSourceError, match="out of range.*party.faces.jpg"):
+        cache.get(photo, 5, offline)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["party.faces.jpg", "party.jpg"]
+    # a file of that name with other content is kept: the sheet gets a new name
+    sheet.write_bytes(b"the user's own file")
+    with pytest.raises(FaceSourceError) as info:
+        cache.get(photo, None, offline)
+    assert sheet.read_bytes() == b"the user's own file"
+    (new,) = set(tmp_path.iterdir()) - {photo, sheet}
+    assert new.name.startswith("party.faces-") and f"numbered in {new}" in str(info.value)
+
+
+def test_without_face_sheets_nothing_is_written(
+    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+) -> None:
+    photo = tmp_path / "party.jpg"
+    shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
+    with pytest.raises(FaceSourceError, match="2 faces found") as info:
+        SourceFaceCache(None).get(photo, None, offline)
+    assert "numbered" not in str(info.value) and list(tmp_path.iterdir()) == [photo]
+
+
+def test_sharpness_tells_sharp_source_photos_from_blurred_ones(
+    testdata: Path, offline: FaceAnalyzer
+) -> None:
+    """Calibration: every test portrait with a face of 120 px or more is sharp enough; the
+    same photo blurred by 1 px at the 128 px scale it is measured at is not."""
+    checked = 0
+    for path in sorted((testdata / "faces").iterdir()):
+        image = load_image_bgr(path)
+        faces = offline.analyze(image)
+        if len(faces) != 1 or faces[0].width < SMALL_FACE_PX:
+            continue
+        face = faces[0]
+        assert sharpness(image, face) >= BLURRY_SHARPNESS, path.name
+        blurred = cv2.GaussianBlur(image, (0, 0), face.width / 128)
+        assert sharpness(blurred, face) < BLURRY_SHARPNESS, path.name
+        checked += 1
+    assert checked >= 7
+
+
+def test_small_or_blurry_source_faces_are_warned_about(
+    testdata: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    faces, models = SourceFaceCache(None), DlibModels()
+    sharp = testdata / "faces" / PORTRAIT
+    blurry = tmp_path / "blurry.png"
+    image = load_image_bgr(sharp)
+    cv2.imwrite(str(blurry), cv2.GaussianBlur(image, (0, 0), 2.5))
+    warnings = {}
+    with caplog.at_level(logging.WARNING, logger="livecam.pipeline.swap"):
+        for name, path in [
+            ("sharp", sharp),
+            ("small", testdata / "faces" / "astronaut_eileen_collins.png"),
+            ("blurry", blurry),
+        ]:
+            stage = build_swap_stage(SwapConfig(face=str(path)), faces, models)
+            warnings[name] = stage.source_warnings
+    assert warnings["sharp"] == ()
+    (small,) = warnings["small"]
+    assert "astronaut_eileen_collins.png is only 88 px wide" in small and "smear" in small
+    assert "at least 120 px" in small
+    (soft,) = warnings["blurry"]
+    assert "blurry.png looks blurry (sharpness" in soft and "smear" in soft
+    assert [r.getMessage() for r in caplog.records] == [small, soft]

@@ -12,7 +12,7 @@ from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.parts import FaceParts, FrameContext
 from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
 from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
-from livecam.pipeline.source_face import SourceFace, SourceFaceCache
+from livecam.pipeline.source_face import SourceFace, SourceFaceCache, photo_warnings
 from livecam.pipeline.tracking import FaceTracker
 from livecam.types import FaceWork, FramePacket
 
@@ -43,6 +43,7 @@ class FaceSwapStage:
     ) -> None:
         self.parts = parts
         self.source = source
+        self.source_warnings = tuple(photo_warnings(source))  # small or blurry source face
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
@@ -133,4 +134,7 @@ def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels
         row.name,
         cfg.select,
     )
-    return FaceSwapStage(parts, tracker, selector, source, prepared)
+    stage = FaceSwapStage(parts, tracker, selector, source, prepared)
+    for text in stage.source_warnings:
+        log.warning(text)
+    return stage
