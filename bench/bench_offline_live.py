@@ -1,9 +1,10 @@
-"""Offline preset, live: one face at 640x480 through the whole pipeline (CPU only).
+"""Offline preset, live: one face through the whole pipeline (CPU only).
 
-    python bench/bench_offline_live.py [--runs 5] [--frames 300]
+    python bench/bench_offline_live.py [--runs 5] [--frames 300] [--size 640x480]
 
 Source: the synthetic face-motion clip (assets/astronaut.png moving like a head on a
-webcam), swap source assets/grace_hopper.jpg, null sink. Two modes, each run several times:
+webcam, fitted to --size: her face is ~13 % of the width at 640x480, ~10 % at 16:9 sizes),
+swap source assets/grace_hopper.jpg, null sink. Two modes, each run several times:
 
 * paced 30 fps and 60 fps (a webcam): output frames/s and glass-to-glass latency p50/p99;
 * unpaced and lossless (every frame processed, batches of up to 4): the throughput
@@ -23,14 +24,16 @@ from pipeline_run import run_to_end
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
-def one_run(frames: int, unpaced: bool, fps: float) -> dict[str, float]:
+def one_run(
+    frames: int, unpaced: bool, fps: float, size: tuple[int, int] = (640, 480)
+) -> dict[str, float]:
     """One pipeline run; unpaced runs are lossless so every frame is swapped."""
     return run_to_end(
         {
             "source": {
                 "spec": "synthetic",
                 "face_motion": str(ASSETS / "astronaut.png"),
-                "size": [640, 480],
+                "size": list(size),
                 "fps": fps,
                 "unpaced": unpaced,
             },
@@ -61,11 +64,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--size", default="640x480", help="frame size WxH")
     args = p.parse_args()
-    one_run(30, True, 30)  # warm up imports and model loading
+    w, h = (int(v) for v in args.size.lower().split("x"))
+    one_run(30, True, 30, (w, h))  # warm up imports and model loading
     for fps in (30, 60):
-        report(f"paced {fps} fps", [one_run(args.frames, False, fps) for _ in range(args.runs)])
-    report("unpaced lossless", [one_run(args.frames, True, 30) for _ in range(args.runs)])
+        runs = [one_run(args.frames, False, fps, (w, h)) for _ in range(args.runs)]
+        report(f"{w}x{h} paced {fps} fps", runs)
+    runs = [one_run(args.frames, True, 30, (w, h)) for _ in range(args.runs)]
+    report(f"{w}x{h} unpaced lossless", runs)
 
 
 if __name__ == "__main__":

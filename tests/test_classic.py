@@ -13,7 +13,7 @@ from livecam.config import SwapConfig
 from livecam.errors import LivecamError
 from livecam.pipeline import blend, mesh
 from livecam.pipeline.analysis import FaceAnalyzer, offline_analyzer
-from livecam.pipeline.classic import ClassicSwapper, SourceModel
+from livecam.pipeline.classic import ClassicOptions, ClassicSwapper, SourceModel
 from livecam.pipeline.parts import Blender, FrameContext, Swapper
 from livecam.pipeline.paste import RoiBlender
 from livecam.sources.image import load_image_bgr
@@ -238,3 +238,32 @@ def test_roi_blender_refuses_a_rotated_crop(biden) -> None:
     work = FaceWork(0, 0, tf, turned, crop, np.ones((10, 10), np.float32), crop)
     with pytest.raises(ValueError, match="whole-pixel regions"):
         RoiBlender().blend([FrameContext(tgt)], [work])
+
+
+def test_a_large_face_is_swapped_at_the_source_detail_and_looks_the_same(
+    analyzer, obama, biden
+) -> None:
+    """A target face 2.5x the source's is swapped on its ROI shrunk to the source's face
+    size (the cost grows with the area): the result is within a few grey levels of the
+    full-size swap, carries the source identity as well, and leaves the rest untouched."""
+    (src, sf), (tgt, _) = obama, biden
+    big = cv2.resize(tgt, None, fx=2.5, fy=2.5, interpolation=cv2.INTER_CUBIC)
+    (bf,) = analyzer.analyze(big, with_embedding=True)
+    outs = {}
+    for limit in (1e9, 160.0):
+        swapper = ClassicSwapper(options=ClassicOptions(max_work_size=limit))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        _, _, size = mesh.face_frame(bf.landmarks)
+        outs[limit] = swap(swapper, big, [bf.landmarks], model)
+        scale = swapper.work_scale(size, model)
+        assert (scale == 1.0) if limit > 1e6 else (scale < 0.6)
+    roi = ClassicSwapper().face_roi(bf.landmarks, big.shape)
+    assert roi is not None
+    x0, y0, x1, y1 = roi
+    full, shrunk = (outs[k][y0:y1, x0:x1].astype(int) for k in (1e9, 160.0))
+    assert np.abs(full - shrunk).mean() < 4
+    outside = np.ones(big.shape[:2], bool)
+    outside[y0:y1, x0:x1] = False
+    assert np.array_equal(outs[160.0][outside], big[outside])
+    d = [_dist(_face_at(analyzer, outs[k], bf).embedding, sf.embedding) for k in (1e9, 160.0)]
+    assert abs(d[0] - d[1]) < 0.05 and d[1] < _dist(bf.embedding, sf.embedding) - 0.05

@@ -71,6 +71,9 @@ class ClassicOptions:
     shape_weight: float = 0.5  # move the target mesh toward the source's face shape (0..1)
     map_step: int = 2  # evaluate the warp map every N pixels (1 = exact)
     skin_gate: bool = True  # outside the inner face, blend only where both faces show skin
+    # a target face with a larger eye-to-chin distance (px) than this and than the source's
+    # is swapped on its ROI shrunk to that size, then scaled back (its cost grows with area)
+    max_work_size: float = 160.0
 
 
 def roi_affine(x0: int, y0: int) -> npt.NDArray[np.float32]:
@@ -179,12 +182,43 @@ class ClassicSwapper(CpuPart):
         if roi is None:
             return
         x0, y0, x1, y1 = roi
-        opts = self.options
+        target = frame[y0:y1, x0:x1]
+        origin = np.array([x0, y0], np.float32)
+        lm_roi = target_lm - origin
+        ext = self._target_mesh(target_lm, source) - origin
         _, _, size = mesh.face_frame(target_lm)
-        ext = self._target_mesh(target_lm, source) - np.array([x0, y0], np.float32)
-        lm_roi = target_lm - np.array([x0, y0], np.float32)
+        scale = self.work_scale(size, source)
+        if scale < 1.0:  # work on the ROI shrunk to the source's detail, then scale back
+            h, w = target.shape[:2]
+            small = (max(2, round(w * scale)), max(2, round(h * scale)))
+            k = np.array([small[0] / w, small[1] / h], np.float32)
+            shrunk = cv2.resize(target, small, interpolation=cv2.INTER_AREA)
+            colored, alpha = self._render(np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source)
+            colored = np.asarray(cv2.resize(colored, (w, h)), np.uint8)  # bilinear
+            alpha = np.asarray(cv2.resize(alpha, (w, h)), np.float32)
+        else:
+            colored, alpha = self._render(target, lm_roi, ext, source)
+        work.affine = roi_affine(x0, y0)
+        work.crop = target
+        work.output = colored
+        work.mask = alpha
+
+    def work_scale(self, size: float, source: SourceModel) -> float:
+        """The scale a target face of eye-to-chin ``size`` px is swapped at: 1, or less for
+        a face larger than both the source's own face and ``options.max_work_size`` (the
+        source has no finer detail to give; the cost grows with the face's area)."""
+        limit = max(self.options.max_work_size, source.levels[0].face_size)
+        return min(1.0, limit / size) if size > 0 else 1.0
+
+    def _render(
+        self, target: Frame, lm_roi: Points, ext: Points, source: SourceModel
+    ) -> tuple[Frame, npt.NDArray[np.float32]]:
+        """The colour-matched source face warped onto ``target`` (a face ROI whose 68
+        landmarks are ``lm_roi`` and target mesh ``ext``, in its pixels) and its mask."""
+        opts = self.options
+        _, _, size = mesh.face_frame(lm_roi)
         level = source.level_for(size)
-        shape = (y1 - y0, x1 - x0)
+        shape = target.shape[:2]
         mx, my, hull = mesh.piecewise_affine_maps(
             level.points, ext, source.triangles, shape, step=opts.map_step
         )
@@ -192,8 +226,7 @@ class ClassicSwapper(CpuPart):
             cv2.remap(level.patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             np.uint8,
         )
-        target = frame[y0:y1, x0:x1]
-        up, _, _ = mesh.face_frame(target_lm)
+        up, _, _ = mesh.face_frame(lm_roi)
         # inner face: the 68-point hull plus the brows (thickened upwards)
         face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True)
         for brow in (lm_roi[17:22], lm_roi[22:27]):
@@ -227,7 +260,4 @@ class ClassicSwapper(CpuPart):
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = src_skin.astype(np.float32) * (1 / 255) * tgt_skin
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
-        work.affine = roi_affine(x0, y0)
-        work.crop = target
-        work.output = colored
-        work.mask = alpha
+        return colored, alpha
