@@ -89,7 +89,8 @@ class Snapshot:
 
     Faces, over the sent frames the swap stage worked on (``frames_searched``): faces
     found and swapped in all of them, ``frames_swapped`` those with at least one swapped
-    face, and ``faces_now`` (found, swapped) in the last one (None: none yet).
+    face, and ``faces_now`` (found, swapped) in the last sent frame (None when the swap
+    stage did not work on it: swap off, blank, freeze, or no frame yet).
     """
 
     elapsed_s: float
@@ -334,6 +335,8 @@ class Telemetry:
             if packet.faces_swapped is not None:
                 self._faces.add(len(packet.faces), packet.faces_swapped)
                 notice = self._watch(packet)
+            else:  # swap off, blank or frozen: no faces to show now
+                self._faces.now = None
         if notice is not None:
             self.event(notice)
         if listeners:

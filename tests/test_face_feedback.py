@@ -207,3 +207,20 @@ def test_stats_json_has_the_face_counters(tmp_path: Path) -> None:
     summary = json.loads(stats.read_text())
     assert summary["frames_swapped"] == summary["frames_searched"] == summary["frames_out"] > 0
     assert summary["faces_detected"] == summary["faces_swapped"] == summary["frames_out"]
+
+
+def test_frames_the_swap_stage_skipped_are_not_counted_and_clear_the_faces_now(
+    stage: FaceSwapStage, portrait: Portrait, backdrop: Frame
+) -> None:
+    """Swap off (the stage skipped, ``faces_swapped`` None): not searched, not warned."""
+    telemetry = Telemetry(no_face_after_s=0.1)
+    swapped = FramePacket(compose(portrait, backdrop, 0.15).frame, seq=0, t_capture_ns=0)
+    stage.process([swapped])
+    telemetry.frame_out(swapped, 1)
+    assert telemetry.snapshot().faces_now == (1, 1)
+    for i in range(1, 20):  # 2 s of frames the stage did not see
+        telemetry.frame_out(FramePacket(backdrop, seq=i, t_capture_ns=i * 100_000_000), 1)
+    snap = telemetry.snapshot()
+    assert (snap.frames_searched, snap.frames_swapped, snap.frames_out) == (1, 1, 20)
+    assert snap.faces_now is None and "faces found" not in snap.status_line()
+    assert [e for e in telemetry.recent_events() if e.origin == "swap"] == []
