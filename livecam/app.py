@@ -36,7 +36,7 @@ from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
-from livecam.pipeline.stage import Stage, report_providers
+from livecam.pipeline.stage import Stage, report_stages
 from livecam.playback import Playback, plan_playback
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
@@ -93,7 +93,9 @@ class App:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
-        self.faces = faces if faces is not None else SourceFaceCache(default_cache_dir())
+        if faces is None:  # group photos get a numbered sheet of their faces beside them
+            faces = SourceFaceCache(default_cache_dir(), face_sheets=True)
+        self.faces = faces
         self.models = DlibModels()  # each model loaded once, shared by every build
         self._stages = stages
         self._sinks = sinks
@@ -222,7 +224,7 @@ class App:
             raise StartupError(causes)
 
         self.sinks = opened
-        report_providers(stages, self.telemetry)
+        report_stages(stages, self.telemetry)
         inference = InferenceWorker(
             stages,
             ring,

@@ -31,7 +31,7 @@ from livecam.errors import (
 from livecam.inputs import input_file_problem
 from livecam.loader import LoaderWorker
 from livecam.pipeline.runner import InferenceWorker, LiveState
-from livecam.pipeline.stage import Stage, report_providers
+from livecam.pipeline.stage import Stage, report_stages
 from livecam.sources.image import fit_frame, load_image_bgr
 from livecam.telemetry import Telemetry
 from livecam.types import Event, Frame, FramePacket
@@ -301,7 +301,7 @@ class Controls:
         names = {s.name for s in stages}
         state.disabled &= names
         self._config = config
-        report_providers(stages, self._telemetry)
+        report_stages(stages, self._telemetry)
         self._loader.submit(f"closing the replaced stages of '{change.command}'", _closer(old))
         self._applied(change, state)
 

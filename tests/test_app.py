@@ -445,3 +445,21 @@ def test_a_thread_that_crashes_is_reported_and_counted() -> None:
         ("crashed while closing: OSError('and the cleanup failed too')"),
     ]
     assert exit_status({"signal": None, "errors": [worker.crash]}) == 1
+
+
+def test_a_small_source_face_is_a_warning_event_and_the_stream_runs(testdata: Path) -> None:
+    events: list[Event] = []
+    telemetry = Telemetry()
+    telemetry.add_listener(events.append)
+    cfg = config(
+        source={"spec": "synthetic", "size": [320, 240], "fps": 30},
+        output={"sinks": ["null"]},
+        pipeline={"stages": ["swap"]},
+        swap={"face": str(testdata / "faces" / "codait_bryan.png")},
+        run={"frames": 10},
+    )
+    app = App(cfg, telemetry=telemetry)
+    run_to_end(app)
+    warning = next(e for e in events if e.origin == "stage swap")
+    assert warning.level == "warning" and "smear" in warning.message
+    assert app.snapshot().providers == {"swap": {"requested": "cpu", "used": "cpu"}}

@@ -49,7 +49,7 @@ def run_stages(
             telemetry.event(Event("error", f"stage {stage.name}", f"{e!r}; {action}"))
             if stage.required:
                 for packet, frame in zip(batch, camera_frames):
-                    packet.frame, packet.faces = frame, []
+                    packet.frame, packet.faces, packet.faces_swapped = frame, [], None
                 return
             for packet, (frame, faces) in zip(batch, before):
                 packet.frame, packet.faces = frame, faces

@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from livecam.pipeline.parts import Providers
 from livecam.telemetry import Telemetry
-from livecam.types import FramePacket
+from livecam.types import Event, FramePacket
 
 
 @runtime_checkable
@@ -17,7 +17,7 @@ class Stage(Protocol):
     the runner can hand the untouched camera frame on when a required stage fails.
 
     A stage that runs models also has ``providers`` (``parts.Providers``: requested and
-    really used), which the app reports to telemetry.
+    really used), and may have ``warnings`` (texts about its inputs); the app reports both.
 
     ``required``: when a required stage raises, the batch's camera frames pass through
     untouched (later stages are skipped); an optional stage that raises is bypassed.
@@ -36,12 +36,15 @@ class Stage(Protocol):
         """Release models and buffers."""
 
 
-def report_providers(stages: list[Stage], telemetry: Telemetry) -> None:
-    """Tell telemetry which compute provider each model-running stage asked for and really
-    uses (a stage's ``providers``; stages that run no model have none)."""
+def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
+    """Tell telemetry about newly built stages: which compute provider each model-running
+    stage asked for and really uses (its ``providers``), and what it warns about (its
+    ``warnings``, e.g. a small or blurry source face), as warning events."""
     for stage in stages:
         providers: Providers | None = getattr(stage, "providers", None)
         if providers is not None:
             telemetry.set_provider(
                 stage.name, ",".join(providers.requested), ",".join(providers.used)
             )
+        for text in getattr(stage, "warnings", ()):
+            telemetry.event(Event("warning", f"stage {stage.name}", text))

@@ -43,7 +43,7 @@ class FaceSwapStage:
     ) -> None:
         self.parts = parts
         self.source = source
-        self.source_warnings = tuple(photo_warnings(source))  # small or blurry source face
+        self.warnings = tuple(photo_warnings(source))  # small or blurry source face
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
@@ -134,7 +134,4 @@ def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels
         row.name,
         cfg.select,
     )
-    stage = FaceSwapStage(parts, tracker, selector, source, prepared)
-    for text in stage.source_warnings:
-        log.warning(text)
-    return stage
+    return FaceSwapStage(parts, tracker, selector, source, prepared)
