@@ -9,9 +9,9 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from livecam.cli import exit_status, print_summary, run_pipeline
 from livecam.config import Config
 from livecam.errors import ConfigError, LivecamError
+from livecam.session import exit_status, print_summary, run_pipeline
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from recording_backend import RecordingStore
 from livecam.app import App
 from livecam.buffer import RingBuffer
 from livecam.capture import CaptureWorker
-from livecam.cli import exit_status
 from livecam.cli import main as cli_main
 from livecam.config import Config, SourceConfig
 from livecam.errors import StartupError
+from livecam.session import exit_status
 from livecam.sinks import make_sink
 from livecam.sinks.null import NullSink
 from livecam.sources.stamp import read_stamp

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from livecam.cli import build_parser, config_from_args
+from livecam.cli import build_parser
 from livecam.config import Config, SourceConfig
 from livecam.errors import ConfigError
+from livecam.options import config_from_args
 
 
 def test_defaults_round_trip_through_toml(tmp_path: Path) -> None:

@@ -19,9 +19,10 @@ import pytest
 from framegen import psnr, smooth_frames
 
 from livecam.app import App
-from livecam.cli import build_parser, config_from_args
+from livecam.cli import build_parser
 from livecam.config import Config
 from livecam.errors import SinkError
+from livecam.options import config_from_args
 from livecam.sinks import ImageWriterSink, RecorderSink, make_sinks
 from livecam.telemetry import FrameReport, Telemetry
 from livecam.types import Event, FramePacket
