@@ -40,6 +40,7 @@ from livecam.pipeline.stage import Stage, report_stages
 from livecam.playback import Playback, plan_playback
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
+from livecam.sinks.audio import has_audio
 from livecam.sinks.base import Sink
 from livecam.sources import make_source
 from livecam.sources.base import Source
@@ -174,6 +175,12 @@ class App:
         if self.playback.conversion and source.media_path is not None:
             for sink in sinks:
                 sink.take_audio_from(source.media_path)
+        elif self._records_without_sound(source, sinks):
+            log.warning(
+                "the sound of %s is not recorded: it is copied only when a file is "
+                "converted (no window or virtual camera among the sinks, or --unpaced)",
+                source.media_path,
+            )
 
         ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, lossless)
         slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, lossless)
@@ -302,6 +309,13 @@ class App:
 
     def snapshot(self, recent: bool = False) -> Snapshot:
         return self.telemetry.snapshot(recent)
+
+    @staticmethod
+    def _records_without_sound(source: Source, sinks: list[Sink]) -> bool:
+        """A real-time run of a video file with sound into a recording (sound is only
+        copied in a conversion)."""
+        media = source.media_path
+        return media is not None and any(s.records_video for s in sinks) and has_audio(media)
 
     def _abort(self, capture: CaptureWorker, stages: list[Stage], sinks: list[Sink]) -> None:
         self._stop.set()

@@ -133,7 +133,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="stage to run, in order; repeat for several (default: swap when "
         "--face is given, else passthrough)",
     )
-    pipe.add_argument("--yunet", metavar="ONNX", help="YuNet model for the facebox stage")
+    pipe.add_argument(
+        "--yunet",
+        metavar="ONNX",
+        help="another YuNet 2023mar model for the facebox stage (default: the bundled one)",
+    )
     pipe.add_argument(
         "--batch",
         type=int,
@@ -277,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
         "else writes demo.mp4.",
     )
     demo.add_argument("--output", default="demo.mp4", help="video written when headless")
+    demo.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output file (default: keep it, write a new timestamped name)",
+    )
     demo.add_argument(
         "--frames",
         type=int,

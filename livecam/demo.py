@@ -45,8 +45,16 @@ def demo_portraits() -> Iterator[tuple[Path, Path]]:
         yield paths[0], paths[1]
 
 
-def demo_config(output: str, frames: int | None, window: bool, face: Path, target: Path) -> Config:
-    """The offline-preset demo: the target portrait moves like a head on a webcam."""
+def demo_config(
+    output: str,
+    frames: int | None,
+    window: bool,
+    face: Path,
+    target: Path,
+    overwrite: bool = False,
+) -> Config:
+    """The offline-preset demo: the target portrait moves like a head on a webcam.
+    ``overwrite``: replace an existing ``output`` (else a timestamped name is used)."""
     return Config.from_dict(
         {
             "source": {
@@ -56,7 +64,7 @@ def demo_config(output: str, frames: int | None, window: bool, face: Path, targe
                 "unpaced": not window,
             },
             "buffer": {"lossless": not window},
-            "output": {"sinks": ["window"] if window else [output]},
+            "output": {"sinks": ["window"] if window else [output], "overwrite": overwrite},
             "pipeline": {"stages": ["swap"]},
             "swap": {"face": str(face), "preset": "offline", "select": "one"},
             "run": {"frames": frames},
@@ -79,7 +87,7 @@ def run_demo(args: argparse.Namespace) -> int:
     length = f"{frames} frames" if frames else "until stopped"
     with demo_portraits() as (face, target):
         try:
-            cfg = demo_config(args.output, frames, window, face, target)
+            cfg = demo_config(args.output, frames, window, face, target, args.overwrite)
         except ConfigError as e:  # only --frames can be wrong
             raise ConfigError(f"--frames {frames} is invalid", e.hint) from None
         print(

@@ -259,3 +259,19 @@ def test_a_clip_played_into_a_virtual_camera_ends_by_itself_on_its_last_frame(
     assert vcam.opened[0]["fps"] == pytest.approx(30000 / 1001)
     assert psnr(vcam.frames[-1].frame, source.frames[-1]) > 30
     assert vcam.closed == 1
+
+
+def test_a_clip_played_in_real_time_is_recorded_without_sound_and_says_so(
+    clip: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "rt.mp4"
+    cfg = Config.from_dict(
+        {"source": {"spec": str(clip), "unpaced": False}, "output": {"sinks": [str(out)]}}
+    )
+    app = App(cfg)
+    with caplog.at_level("WARNING", logger="livecam.app"):
+        app.start()
+        assert app.wait(30)
+    assert app.stop() == []
+    assert f"the sound of {clip} is not recorded" in caplog.text
+    assert probe(out).audio is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +33,19 @@ def test_facebox_draws_boxes_on_a_copy_with_real_yunet(testdata: Path) -> None:
     assert xs.min() < two.shape[1] / 2 < xs.max(), "a box around each of the two faces"
 
 
-def test_facebox_without_model_warns_and_passes_through(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
-        stage = FaceBoxStage(None)
-    assert "no YuNet model configured" in caplog.text
-    frame = np.zeros((32, 32, 3), np.uint8)
-    stage.warmup(32, 32)
-    assert stage.process([FramePacket(frame, 0, 0)])[0].frame is frame
+def test_facebox_without_a_model_uses_the_bundled_yunet(testdata: Path) -> None:
+    two = load_image_bgr(testdata / "faces" / "obama_biden_two_people.jpg")
+    stage = FaceBoxStage(None)
+    stage.warmup(two.shape[1], two.shape[0])
+    packet = FramePacket(two, 0, 0)
+    stage.process([packet])
+    green = (
+        (packet.frame[..., 1] == 255) & (packet.frame[..., 0] == 0) & (packet.frame[..., 2] == 0)
+    )
+    _, xs = np.nonzero(green)
+    assert xs.min() < two.shape[1] / 2 < xs.max(), "a box around each of the two faces"
+    blank = np.zeros((32, 32, 3), np.uint8)
+    assert stage.process([FramePacket(blank, 0, 0)])[0].frame is blank, "no face: no copy"
 
 
 def test_facebox_bad_model_is_a_startup_error(tmp_path: Path) -> None:

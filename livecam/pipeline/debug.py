@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from livecam.errors import ModelError
-from livecam.pipeline.detect import YUNET_FIX, YuNetDetector
+from livecam.pipeline.detect import YUNET_FIX, YuNetDetector, bundled_yunet
 from livecam.pipeline.parts import CPU_ONLY, FrameContext
 from livecam.types import FramePacket
 
@@ -32,10 +32,8 @@ class PassThroughStage:
 
 
 class FaceBoxStage:
-    """Draws face boxes and 5 keypoints found by OpenCV's YuNet (``YuNetDetector``).
-
-    Without a configured YuNet file it is a no-op that warns once (no download needed).
-    """
+    """Draws face boxes and 5 keypoints found by OpenCV's YuNet (``YuNetDetector``): the
+    YuNet file given (``--yunet``), else the one that ships with LiveCam."""
 
     name = "facebox"
     required = False
@@ -43,14 +41,10 @@ class FaceBoxStage:
     def __init__(self, model_path: str | None, score_threshold: float = 0.6) -> None:
         self.model_path = model_path
         self.providers = CPU_ONLY  # OpenCV's own DNN runs YuNet
-        self._detector: YuNetDetector | None = None
-        if model_path is None:
-            log.warning(
-                "facebox stage: no YuNet model configured, frames pass through unchanged "
-                "(set pipeline.yunet_model to face_detection_yunet_2023mar.onnx)"
-            )
-        else:
-            self._detector = YuNetDetector(model_path, score_threshold)
+        self._detector: YuNetDetector | None = YuNetDetector(
+            model_path if model_path is not None else bundled_yunet(), score_threshold
+        )
+        if model_path is not None:
             try:  # another ONNX model loads, then fails on its first frame
                 self._detector.warmup()
             except cv2.error as e:
@@ -62,7 +56,7 @@ class FaceBoxStage:
                 ) from None
 
     def warmup(self, width: int, height: int) -> None:
-        if self._detector is not None:
+        if self._detector is not None:  # None once closed
             self._detector.detect([FrameContext(np.zeros((height, width, 3), np.uint8))])
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:

@@ -71,13 +71,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def describe_faces(faces: list[Face]) -> str:
-    """One line per face: index, box and size."""
-    return "\n".join(
+def describe_faces(faces: list[Face], limit: int = 6) -> str:
+    """One line per face: index, box and size (the first ``limit`` faces, then a count)."""
+    lines = [
         f"  {i}: box ({f.bbox[0]:.0f},{f.bbox[1]:.0f})-({f.bbox[2]:.0f},{f.bbox[3]:.0f}), "
         f"{f.width:.0f}x{f.height:.0f} px"
-        for i, f in enumerate(faces)
-    )
+        for i, f in enumerate(faces[:limit])
+    ]
+    if len(faces) > limit:
+        lines.append(f"  ... and {len(faces) - limit} more (indices {limit} to {len(faces) - 1})")
+    return "\n".join(lines)
 
 
 def _stack(values: list[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray:
@@ -205,7 +208,8 @@ class SourceFaceCache:
         if not 0 <= face_index < n:
             raise FaceSourceError(
                 f"--face-index {face_index} is out of range for {p}: {n} face(s) found "
-                f"(valid indices 0 to {n - 1}{self._sheet_note(p, image, faces)}):\n"
+                f"(valid indices 0 to {n - 1}"
+                f"{self._sheet_note(p, image, faces) if n > 1 else ''}):\n"
                 f"{describe_faces(faces)}",
                 f"use --face-index between 0 and {n - 1}",
             )

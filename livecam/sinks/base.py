@@ -23,6 +23,8 @@ class Sink(ABC):
     #: set by sinks the user can close (a preview window); the output thread then drops
     #: the sink, and when no sink is left the stream ends
     closed: bool = False
+    #: a video recording (it can carry a converted file's sound, see ``take_audio_from``)
+    records_video: bool = False
     #: the file this sink finished writing (recorders, image writers), once it is on disk
     written: Path | None = None
 

@@ -238,6 +238,7 @@ class RecorderSink(Sink):
     """
 
     name = "recorder"
+    records_video = True
     wants_repeats = False
 
     def __init__(
