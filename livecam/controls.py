@@ -147,7 +147,6 @@ class Controls:
     # --- instant switches (applied between two batches) ---------------------------------
     def set_swap(self, on: bool) -> Change:
         """Turn the face swap on or off (off: the camera frames pass through)."""
-        self._require_stage(SWAP)
         return self.set_stage_enabled(SWAP, on)
 
     def toggle_swap(self) -> Change:

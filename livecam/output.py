@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from livecam.buffer import RingBuffer
-from livecam.errors import LivecamError, one_line
+from livecam.errors import as_livecam_error, one_line
 from livecam.sinks.base import Sink
 from livecam.telemetry import Telemetry
 from livecam.types import Event, FramePacket
@@ -213,7 +213,8 @@ class OutputWorker(Worker):
             try:
                 sink.send(packet.frame, t_frame)
             except Exception as e:
-                message, hint = _describe(e)
+                error = as_livecam_error(e)
+                message, hint = error.message, error.hint
                 self.telemetry.event(
                     Event(
                         "error", f"sink {sink.name}", f"{message}; this output is turned off", hint
@@ -236,7 +237,8 @@ class OutputWorker(Worker):
         try:
             sink.close()
         except Exception as e:
-            message, hint = _describe(e)
+            error = as_livecam_error(e)
+            message, hint = error.message, error.hint
             self.telemetry.event(Event("error", f"sink {sink.name}", f"close: {message}", hint))
             self.failures.append(f"sink {sink.name}: {message}")
 
@@ -247,10 +249,3 @@ class OutputWorker(Worker):
         self.slot.close()
         for sink in self.sinks:
             self._close(sink)
-
-
-def _describe(e: Exception) -> tuple[str, str]:
-    """A one-line message and a fix hint for any exception a sink raised."""
-    if isinstance(e, LivecamError):
-        return e.message, e.hint
-    return repr(e), ""

@@ -69,8 +69,11 @@ class LiveState:
     disabled: set[str] = field(default_factory=set)
     blank: Frame | None = None  # sent instead of every frame while set (privacy)
     frozen: bool = False  # repeat the last output frame instead of new ones
-    last_frame: Frame | None = None  # the last frame handed to the output
-    last_packet: FramePacket | None = None
+    last_packet: FramePacket | None = None  # the last packet handed to the output
+
+    @property
+    def last_frame(self) -> Frame | None:
+        return self.last_packet.frame if self.last_packet is not None else None
 
     def finish(self, packet: FramePacket) -> None:
         """Apply blank/freeze to a processed packet and remember it."""
@@ -78,7 +81,6 @@ class LiveState:
             packet.frame, packet.faces = self.blank, []
         elif self.frozen and self.last_frame is not None:
             packet.frame, packet.faces = self.last_frame, []
-        self.last_frame = packet.frame
         self.last_packet = packet
 
 
