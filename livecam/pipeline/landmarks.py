@@ -11,6 +11,7 @@ import dlib
 import numpy as np
 import numpy.typing as npt
 
+from livecam.pipeline.align import ARCFACE_112 as ARCFACE_TEMPLATE
 from livecam.pipeline.dlib_files import (
     SHAPE_5,
     SHAPE_68,
@@ -125,19 +126,6 @@ class Dlib68Landmarker(_DlibShapeLandmarker):
 
     def box_for_kps(self, kps: Points) -> Box:
         return box_from_kps(kps)
-
-
-#: ArcFace 112x112 5-point template (eye left-in-image, eye right, nose tip, mouth corners)
-ARCFACE_TEMPLATE = np.array(
-    [
-        [38.2946, 51.6963],
-        [73.5318, 51.5014],
-        [56.0252, 71.7366],
-        [41.5493, 92.3655],
-        [70.7299, 92.2041],
-    ],
-    dtype=np.float32,
-)
 
 
 def kps_from_eyes(
