@@ -93,7 +93,7 @@ def frame_640x480(p: Portrait, face_px: float = 200.0) -> tuple[np.ndarray, np.n
 
 def render(parts: FaceParts, image: Frame, face: Face, model: SourceModel) -> Frame:
     """One image through the stage's face parts (swapper, then blender)."""
-    return parts.render([FrameContext(image)], [FaceWork(0, 0, face)], model)[0]
+    return parts.render([FrameContext(image)], [FaceWork(0, 0, face)], [model])[0]
 
 
 def main() -> int:

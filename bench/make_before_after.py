@@ -91,7 +91,7 @@ def main() -> int:
             continue
         assert sf[0].landmarks is not None and tf[0].landmarks is not None
         model = swapper.prepare_landmarks(src, sf[0].landmarks)
-        out = parts.render([FrameContext(tgt)], [FaceWork(0, 0, tf[0])], model)[0]
+        out = parts.render([FrameContext(tgt)], [FaceWork(0, 0, tf[0])], [model])[0]
         panels = [
             label(crop_face(src, sf[0], args.size), "source"),
             label(crop_face(tgt, tf[0], args.size), "target"),

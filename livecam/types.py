@@ -84,6 +84,8 @@ class FaceWork:
     swapper works on, ``mask`` (crop space, 0..1) says where the result replaces the frame
     and ``output`` (crop space) is the swapped (then enhanced) crop that a blender pastes
     back. ``frame_index`` is the frame's position in its batch, ``seq`` its sequence number.
+    ``source_index`` says which of the prepared source faces goes onto this face (0 unless
+    several sources are mapped to target identities).
     """
 
     frame_index: int
@@ -93,6 +95,7 @@ class FaceWork:
     crop: Frame | None = None
     mask: Mask | None = None
     output: Frame | None = None
+    source_index: int = 0
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def swap(
     frames = [FrameContext(frame)]
     kps = np.zeros((5, 2), np.float32)
     works = [FaceWork(0, 0, Face(np.zeros(4, np.float32), 1.0, kps, lm)) for lm in targets]
-    return RoiBlender(swapper.config.blend).blend(frames, swapper.swap(frames, works, model))[0]
+    return RoiBlender(swapper.config.blend).blend(frames, swapper.swap(frames, works, [model]))[0]
 
 
 def test_parts_follow_their_protocols() -> None:
@@ -201,7 +201,7 @@ def test_swapper_fills_the_work_record(obama, biden) -> None:
     frames = [FrameContext(tgt)]
     no_landmarks = Face(tf.bbox, tf.score, tf.kps)
     works = [FaceWork(0, 7, tf), FaceWork(0, 7, no_landmarks)]
-    done, skipped = swapper.swap(frames, works, swapper.prepare_landmarks(src, sf.landmarks))
+    done, skipped = swapper.swap(frames, works, [swapper.prepare_landmarks(src, sf.landmarks)])
     assert done is works[0] and skipped is works[1]
     assert skipped.output is None and skipped.mask is None  # needs 68 landmarks
     assert done.affine is not None and done.crop is not None
@@ -222,7 +222,7 @@ def test_a_batch_of_frames_swaps_like_one_frame_at_a_time(obama, biden, testdata
     images = [tgt, other, tgt]
     frames = [FrameContext(img, seq) for seq, img in enumerate(images)]
     works = [FaceWork(0, 0, tf), FaceWork(1, 1, of), FaceWork(2, 2, tf)]
-    batched = blender.blend(frames, swapper.swap(frames, works, model))
+    batched = blender.blend(frames, swapper.swap(frames, works, [model]))
     single = [swap(swapper, img, [f.landmarks], model) for img, f in zip(images, [tf, of, tf])]
     assert len(batched) == 3
     for i, (a, b) in enumerate(zip(batched, single, strict=True)):

@@ -157,14 +157,17 @@ class ClassicSwapper(CpuPart):
         return x0, y0, x1, y1
 
     def swap(
-        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: SourceModel
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[SourceModel],
     ) -> list[FaceWork]:
         """Fill each record's ``affine`` (a translation), ``crop`` (the face ROI of its
-        frame), ``output`` (the colour-matched source face warped onto it) and ``mask``.
-        Records without 68 landmarks or whose ROI is empty keep ``output`` None."""
+        frame), ``output`` (its source face, colour-matched and warped onto it) and
+        ``mask``. Records without 68 landmarks or whose ROI is empty keep ``output`` None."""
         for work in faces:
             if work.face.landmarks is not None:
-                self._swap_one(frames[work.frame_index].image, work, source)
+                self._swap_one(frames[work.frame_index].image, work, sources[work.source_index])
         return list(faces)
 
     def _target_mesh(self, lm: Points, source: SourceModel) -> Points:

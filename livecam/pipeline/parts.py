@@ -169,9 +169,10 @@ class Swapper(Part, Protocol[SourceT]):
     ``prepare`` turns the analysed source face into whatever ``swap`` needs (a mesh and
     patch pyramid, an identity latent), once per source; ``needs_identity`` says whether it
     reads the source face's embedding (else the photo is analysed without a recognizer).
-    ``swap`` fills ``affine``, ``crop``, ``output`` and (when it makes its own) ``mask`` of
-    each record; a record
-    it cannot swap (no landmarks, face outside the frame) keeps ``output`` None.
+    ``swap`` gets the prepared sources and puts ``sources[work.source_index]`` onto each
+    record's face, all records in one batch; it fills ``affine``, ``crop``, ``output`` and
+    (when it makes its own) ``mask``. A record it cannot swap (no landmarks, face outside
+    the frame) keeps ``output`` None.
     """
 
     needs_identity: bool
@@ -179,13 +180,22 @@ class Swapper(Part, Protocol[SourceT]):
     def prepare(self, source: SourceFace) -> SourceT: ...
 
     def swap(
-        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: SourceT
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[SourceT],
     ) -> list[FaceWork]: ...
 
 
 @runtime_checkable
 class Enhancer(Part, Protocol):
-    """Restores detail of swapped faces: replaces each record's ``output``."""
+    """Restores detail of swapped faces, on the frames after the swapped faces were pasted.
+
+    ``enhance`` gets those frames and the swapped records and returns one new record per
+    face it enhanced (same ``frame_index``, ``seq``, ``face`` and ``source_index``) with its
+    own ``affine``, ``crop``, ``output`` and ``mask`` (the blend amount already in the
+    mask); the blender pastes them like swapped faces.
+    """
 
     def enhance(
         self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]
@@ -254,23 +264,51 @@ class FaceParts:
         )
 
     def swap_faces(
-        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: object
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[object],
     ) -> list[FaceWork]:
-        """Swap, enhance and mask ``faces`` (of any frames of ``frames``), each part called
-        once on the whole list: the records that got an ``output`` (the swapped faces)."""
-        works = self.swapper.swap(frames, faces, source) if faces else []
+        """Swap and mask ``faces`` (of any frames of ``frames``; each gets
+        ``sources[work.source_index]``), each part called once on the whole list: the
+        records that got an ``output`` (the swapped faces)."""
+        works = self.swapper.swap(frames, faces, sources) if faces else []
         done = [w for w in works if w.output is not None]
-        if done and self.enhancer is not None:
-            done = self.enhancer.enhance(frames, done)
         if done and self.masker is not None:
             done = self.masker.mask(frames, done)
         return done
 
+    def render_faces(
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[object],
+    ) -> tuple[list[Frame], list[FaceWork]]:
+        """``swap_faces``, paste them back, then enhance the pasted faces and paste those:
+        one output frame per frame, in order (a frame without a swapped face is the very
+        same array), and the swapped records."""
+        done = self.swap_faces(frames, faces, sources)
+        if not done:
+            return [f.image for f in frames], done
+        out = self.blender.blend(frames, done)
+        if self.enhancer is not None:
+            pasted = [
+                frame if image is frame.image else FrameContext(image, frame.seq, frame.t_s)
+                for frame, image in zip(frames, out, strict=True)
+            ]
+            enhanced = self.enhancer.enhance(pasted, done)
+            if enhanced:
+                out = self.blender.blend(pasted, enhanced)
+        return out, done
+
     def render(
-        self, frames: Sequence[FrameContext], faces: Sequence[FaceWork], source: object
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[object],
     ) -> list[Frame]:
-        """``swap_faces``, then paste them back: one output frame per frame, in order."""
-        return self.blender.blend(frames, self.swap_faces(frames, faces, source))
+        """``render_faces``' frames: one output frame per frame, in order."""
+        return self.render_faces(frames, faces, sources)[0]
 
     def close(self) -> None:
         for part in self.all():

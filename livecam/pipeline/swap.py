@@ -66,12 +66,13 @@ class FaceSwapStage:
         ):
             packet.faces = faces
             works += [FaceWork(i, packet.seq, f) for f in self._selector.select(frame, faces)]
-        done = self.parts.swap_faces(frames, works, self._prepared) if works else []
-        swapped = Counter(w.frame_index for w in done)
-        if done:
-            outputs = self.parts.blender.blend(frames, done)
+        if works:
+            outputs, done = self.parts.render_faces(frames, works, [self._prepared])
             for packet, out in zip(batch, outputs, strict=True):
                 packet.frame = out
+        else:
+            done = []
+        swapped = Counter(w.frame_index for w in done)
         for i, packet in enumerate(batch):
             packet.faces_swapped = swapped[i]
         return batch
