@@ -12,8 +12,12 @@ from livecam.config import (
     BlendMode,
     CameraBackend,
     ColorTransfer,
+    EnhancerModel,
     FaceSelection,
+    MaskKind,
+    Provider,
     StageName,
+    SwapperModel,
 )
 from livecam.errors import LivecamError, format_error, one_line
 from livecam.options import check_options, config_from_args, given_fields
@@ -163,7 +167,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     swap.add_argument(
         "--preset",
         choices=offered_presets(),
-        help="model set (default offline); the neural presets come in a later version",
+        help="model set (default offline: no download; lite: a few MB; standard, quality: "
+        "neural swappers; auto: the best whose models are present)",
     )
     swap.add_argument(
         "--select",
@@ -208,6 +213,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "side (default 400: faces from ~6%% of the frame width at any resolution; 800 finds "
         "~3%%, at ~4x the detector's CPU time)",
     )
+    add_model_options(p)
     run = p.add_argument_group("run")
     run.add_argument("--frames", type=int, metavar="N", help="stop after N captured frames")
     run.add_argument("--stats-json", metavar="PATH", help="write a JSON summary at the end")
@@ -225,6 +231,98 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _percent4(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        values = ()
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"expected 4 percentages like 0,10,0,10, got {text!r}")
+    return values
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options of the ONNX presets (lite, standard, quality): models, quality and masks."""
+    neural = p.add_argument_group("neural presets (lite, standard, quality)")
+    neural.add_argument(
+        "--provider",
+        choices=get_args(Provider),
+        help="compute provider of the ONNX models (default auto: the best this machine has; "
+        "the one really used is shown)",
+    )
+    neural.add_argument(
+        "--accept-licence",
+        action="store_true",
+        default=None,
+        help="accept the licences of the models this run downloads (else asked once per model)",
+    )
+    neural.add_argument("--swapper", choices=get_args(SwapperModel), help="swapper model")
+    neural.add_argument(
+        "--enhancer", choices=get_args(EnhancerModel), help="face enhancer (none: off)"
+    )
+    for part in ("detector", "recognizer", "swapper", "enhancer"):
+        neural.add_argument(
+            f"--{part}-model",
+            metavar="PATH",
+            help=f"your own {part} ONNX file (checked against the {part}'s contract first)",
+        )
+    neural.add_argument(
+        "--pixel-boost",
+        type=int,
+        metavar="K",
+        help="swap at K x the swapper's resolution in K*K tiles (1, 2 or 4; default 1)",
+    )
+    neural.add_argument(
+        "--identity-weight",
+        type=float,
+        metavar="W",
+        help="source identity strength from 0 to 1 (default 0.5: as the model gives it)",
+    )
+    neural.add_argument(
+        "--enhance-blend", type=float, metavar="B", help="enhanced face share 0-1 (default 0.8)"
+    )
+    neural.add_argument(
+        "--enhance-every",
+        type=int,
+        metavar="N",
+        help="run the enhancer every N frames and re-paste its last face between (default 1)",
+    )
+    neural.add_argument(
+        "--codeformer-fidelity",
+        type=float,
+        metavar="F",
+        help="CodeFormer: 0 sharper, 1 closer to the input (default 0.5)",
+    )
+    neural.add_argument(
+        "--mask",
+        action="append",
+        choices=get_args(MaskKind),
+        help="mask of the swapped face (repeat to combine by minimum; default: the preset's)",
+    )
+    neural.add_argument(
+        "--mask-blur", type=float, metavar="B", help="box mask border blur 0-1 (default 0.3)"
+    )
+    neural.add_argument(
+        "--mask-padding",
+        type=_percent4,
+        metavar="T,R,B,L",
+        help="box mask padding in %% of the crop (default 0,0,0,0)",
+    )
+    neural.add_argument(
+        "--mouth-mask",
+        type=int,
+        metavar="0-100",
+        help="keep this much of your real mouth (0 = off, 100 = fully yours)",
+    )
+    neural.add_argument(
+        "--map",
+        action="append",
+        metavar="SOURCE=TARGET",
+        help="several sources: put the face of photo SOURCE onto the person of photo TARGET "
+        "(repeat per person)",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:

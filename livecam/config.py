@@ -26,6 +26,16 @@ Preset = Literal["offline", "lite", "standard", "quality", "auto"]
 FaceSelection = Literal["one", "all", "reference"]
 ColorTransfer = Literal["lab", "rct", "none"]
 BlendMode = Literal["feather", "seamless"]
+Provider = Literal["auto", "tensorrt", "cuda", "directml", "coreml", "cpu"]
+SwapperModel = Literal[
+    "inswapper-128",
+    "inswapper-128-fp16",
+    "hyperswap-1a-256",
+    "hyperswap-1b-256",
+    "hyperswap-1c-256",
+]
+EnhancerModel = Literal["none", "gfpgan-1.4", "codeformer", "gpen-bfr-256", "gpen-bfr-512"]
+MaskKind = Literal["box", "insightface", "ellipse", "region"]
 
 MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
 MAX_FRAMES = 10**9  # run.frames: about a year at 30 fps
@@ -56,6 +66,17 @@ def path_field(default: Any, which: Callable[[str], str | None] = _any_file) -> 
     """A config field holding a path (or, for specs, maybe a path: ``which`` says which
     values are files). Such paths are relative to the config file they were loaded from."""
     return field(default=default, metadata={"path": which})
+
+
+def pair_paths_field(default: Any) -> Any:
+    """A config field of ``A=B`` path pairs (both relative to the config file)."""
+    return field(default=default, metadata={"path": _any_file, "pairs": True})
+
+
+def split_pair(value: str) -> tuple[str, str] | None:
+    """``"a.jpg=b.jpg"`` -> ``("a.jpg", "b.jpg")``; None when it is not two non-blank paths."""
+    left, sep, right = value.partition("=")
+    return (left.strip(), right.strip()) if sep and left.strip() and right.strip() else None
 
 
 def _rebase(value: str, base: Path) -> str:
@@ -270,6 +291,27 @@ class SwapConfig(_Validated):
     keep_eyes: bool = False  # keep the target's eyes (when the source photo blinks)
     color: ColorTransfer = "lab"
     blend: BlendMode = "feather"
+    # ONNX presets (lite, standard, quality)
+    provider: Provider = "auto"  # compute provider of every ONNX model
+    accept_licence: bool = False  # accept the licences of models downloaded for this run
+    swapper: SwapperModel | None = None  # None: the preset's swapper
+    enhancer: EnhancerModel | None = None  # None: the preset's enhancer; "none": off
+    # a model file of your own for a part (checked against the part's contract first)
+    detector_model: str | None = path_field(None)
+    recognizer_model: str | None = path_field(None)
+    swapper_model: str | None = path_field(None)
+    enhancer_model: str | None = path_field(None)
+    pixel_boost: int = 1  # swap at k x the swapper's size in k*k tiles (1, 2 or 4)
+    identity_weight: float = 0.5  # source identity strength (0.5: as the model gives it)
+    enhance_blend: float = 0.8  # share of the enhanced face in the result
+    enhance_every: int = 1  # run the enhancer every N frames, re-paste its last face between
+    codeformer_fidelity: float = 0.5  # CodeFormer: 0 sharper, 1 closer to the input
+    masks: tuple[MaskKind, ...] = ()  # () = the preset's; several are combined by minimum
+    mask_blur: float = 0.3  # box mask: share of the crop blurred at its border
+    mask_padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # box mask: top right bottom left %
+    mouth_mask: int = 0  # 0-100: how much of the user's real mouth is kept
+    # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
+    map: tuple[str, ...] = pair_paths_field(())
 
     def _check(self) -> None:
         self._require(
@@ -287,6 +329,25 @@ class SwapConfig(_Validated):
             160 <= self.detect_size <= 4096, "detect_size", "an integer from 160 to 4096 (px)"
         )
         self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
+        self._require(self.pixel_boost in (1, 2, 4), "pixel_boost", "1, 2 or 4")
+        self._require(0 <= self.identity_weight <= 1, "identity_weight", "a number from 0 to 1")
+        self._require(0 <= self.enhance_blend <= 1, "enhance_blend", "a number from 0 to 1")
+        self._require(1 <= self.enhance_every <= 30, "enhance_every", "an integer from 1 to 30")
+        self._require(
+            0 <= self.codeformer_fidelity <= 1, "codeformer_fidelity", "a number from 0 to 1"
+        )
+        self._require(0 <= self.mask_blur <= 1, "mask_blur", "a number from 0 to 1")
+        self._require(
+            all(0 <= p <= 100 for p in self.mask_padding),
+            "mask_padding",
+            "four percentages from 0 to 100 (top, right, bottom, left)",
+        )
+        self._require(0 <= self.mouth_mask <= 100, "mouth_mask", "an integer from 0 to 100")
+        self._require(
+            all(split_pair(m) is not None for m in self.map),
+            "map",
+            "SOURCE=TARGET photo pairs, e.g. me.jpg=alice.jpg",
+        )
 
 
 @dataclass(frozen=True)
@@ -367,7 +428,14 @@ class Config(_Validated):
                 if which is None or value is None:
                     continue
                 values = value if isinstance(value, tuple) else (value,)
-                new = tuple(_rebase(v, base) if which(v) is not None else v for v in values)
+                if f.metadata.get("pairs"):
+                    pairs = [split_pair(v) for v in values]
+                    new = tuple(
+                        f"{_rebase(p[0], base)}={_rebase(p[1], base)}" if p else v
+                        for v, p in zip(values, pairs, strict=True)
+                    )
+                else:
+                    new = tuple(_rebase(v, base) if which(v) is not None else v for v in values)
                 if new != values:
                     rebased[f.name] = new if isinstance(value, tuple) else new[0]
             if rebased:

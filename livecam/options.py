@@ -50,6 +50,24 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "swap.keep_mouth": ("--no-keep-mouth", "keep_mouth"),
         "swap.detect_every": ("--detect-every", "detect_every"),
         "swap.detect_size": ("--detect-size", "detect_size"),
+        "swap.provider": ("--provider", "provider"),
+        "swap.accept_licence": ("--accept-licence", "accept_licence"),
+        "swap.swapper": ("--swapper", "swapper"),
+        "swap.enhancer": ("--enhancer", "enhancer"),
+        "swap.detector_model": ("--detector-model", "detector_model"),
+        "swap.recognizer_model": ("--recognizer-model", "recognizer_model"),
+        "swap.swapper_model": ("--swapper-model", "swapper_model"),
+        "swap.enhancer_model": ("--enhancer-model", "enhancer_model"),
+        "swap.pixel_boost": ("--pixel-boost", "pixel_boost"),
+        "swap.identity_weight": ("--identity-weight", "identity_weight"),
+        "swap.enhance_blend": ("--enhance-blend", "enhance_blend"),
+        "swap.enhance_every": ("--enhance-every", "enhance_every"),
+        "swap.codeformer_fidelity": ("--codeformer-fidelity", "codeformer_fidelity"),
+        "swap.masks": ("--mask", "mask"),
+        "swap.mask_blur": ("--mask-blur", "mask_blur"),
+        "swap.mask_padding": ("--mask-padding", "mask_padding"),
+        "swap.mouth_mask": ("--mouth-mask", "mouth_mask"),
+        "swap.map": ("--map", "map"),
         "run.frames": ("--frames", "frames"),
         "run.stats_json": ("--stats-json", "stats_json"),
     }
@@ -114,7 +132,7 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
             cfg = cfg.with_section(section, **values)
     except ConfigError as e:
         raise as_option_error(e, given) from None
-    if args.face and not args.stage:
+    if (args.face or getattr(args, "map", None)) and not args.stage:
         cfg = cfg.with_section("pipeline", stages=("swap",))
     return cfg
 
