@@ -1,9 +1,11 @@
 """ONNX Runtime execution providers: the only module that knows provider names.
 
-``provider_chain`` turns a user preference into the list handed to ORT,
-``create_session`` builds a session and says loudly when the requested accelerator was
-not the one actually used (ORT silently falls back to CPU), and ``probe_providers``
-really runs a tiny model on every available provider for ``livecam doctor``.
+``provider_chain`` turns a user preference into the list handed to ORT (explicit order:
+TensorRT, CUDA, DirectML, CoreML, CPU), ``cuda_options`` / ``tensorrt_options`` build the
+provider option dicts, ``open_session`` builds a session and says loudly when the
+requested accelerator was not the one actually used (ORT silently falls back to CPU), with
+the likely cause as data, and ``probe_providers`` really runs a tiny model on every
+available provider for ``livecam doctor``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import ctypes
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,8 +25,11 @@ from livecam.errors import ModelError
 
 log = logging.getLogger(__name__)
 
-Prefer = Literal["auto", "cuda", "tensorrt", "cpu"]
+Prefer = Literal["auto", "tensorrt", "cuda", "directml", "coreml", "cpu"]
 ProviderSpec = str | tuple[str, dict[str, Any]]
+#: cuDNN convolution algorithm search of the CUDA provider (EXHAUSTIVE is ORT's default:
+#: best kernels, slower first run per input shape)
+ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
@@ -41,10 +47,14 @@ SHORT_NAMES = {
 _CHAINS: dict[str, tuple[str, ...]] = {
     # TensorRT builds engines for minutes on first use, so only when asked for.
     "auto": (CUDA, DIRECTML, COREML, CPU),
-    "cuda": (CUDA, CPU),
     "tensorrt": (TENSORRT, CUDA, CPU),
+    "cuda": (CUDA, CPU),
+    "directml": (DIRECTML, CPU),
+    "coreml": (COREML, CPU),
     "cpu": (CPU,),
 }
+#: the values of ``--provider``
+PREFERENCES: tuple[str, ...] = tuple(_CHAINS)
 _LIBRARIES = {CUDA: "onnxruntime_providers_cuda", TENSORRT: "onnxruntime_providers_tensorrt"}
 CUDA_FIX = (
     "install the CUDA and cuDNN versions this onnxruntime-gpu build needs "
@@ -66,7 +76,65 @@ def fix_for(provider: str) -> str:
         return CUDA_FIX
     if provider == TENSORRT:
         return f"{TENSORRT_FIX}; CUDA itself needs: {CUDA_FIX}"
+    if provider == DIRECTML:
+        return "install onnxruntime-directml (Windows 10+, a DirectX 12 GPU) instead of onnxruntime"
+    if provider == COREML:
+        return "use the onnxruntime wheel for macOS, which includes CoreML"
     return "run `livecam doctor` to see which providers work"
+
+
+def full_name(short: str) -> str:
+    """``cuda`` -> ``CUDAExecutionProvider`` (the inverse of ``short_name``)."""
+    for name, s in SHORT_NAMES.items():
+        if s == short:
+            return name
+    return short
+
+
+def wanted_provider(prefer: Prefer, available: list[str] | None = None) -> str:
+    """The concrete provider ``prefer`` asks for: the first of its chain, and for ``auto``
+    the best accelerator in this build (CPU when there is none, which is no surprise)."""
+    if prefer not in _CHAINS:
+        raise ValueError(f"unknown provider preference {prefer!r}; use one of {list(_CHAINS)}")
+    if prefer != "auto":
+        return _CHAINS[prefer][0]
+    have = set(available_providers() if available is None else available)
+    return next((p for p in _CHAINS["auto"] if p in have), CPU)
+
+
+def cuda_options(
+    device_id: int = 0,
+    conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE",
+    cuda_graph: bool = False,
+) -> dict[str, str]:
+    """CUDA provider options. ``cuda_graph`` captures the whole run as one CUDA graph: only
+    valid for a model with fixed input shapes run through IO binding with the same device
+    buffers every time (``OnnxModel`` guards both)."""
+    if conv_algo_search not in ("EXHAUSTIVE", "HEURISTIC", "DEFAULT"):
+        raise ValueError(
+            f"cudnn_conv_algo_search {conv_algo_search!r}: use EXHAUSTIVE, HEURISTIC or DEFAULT"
+        )
+    return {
+        "device_id": str(device_id),
+        "cudnn_conv_algo_search": conv_algo_search,
+        "enable_cuda_graph": "1" if cuda_graph else "0",
+    }
+
+
+def tensorrt_options(
+    cache_dir: str | os.PathLike[str], device_id: int = 0, fp16: bool = True
+) -> dict[str, str]:
+    """TensorRT provider options: engine and timing caches in ``cache_dir`` (an engine is
+    built once per model, shape and GPU, which takes minutes), fp16 kernels."""
+    path = str(cache_dir)
+    return {
+        "device_id": str(device_id),
+        "trt_engine_cache_enable": "True",
+        "trt_engine_cache_path": path,
+        "trt_timing_cache_enable": "True",
+        "trt_timing_cache_path": path,
+        "trt_fp16_enable": "True" if fp16 else "False",
+    }
 
 
 def short_name(provider: str) -> str:
@@ -83,28 +151,24 @@ def provider_chain(
     prefer: Prefer,
     available: list[str] | None = None,
     trt_cache_dir: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ProviderSpec]:
     """Providers to try for ``prefer``, best first, limited to those in ``available``.
 
-    CPU always ends the chain. With ``trt_cache_dir``, TensorRT gets engine caching and
-    fp16 options.
+    CPU always ends the chain. ``options`` maps a provider name (full or short) to its
+    provider options; with ``trt_cache_dir``, TensorRT gets ``tensorrt_options`` (engine
+    and timing caches there, fp16) unless ``options`` has its own.
     """
     if prefer not in _CHAINS:
         raise ValueError(f"unknown provider preference {prefer!r}; use one of {list(_CHAINS)}")
     have = set(available_providers() if available is None else available) | {CPU}
+    given = {full_name(k): dict(v) for k, v in (options or {}).items()}
+    if trt_cache_dir is not None and TENSORRT not in given:
+        given[TENSORRT] = tensorrt_options(trt_cache_dir)
     chain: list[ProviderSpec] = []
     for name in _CHAINS[prefer]:
-        if name not in have:
-            continue
-        if name == TENSORRT and trt_cache_dir is not None:
-            opts = {
-                "trt_engine_cache_enable": True,
-                "trt_engine_cache_path": str(trt_cache_dir),
-                "trt_fp16_enable": True,
-            }
-            chain.append((name, opts))
-        else:
-            chain.append(name)
+        if name in have:
+            chain.append((name, given[name]) if given.get(name) else name)
     return chain
 
 
@@ -133,24 +197,41 @@ def _reason(provider: str, error: str | None = None) -> str:
     return found.strip() if found else "ONNX Runtime did not enable it (see its log above)"
 
 
-def create_session(
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session and what it runs on: ``wanted`` (the concrete provider asked for),
+    ``used`` (the provider really in use) and, when they differ, ``fallback_reason`` (the
+    likely cause, e.g. the CUDA library that failed to load) and ``fix``; ``chain`` is
+    what was handed to ORT (names and provider options)."""
+
+    session: ort.InferenceSession
+    wanted: str
+    used: str
+    chain: tuple[ProviderSpec, ...] = ()
+    fallback_reason: str | None = None
+    fix: str | None = None
+
+
+def open_session(
     path_or_bytes: str | os.PathLike[str] | bytes,
     prefer: Prefer,
     sess_options: ort.SessionOptions | None = None,
     trt_cache_dir: str | os.PathLike[str] | None = None,
-) -> tuple[ort.InferenceSession, str]:
-    """Create a session on the best provider for ``prefer``: (session, provider actually used).
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> OpenedSession:
+    """Create a session on the best provider for ``prefer`` (``options``: provider options
+    per provider, as for ``provider_chain``).
 
-    A provider that fails to create the session is skipped (its error kept for the
-    warning) and the next one is tried. When the provider in use is not the one asked for
-    (``auto``: the best accelerator in this build), a loud warning names the one requested,
-    the one used and why. A model no provider can load raises ModelError.
+    A provider that fails to create the session is skipped (its error kept) and the next
+    one is tried. When the provider in use is not the one asked for (``auto``: the best
+    accelerator in this build), a loud warning names the one requested, the one used and
+    why, and the result carries that reason. A model no provider can load raises
+    ModelError.
     """
     model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
     what = "<model bytes>" if isinstance(model, bytes) else Path(model).name
-    chain = provider_chain(prefer, trt_cache_dir=trt_cache_dir)
-    # auto wants the best accelerator this build has (none: CPU, which is then no surprise)
-    wanted = _name(chain[0]) if prefer == "auto" else _CHAINS[prefer][0]
+    chain = provider_chain(prefer, trt_cache_dir=trt_cache_dir, options=options)
+    wanted = wanted_provider(prefer)
     errors: dict[str, str] = {}
     if wanted not in {_name(s) for s in chain}:
         errors[wanted] = f"not in this ONNX Runtime build (available: {available_providers()})"
@@ -173,21 +254,33 @@ def create_session(
             "again (`livecam models`)",
         ) from last_error
     used = session.get_providers()[0]
-    if used != wanted:
-        reason = _reason(wanted, errors.get(wanted))
-        log.warning(
-            "%s: ONNX Runtime is running on %s, NOT %s as requested (prefer=%s): %s. "
-            "Expect much lower speed. Fix: %s",
-            what,
-            short_name(used).upper(),
-            short_name(wanted).upper(),
-            prefer,
-            reason,
-            fix_for(wanted),
-        )
-    else:
+    if used == wanted:
         log.info("%s: running on %s", what, used)
-    return session, used
+        return OpenedSession(session, wanted, used, tuple(chain))
+    reason = _reason(wanted, errors.get(wanted))
+    fix = fix_for(wanted)
+    log.warning(
+        "%s: ONNX Runtime is running on %s, NOT %s as requested (prefer=%s): %s. "
+        "Expect much lower speed. Fix: %s",
+        what,
+        short_name(used).upper(),
+        short_name(wanted).upper(),
+        prefer,
+        reason,
+        fix,
+    )
+    return OpenedSession(session, wanted, used, tuple(chain), reason, fix)
+
+
+def create_session(
+    path_or_bytes: str | os.PathLike[str] | bytes,
+    prefer: Prefer,
+    sess_options: ort.SessionOptions | None = None,
+    trt_cache_dir: str | os.PathLike[str] | None = None,
+) -> tuple[ort.InferenceSession, str]:
+    """``open_session`` as (session, provider actually used)."""
+    opened = open_session(path_or_bytes, prefer, sess_options, trt_cache_dir)
+    return opened.session, opened.used
 
 
 @dataclass(frozen=True)
