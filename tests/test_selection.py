@@ -68,6 +68,9 @@ def test_one_picks_the_largest_and_all_returns_both(two: tuple[Frame, list[Face]
     frame = FrameContext(img)
     assert ModeSelector("one").select(frame, faces) == [one]
     assert ModeSelector("all").select(frame, faces) == faces
+    # one source: every picked face gets source 0
+    assert ModeSelector("one").pick(frame, faces) == [(one, 0)]
+    assert ModeSelector("all").pick(frame, faces) == [(f, 0) for f in faces]
 
 
 def test_one_breaks_size_ties_by_centrality() -> None:
@@ -118,6 +121,7 @@ def test_reference_matcher_embeds_each_track_only_every_m_frames(
     picked = [matcher.select(FrameContext(img, i), tracked) for i in range(10)]
     assert all(len(p) == 1 and p[0].track_id == 2 for p in picked)  # Obama is the smaller
     assert matcher.embeddings_computed == 4  # 2 tracks x (frame 0, frame 5)
+    assert [(f.track_id, s) for f, s in matcher.pick(FrameContext(img, 9), tracked)] == [(2, 0)]
     matcher.select(FrameContext(img, 10), tracked[:1])  # track 2 ended: its cache entry goes
     matcher.select(FrameContext(img, 11), tracked)  # back under the same id: embedded again
     assert matcher.embeddings_computed == 6
