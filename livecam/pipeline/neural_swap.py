@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -118,24 +118,39 @@ class NeuralSwapper:
     the target face's normalised embedding into the source vector as FaceFusion does; a
     weight other than 0.5 reads ``face.embedding`` (512-d) of each target, computed with
     ``recognizer`` for faces that have none.
+
+    ``latent``, ``input_size``, ``mean`` and ``std`` left None take the class's contract
+    (``InSwapper``, ``HyperSwapper``); on this base class ``latent`` and ``input_size``
+    must be given.
     """
 
     needs_identity = True
+    LATENT: ClassVar[LatentMode | None] = None
+    INPUT_SIZE: ClassVar[int | None] = None
+    MEAN: ClassVar[float] = 0.0
+    STD: ClassVar[float] = 255.0
 
     def __init__(
         self,
         model: OnnxModel,
         *,
-        latent: LatentMode,
-        input_size: int,
+        latent: LatentMode | None = None,
+        input_size: int | None = None,
         template: align.TemplateName = "arcface_128",
-        mean: float | Sequence[float] = 0.0,
-        std: float | Sequence[float] = 255.0,
+        mean: float | Sequence[float] | None = None,
+        std: float | Sequence[float] | None = None,
         color: Literal["rgb", "bgr"] = "rgb",
         pixel_boost: int = 1,
         identity_weight: float = NEUTRAL_WEIGHT,
         recognizer: Recognizer | None = None,
     ) -> None:
+        latent = latent if latent is not None else self.LATENT
+        input_size = input_size if input_size is not None else self.INPUT_SIZE
+        if input_size is None or input_size < 1:
+            raise ConfigError(
+                f"the swapper needs its model's crop size, got input_size {input_size!r}",
+                "set input_size (inswapper 128, hyperswap 256)",
+            )
         if latent not in ("emap", "embedding"):
             raise ConfigError(
                 f"unknown swapper latent mode {latent!r}", "use 'emap' or 'embedding'"
@@ -158,11 +173,11 @@ class NeuralSwapper:
                 "use the arcface-w600k-r50 recognizer",
             )
         self.model = model
-        self.latent = latent
+        self.latent: LatentMode = latent
         self.input_size = input_size
         self.template: align.TemplateName = template
-        self.mean = np.asarray(mean, np.float32)
-        self.std = np.asarray(std, np.float32)
+        self.mean = np.asarray(mean if mean is not None else self.MEAN, np.float32)
+        self.std = np.asarray(std if std is not None else self.STD, np.float32)
         self.color = color
         self.pixel_boost = pixel_boost
         self.identity_weight = float(identity_weight)
@@ -325,61 +340,20 @@ class NeuralSwapper:
 
 class InSwapper(NeuralSwapper):
     """inswapper_128 (and its fp16 export): 128 crops on the +8 px ArcFace template,
-    RGB / 255, the emap latent, output in [0, 1]."""
+    RGB / 255 (mean 0, std 255), the emap latent, output in [0, 1]."""
 
-    def __init__(
-        self,
-        model: OnnxModel,
-        *,
-        input_size: int = 128,
-        template: align.TemplateName = "arcface_128",
-        mean: float | Sequence[float] = 0.0,
-        std: float | Sequence[float] = 255.0,
-        color: Literal["rgb", "bgr"] = "rgb",
-        pixel_boost: int = 1,
-        identity_weight: float = NEUTRAL_WEIGHT,
-        recognizer: Recognizer | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            latent="emap",
-            input_size=input_size,
-            template=template,
-            mean=mean,
-            std=std,
-            color=color,
-            pixel_boost=pixel_boost,
-            identity_weight=identity_weight,
-            recognizer=recognizer,
-        )
+    LATENT = "emap"
+    INPUT_SIZE = 128
+    MEAN = 0.0
+    STD = 255.0
 
 
 class HyperSwapper(NeuralSwapper):
-    """hyperswap_1a/1b/1c_256: 256 crops on the same template scaled x2, RGB in [-1, 1],
-    the normalised embedding as source (no emap), output 0 in [-1, 1]."""
+    """hyperswap_1a/1b/1c_256: 256 crops on the same template scaled x2, RGB in [-1, 1]
+    (mean 127.5, std 127.5), the normalised embedding as source (no emap), output 0 in
+    [-1, 1]."""
 
-    def __init__(
-        self,
-        model: OnnxModel,
-        *,
-        input_size: int = 256,
-        template: align.TemplateName = "arcface_128",
-        mean: float | Sequence[float] = 127.5,
-        std: float | Sequence[float] = 127.5,
-        color: Literal["rgb", "bgr"] = "rgb",
-        pixel_boost: int = 1,
-        identity_weight: float = NEUTRAL_WEIGHT,
-        recognizer: Recognizer | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            latent="embedding",
-            input_size=input_size,
-            template=template,
-            mean=mean,
-            std=std,
-            color=color,
-            pixel_boost=pixel_boost,
-            identity_weight=identity_weight,
-            recognizer=recognizer,
-        )
+    LATENT = "embedding"
+    INPUT_SIZE = 256
+    MEAN = 127.5
+    STD = 127.5
