@@ -81,7 +81,7 @@ class FaceMapper:
     remembered for ``hold_frames``: a new track that appears near its last box (IoU >=
     ``NEAR_IOU``) or with an embedding within ``threshold`` of its last one takes over the
     source it held (with the hysteresis), in the frame it appears; the new track is
-    measured in that frame, so a different person appearing there is still not swapped.
+    measured in that frame, so a clearly different person appearing there is not swapped.
     """
 
     def __init__(
