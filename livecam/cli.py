@@ -404,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--vcam-device", help="check this virtual camera device")
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     doctor.set_defaults(func=cmd_doctor)
+    from livecam.models_cli import add_models_command
+
+    add_models_command(sub)
     return parser
 
 

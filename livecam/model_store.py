@@ -262,7 +262,7 @@ class ModelStore:
                     failed.append((entry, f" ({e.message})"))
             missing = failed
         if missing:
-            raise self._missing_error(missing, tried=download)
+            raise self.missing_error(missing, tried=download)
         return found
 
     def fetch(self, entry: ModelEntry, *, progress: bool = True) -> Path:
@@ -293,15 +293,16 @@ class ModelStore:
             self.record_hash(entry, got.sha256, got.size, got.url)
         return got.path
 
-    def _missing_error(self, missing: list[tuple[ModelEntry, str]], tried: bool) -> ModelError:
+    def missing_error(self, missing: list[tuple[ModelEntry, str]], tried: bool) -> ModelError:
         lines = [
             f"{e.file} ({e.name}){why} from {' or '.join(e.urls) or 'no known URL'}"
             for e, why in missing
         ]
         verb = "could not be downloaded" if tried else "missing"
+        other = "" if self.folders[0][0] == "env" else f" (or set {ENV_DIR} to their folder)"
         return ModelError(
             f"{len(missing)} model file(s) {verb}: " + "; ".join(lines),
-            f"put them in {self.download_dir} (or set {ENV_DIR} to their folder), or run "
+            f"put them in {self.download_dir}{other}, or run "
             f"`livecam models fetch {' '.join(e.name for e, _ in missing)}`",
         )
 

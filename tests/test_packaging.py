@@ -69,6 +69,7 @@ def test_wheel_holds_every_module_ui_and_the_demo_assets(wheel: Path) -> None:
     for asset in ASSETS:
         assert f"livecam/assets/{asset}" in names
     assert {"ui/__init__.py", "ui/preview_window.py"} <= names
+    assert "livecam/modeldata/manifest.toml" in names  # the model store's manifest
     modules = {
         f for f in checkout_files() if f.endswith(".py") and f.startswith(("livecam/", "ui/"))
     }
