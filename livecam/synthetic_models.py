@@ -64,8 +64,9 @@ class ModelStats:
 class _Graph:
     """A small ONNX graph builder: named nodes and seeded random initializers."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, weights: bool = True) -> None:
         self.rng = np.random.default_rng(seed)
+        self.weights = weights
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
@@ -80,6 +81,17 @@ class _Graph:
         name = self.name(prefix)
         arr = np.asarray(value, dtype=dtype)
         self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def weight(self, shape: tuple[int, ...], std: float) -> str:
+        """A random normal weight tensor; without ``weights``, a placeholder with its
+        shape only (enough to count parameters and FLOPs, not to run)."""
+        if self.weights:
+            return self.const(self.rng.standard_normal(shape, np.float32) * np.float32(std), "w")
+        name = self.name("w")
+        placeholder = TensorProto(name=name, data_type=TensorProto.FLOAT)
+        placeholder.dims.extend(shape)
+        self.inits.append(placeholder)
         return name
 
     def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
@@ -100,7 +112,7 @@ class _Graph:
         """k x k convolution, He-initialised times ``gain``; ``reflect`` pads by reflection
         (else zeros)."""
         std = gain * np.sqrt(2.0 / (cin * k * k))
-        w = self.const(self.rng.standard_normal((cout, cin, k, k), np.float32) * std, "w")
+        w = self.weight((cout, cin, k, k), std)
         b = self.const(np.zeros(cout, np.float32), "b")
         p = k // 2
         if reflect and p:
@@ -115,7 +127,7 @@ class _Graph:
         return self.op("LeakyRelu", [x], alpha=0.2)
 
     def linear(self, x: str, cin: int, cout: int, std: float) -> str:
-        w = self.const(self.rng.standard_normal((cin, cout), np.float32) * std, "w")
+        w = self.weight((cin, cout), std)
         b = self.const(np.zeros(cout, np.float32), "b")
         return self.op("Gemm", [x, w, b])
 
@@ -193,15 +205,10 @@ def _generator(
     return "target", "source", out
 
 
-def _finish(
-    g: _Graph,
-    path: str | os.PathLike[str],
-    size: int,
-    outputs: list[tuple[str, str, int]],
-    fp16: bool,
-    emap: bool,
-) -> ModelStats:
-    """Rename the outputs, append ``emap`` LAST, cast to fp16 if asked, write ``path``."""
+def _assemble(
+    g: _Graph, size: int, outputs: list[tuple[str, str, int]], fp16: bool, emap: bool
+) -> onnx.ModelProto:
+    """The model: outputs renamed, ``emap`` appended LAST, cast to fp16 if asked."""
     for node_out, name, _ in outputs:
         g.nodes.append(helper.make_node("Identity", [node_out], [name], name=f"{name}_id"))
     if emap:
@@ -211,6 +218,11 @@ def _finish(
     model = g.model(inputs, outs)
     if fp16:
         _to_fp16(model)
+    return model
+
+
+def _write(model: onnx.ModelProto, path: str | os.PathLike[str]) -> ModelStats:
+    """Write ``model`` to ``path`` (atomically) and return its stats."""
     stats = model_stats(model)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -243,11 +255,25 @@ def inswapper_like(
     latent), output [N,3,128,128] RGB in [0, 1]; ``emap`` (512x512) is the last
     initializer. ``width`` is the bottleneck's channels (1024: the real size, ~138.6M
     parameters, ~349 GFLOPs per face; 128 for fast tests). Returns its ``ModelStats``."""
+    return _write(_inswapper_model(width, fp16, seed, weights=True), path)
+
+
+def _check_width(width: int) -> None:
     if width < 8 or width % 8:
         raise ValueError(f"width must be a positive multiple of 8, got {width}")
-    g = _Graph(seed)
+
+
+def _inswapper_model(width: int, fp16: bool, seed: int, weights: bool) -> onnx.ModelProto:
+    _check_width(width)
+    g = _Graph(seed, weights)
     _, _, out = _generator(g, 128, width, "unit")
-    return _finish(g, path, 128, [(out, "output", 3)], fp16, emap=True)
+    return _assemble(g, 128, [(out, "output", 3)], fp16, emap=True)
+
+
+def inswapper_stats(width: int = FULL_WIDTH) -> ModelStats:
+    """``inswapper_like``'s parameters and FLOPs, counted on its graph without drawing or
+    writing its weights (instant even at full width)."""
+    return model_stats(_inswapper_model(width, False, 0, weights=False))
 
 
 def hyperswap_like(
@@ -261,12 +287,12 @@ def hyperswap_like(
     L2-normalised embedding), ``target`` [N,3,256,256] in [-1, 1]; outputs ``output``
     [N,3,256,256] in [-1, 1] and ``mask`` [N,1,256,256] in [0, 1] (FaceFusion 3.8 reads
     output 0 only). No ``emap``. Returns its ``ModelStats``."""
-    if width < 8 or width % 8:
-        raise ValueError(f"width must be a positive multiple of 8, got {width}")
+    _check_width(width)
     g = _Graph(seed)
     _, _, out = _generator(g, 256, width, "signed")
     mask = g.op("Sigmoid", [g.conv("target", 3, 1, 3)])
-    return _finish(g, path, 256, [(out, "output", 3), (mask, "mask", 1)], fp16, emap=False)
+    model = _assemble(g, 256, [(out, "output", 3), (mask, "mask", 1)], fp16, emap=False)
+    return _write(model, path)
 
 
 def _range(kind: Kind) -> tuple[float, float]:
@@ -285,7 +311,7 @@ def identity_swapper(
     src = g.op("Unsqueeze", ["source", g.const(np.array([2, 3], np.int64), "axes", np.int64)])
     src_sum = g.op("ReduceSum", [src, g.const(np.array([1], np.int64), "axes", np.int64)])
     out = g.op("Add", ["target", g.op("Mul", [src_sum, zero])])  # exact: + 0 * sum(source)
-    return _finish(g, path, size, [(out, "output", 3)], fp16=False, emap=True)
+    return _write(_assemble(g, size, [(out, "output", 3)], fp16=False, emap=True), path)
 
 
 def _colour_projection() -> npt.NDArray[np.float32]:
@@ -316,7 +342,7 @@ def latent_colour_swapper(
     col = g.op("Unsqueeze", [rgb, g.const(np.array([2, 3], np.int64), "axes", np.int64)])
     zero = g.const(np.zeros((1, 1, 1, 1), np.float32), "zero")
     flat = g.op("Add", [g.op("Mul", ["target", zero]), col])  # broadcast to (N, 3, S, S)
-    return _finish(g, path, size, [(flat, "output", 3)], fp16=False, emap=True)
+    return _write(_assemble(g, size, [(flat, "output", 3)], fp16=False, emap=True), path)
 
 
 def model_stats(model: onnx.ModelProto | str | os.PathLike[str]) -> ModelStats:
@@ -327,14 +353,19 @@ def model_stats(model: onnx.ModelProto | str | os.PathLike[str]) -> ModelStats:
     shapes: dict[str, list[int]] = {}
     for t in proto.graph.initializer:
         shapes[t.name] = list(t.dims)
-    bare = onnx.ModelProto()
-    bare.CopyFrom(proto)
-    for t in bare.graph.initializer:  # shape inference needs no weight values (but pads)
+    light = []  # shape inference needs no weight values (but pads, scales): no big copy
+    for t in proto.graph.initializer:
         if np.prod(t.dims) < 4096:
-            continue
-        t.ClearField("raw_data")
-        t.ClearField("float_data")
-        t.ClearField("int32_data")
+            light.append(t)
+        else:
+            stub = TensorProto(name=t.name, data_type=t.data_type)
+            stub.dims.extend(t.dims)
+            light.append(stub)
+    bare = helper.make_model(
+        helper.make_graph(proto.graph.node, "stats", proto.graph.input, proto.graph.output, light),
+        opset_imports=proto.opset_import,
+    )
+    bare.ir_version = proto.ir_version
     for vi in list(bare.graph.input) + list(bare.graph.output):
         dims = vi.type.tensor_type.shape.dim
         if dims and dims[0].dim_param:
