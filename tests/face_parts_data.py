@@ -1,0 +1,134 @@
+"""Helpers for the mask, paste-back and enhancer tests: real faces from the test data
+(YuNet keypoints, dlib 68 landmarks) and tiny ONNX models built with ``onnx.helper``
+that stand in for weights we can't load here (an identity enhancer, CodeFormer's
+fidelity input, a face parser whose classes follow the pixels' colour)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import TensorProto, helper
+
+from livecam.pipeline.detect import YuNetDetector, bundled_yunet
+from livecam.pipeline.parts import FrameContext
+from livecam.runtime.session import OnnxModel
+from livecam.types import Face, Frame
+
+
+def load_face_image(testdata: Path, name: str, max_side: int = 640) -> Frame:
+    """A test portrait, shrunk so its long side is at most ``max_side``."""
+    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
+    assert img is not None, name
+    s = max_side / max(img.shape[:2])
+    if s < 1:
+        img = cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(img)
+
+
+def yunet_faces(image: Frame) -> list[Face]:
+    """Faces with 5 keypoints from the bundled YuNet, left to right."""
+    faces = YuNetDetector(bundled_yunet()).detect([FrameContext(image)])[0]
+    return sorted(faces, key=lambda f: float(f.bbox[0]))
+
+
+def psnr(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def _save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def identity_enhancer(
+    path: Path,
+    size: int = 512,
+    batch: int | str = "N",
+    names: tuple[str, str] = ("input", "output"),
+) -> Path:
+    """An enhancer-shaped model whose output is its input ([-1, 1] NCHW)."""
+    shape = [batch, 3, size, size]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", [names[0]], [names[1]])],
+        "identity_enhancer",
+        [helper.make_tensor_value_info(names[0], TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(names[1], TensorProto.FLOAT, shape)],
+    )
+    return _save(graph, path)
+
+
+def codeformer_like(path: Path, image: str = "input", weight: str = "weight") -> Path:
+    """CodeFormer's I/O: image [N,3,512,512] and a float64 fidelity weight (1,); output =
+    image * 2 * weight (the identity at the default weight 0.5)."""
+    shape = ["N", 3, 512, 512]
+    nodes = [
+        helper.make_node("Cast", [weight], ["wf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["wf", "two"], ["w2"]),
+        helper.make_node("Mul", [image, "w2"], ["output"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "codeformer_like",
+        [
+            helper.make_tensor_value_info(image, TensorProto.FLOAT, shape),
+            helper.make_tensor_value_info(weight, TensorProto.DOUBLE, [1]),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+        [helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])],
+    )
+    return _save(graph, path)
+
+
+def colour_parser(path: Path, size: int = 512) -> Path:
+    """A BiSeNet-shaped face parser ([N,3,S,S] -> [N,19,S,S] class scores) whose scores
+    follow the normalised input: class 1 (skin) = channel 0, class 17 (hair) = channel 1,
+    class 0 (background) = 0, every other class -100. So a pixel is 'skin' where its
+    first channel (red, for an RGB parser) is above ImageNet's mean and above channel 1."""
+    nodes = [
+        helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["c0"]),
+        helper.make_node("Slice", ["x", "s1", "e1", "ax"], ["c1"]),
+        helper.make_node("Mul", ["c0", "zero"], ["z"]),
+        helper.make_node("Add", ["z", "minus"], ["low"]),
+    ]
+    channels = ["z", "c0"] + ["low"] * 15 + ["c1", "low"]
+    nodes.append(helper.make_node("Concat", channels, ["out"], axis=1))
+    ints = TensorProto.INT64
+    graph = helper.make_graph(
+        nodes,
+        "colour_parser",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 19, size, size])],
+        [
+            helper.make_tensor("s0", ints, [1], [0]),
+            helper.make_tensor("e0", ints, [1], [1]),
+            helper.make_tensor("s1", ints, [1], [1]),
+            helper.make_tensor("e1", ints, [1], [2]),
+            helper.make_tensor("ax", ints, [1], [1]),
+            helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0]),
+            helper.make_tensor("minus", TensorProto.FLOAT, [1], [-100.0]),
+        ],
+    )
+    return _save(graph, path)
+
+
+class CountingModel(OnnxModel):
+    """A real ``OnnxModel`` that counts its session runs and the items fed per run."""
+
+    def __init__(self, path: Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.batches: list[int] = []
+
+    def run(self, feeds: Mapping[str, npt.ArrayLike]) -> list[npt.NDArray[Any]]:
+        first = np.asarray(feeds[self.input_names[0]])
+        self.batches.append(len(first))
+        return super().run(feeds)
