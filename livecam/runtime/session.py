@@ -68,9 +68,10 @@ class RuntimeOptions:
     ``provider``: the preference (``auto``: the best accelerator in this build, TensorRT
     only when asked for). ``threads`` / ``inter_threads``: CPU intra-/inter-op threads (0:
     ORT's default). ``graph_optimization``: ORT's graph optimisation level. ``cache_dir``:
-    LiveCam's cache folder (None: the user cache dir), TensorRT engines and timing caches in
-    its ``tensorrt/``, verified dynamic-batch rewrites in its ``onnx/``. ``device_id``: the
-    GPU. ``cudnn_conv_algo_search``: the CUDA provider's cuDNN algorithm search.
+    LiveCam's cache folder (None: ``$LIVECAM_CACHE_DIR`` or the user cache dir), TensorRT
+    engines and timing caches in its ``tensorrt/``, verified dynamic-batch rewrites in its
+    ``onnx/``. ``device_id``: the GPU. ``cudnn_conv_algo_search``: the CUDA provider's cuDNN
+    algorithm search.
     ``cuda_graph``: capture each run as a CUDA graph, only for models whose inputs and
     outputs all have fixed shapes (others run without; runs then go through IO binding
     with the same device buffers). ``tensorrt_fp16``: fp16 TensorRT engines. ``io_binding``:
@@ -111,8 +112,12 @@ class RuntimeOptions:
 
     @property
     def cache_root(self) -> Path:
-        """LiveCam's cache folder: ``cache_dir`` or the user cache dir."""
-        return self.cache_dir or Path(platformdirs.user_cache_dir("livecam"))
+        """LiveCam's cache folder: ``cache_dir``, else ``$LIVECAM_CACHE_DIR``, else the user
+        cache dir."""
+        env = os.environ.get("LIVECAM_CACHE_DIR")
+        return self.cache_dir or (
+            Path(env) if env else Path(platformdirs.user_cache_dir("livecam"))
+        )
 
     def session_options(self) -> ort.SessionOptions:
         """ORT session options: thread counts and graph optimisation level."""
