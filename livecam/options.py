@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from livecam.config import Config, SwapConfig, sink_file, source_file
+from livecam.config import Config, SwapConfig, sink_file, source_file, split_pair
 from livecam.errors import ConfigError
 from livecam.inputs import input_file_problem
 
@@ -230,6 +230,14 @@ INPUT_FILES: Mapping[str, tuple[str, str]] = MappingProxyType(
             "the YuNet model",
             "give the path of face_detection_yunet_2023mar.onnx (OpenCV model zoo)",
         ),
+        **{
+            f"swap.{part}_model": (
+                f"the {part} model",
+                f"give the path of an ONNX {part} file (`livecam models list` shows the models "
+                "LiveCam knows)",
+            )
+            for part in ("detector", "recognizer", "swapper", "enhancer")
+        },
     }
 )
 
@@ -281,3 +289,12 @@ def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
         problem = None if path is None or ignored else input_file_problem(path)
         if problem is not None:
             raise ConfigError(f"{where(name)}: {what} {path} {problem}", fix)
+    if "swap" in cfg.pipeline.stages:
+        for pair in cfg.swap.map:
+            for photo, what in zip(split_pair(pair) or (), ("source photo", "target photo")):
+                problem = input_file_problem(photo)
+                if problem is not None:
+                    raise ConfigError(
+                        f"{where('swap.map')} {pair}: the {what} {photo} {problem}",
+                        "give SOURCE=TARGET pairs of photos (JPEG, PNG, ...), each with a face",
+                    )

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 
-from livecam.config import SwapConfig
+from livecam.config import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline.dlib_files import DlibModels
+from livecam.pipeline.identity import Embedding
+from livecam.pipeline.mapping import FaceMapper
 from livecam.pipeline.parts import FaceParts, FrameContext
 from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
 from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
@@ -38,16 +41,18 @@ class FaceSwapStage:
         parts: FaceParts,
         tracker: FaceTracker,
         selector: FaceSelector,
-        source: SourceFace,
-        prepared: object,
+        sources: Sequence[SourceFace],
+        prepared: Sequence[object],
     ) -> None:
         self.parts = parts
-        self.source = source
-        self.warnings = tuple(photo_warnings(source))  # small or blurry source face
+        self.source = sources[0]
+        self.sources = tuple(sources)
+        # a small or blurry source face
+        self.warnings = tuple(w for s in sources for w in photo_warnings(s))
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
-        self._prepared = prepared
+        self._prepared = list(prepared)
 
     @property
     def preset(self) -> str:
@@ -65,9 +70,12 @@ class FaceSwapStage:
             zip(batch, frames, self._tracker.update(frames), strict=True)
         ):
             packet.faces = faces
-            works += [FaceWork(i, packet.seq, f) for f in self._selector.select(frame, faces)]
+            works += [
+                FaceWork(i, packet.seq, f, source_index=s)
+                for f, s in self._selector.pick(frame, faces)
+            ]
         if works:
-            outputs, done = self.parts.render_faces(frames, works, [self._prepared])
+            outputs, done = self.parts.render_faces(frames, works, self._prepared)
             for packet, out in zip(batch, outputs, strict=True):
                 packet.frame = out
         else:
@@ -85,6 +93,13 @@ class FaceSwapStage:
 def check_swap_config(cfg: SwapConfig) -> None:
     """The errors a swap config can have before anything is loaded (preset, face files)."""
     resolve_preset(cfg.preset)
+    if cfg.map:
+        if cfg.select == "reference":
+            raise ConfigError(
+                "--map and --select reference both say whose face is replaced",
+                "use one of them: --map SOURCE=TARGET pairs, or --select reference",
+            )
+        return
     if cfg.face is None:
         raise ConfigError(
             "the swap stage needs the source face photo (config field 'swap.face')",
@@ -106,33 +121,48 @@ def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels
     thread while another build runs on the inference thread.
     """
     check_swap_config(cfg)
-    assert cfg.face is not None
     row = resolve_preset(cfg.preset)
     parts = build_parts(row, cfg, models)
     try:
         # the source photo is embedded only for a swapper that uses the identity: dlib's
         # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
         analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
-        source = faces.get(cfg.face, cfg.face_index, analyzer)
-        prepared = parts.swapper.prepare(source)
         selector: FaceSelector = ModeSelector(cfg.select)
-        if cfg.reference is not None and cfg.select == "reference":
-            ref = faces.get(cfg.reference, 0, photo_analyzer(parts)).face.embedding
-            if ref is None:
-                raise ModelError(f"no identity embedding for the reference photo {cfg.reference}")
+        if cfg.map:
+            pairs = [split_pair(m) for m in cfg.map]
+            sources = [faces.get(p[0], None, analyzer) for p in pairs if p is not None]
+            targets = [
+                _embedding(faces, p[1], parts, "target photo") for p in pairs if p is not None
+            ]
+            selector = FaceMapper(parts.recognizer, targets, cfg.reference_threshold)
+        else:
+            assert cfg.face is not None
+            sources = [faces.get(cfg.face, cfg.face_index, analyzer)]
+        if cfg.reference is not None and cfg.select == "reference" and not cfg.map:
+            ref = _embedding(faces, cfg.reference, parts, "reference photo")
             selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
+        prepared = [parts.swapper.prepare(s) for s in sources]
         tracker = FaceTracker(
             parts.detector, parts.landmarker, detect_every=cfg.detect_every, smoothing=cfg.smoothing
         )
     except BaseException:
         parts.close()
         raise
-    log.info(
-        "swap: source face %d of %d in %s, preset %s, select %s",
-        source.face_index,
-        source.faces_found,
-        source.path,
-        row.name,
-        cfg.select,
-    )
-    return FaceSwapStage(parts, tracker, selector, source, prepared)
+    for source in sources:
+        log.info(
+            "swap: source face %d of %d in %s, preset %s, select %s",
+            source.face_index,
+            source.faces_found,
+            source.path,
+            row.name,
+            "map" if cfg.map else cfg.select,
+        )
+    return FaceSwapStage(parts, tracker, selector, sources, prepared)
+
+
+def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:
+    """The identity embedding of the main face of ``photo`` (a reference or target photo)."""
+    emb = faces.get(photo, 0, photo_analyzer(parts)).face.embedding
+    if emb is None:
+        raise ModelError(f"no identity embedding for the {what} {photo}")
+    return emb
