@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from livecam.errors import ModelError
+from livecam.errors import LivecamError, ModelError
 from livecam.model_store import ModelStore, ask_on_terminal
 
 # Used only while livecam.pipeline.presets has no preset_model_names().
@@ -18,15 +19,16 @@ FALLBACK_PRESETS: Mapping[str, tuple[str, ...]] = {
 
 
 def preset_models(preset: str) -> list[str] | None:
-    """The model names of ``preset``, or None when it is not a preset with models."""
+    """The model names of ``preset`` (from ``livecam.pipeline.presets.preset_model_names``
+    when it exists, else FALLBACK_PRESETS), or None when it is not a preset with models."""
+    presets = importlib.import_module("livecam.pipeline.presets")
+    names_of = getattr(presets, "preset_model_names", None)
+    if names_of is None:
+        fallback = FALLBACK_PRESETS.get(preset)
+        return list(fallback) if fallback is not None else None
     try:
-        from livecam.pipeline.presets import preset_model_names  # type: ignore[attr-defined]
-    except ImportError:
-        names = FALLBACK_PRESETS.get(preset)
-        return list(names) if names is not None else None
-    try:
-        return list(preset_model_names(preset))
-    except Exception:  # an unknown preset name
+        return list(names_of(preset))
+    except (LivecamError, KeyError, ValueError):  # not a preset
         return None
 
 
