@@ -159,7 +159,7 @@ class EllipseMasker(FixedMasker):
         cv2.ellipse(mask, (w // 2, h // 2), axes, 0, 0, 360, 1.0, -1)
         scale = w / 128
         k = max(3, int(round(31 * scale)) | 1)
-        return np.asarray(cv2.GaussianBlur(mask, (k, k), 12 * scale), np.float32)
+        return np.asarray(np.clip(cv2.GaussianBlur(mask, (k, k), 12 * scale), 0, 1), np.float32)
 
 
 class MouthMasker(CropMasker):
