@@ -11,11 +11,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from livecam import synthetic_models as sm
-from livecam.runtime.session import OnnxModel
+from livecam.runtime.session import OnnxModel, RuntimeOptions
 
 # inswapper_128.onnx is 554,253,681 bytes of float32 weights (MODEL_CONTRACTS)
 REAL_INSWAPPER_PARAMS = 554_253_681 / 4
 REAL_INSWAPPER_GFLOPS = 349.0
+
+
+def _model(path: Path) -> OnnxModel:
+    return OnnxModel(path, RuntimeOptions(provider="cpu"))
 
 
 def _unit_rows(n: int, seed: int) -> np.ndarray:
@@ -31,7 +35,7 @@ def narrow(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_inswapper_like_has_the_real_interface_and_emap_last(narrow: Path) -> None:
-    model = OnnxModel(narrow)
+    model = _model(narrow)
     assert [(s.name, s.shape, s.dtype) for s in model.inputs] == [
         ("target", ("N", 3, 128, 128), np.float32),
         ("source", ("N", 512), np.float32),
@@ -77,7 +81,7 @@ def test_same_seed_writes_the_same_file(tmp_path: Path) -> None:
 def test_fp16_variant_is_float16_throughout(narrow: Path, tmp_path: Path) -> None:
     path = tmp_path / "inswapper_narrow_fp16.onnx"
     sm.inswapper_like(path, width=128, fp16=True)
-    model = OnnxModel(path)
+    model = _model(path)
     assert {s.dtype for s in model.inputs + model.outputs} == {np.float16}
     weights = [t for t in onnx.load(str(path)).graph.initializer if np.prod(t.dims) > 64]
     assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights)
@@ -89,7 +93,7 @@ def test_fp16_variant_is_float16_throughout(narrow: Path, tmp_path: Path) -> Non
 def test_hyperswap_like_has_hyperswaps_interface(tmp_path: Path) -> None:
     path = tmp_path / "hyperswap_like.onnx"
     sm.hyperswap_like(path)
-    model = OnnxModel(path)
+    model = _model(path)
     assert {(s.name, s.shape) for s in model.inputs} == {
         ("source", ("N", 512)),
         ("target", ("N", 3, 256, 256)),
@@ -113,7 +117,7 @@ def test_identity_oracle_returns_its_target(tmp_path: Path, kind: sm.Kind, size:
     sm.identity_swapper(path, size=size, kind=kind)
     assert onnx.load(str(path)).graph.initializer[-1].name == "emap"
     target = np.random.default_rng(0).uniform(lo, 1.0, (3, 3, size, size)).astype(np.float32)
-    out = OnnxModel(path).run({"target": target, "source": _unit_rows(3, 0)})[0]
+    out = _model(path).run({"target": target, "source": _unit_rows(3, 0)})[0]
     np.testing.assert_array_equal(out, target)
 
 
@@ -125,7 +129,7 @@ def test_latent_colour_oracle_matches_its_reference(
     sm.latent_colour_swapper(path, kind=kind)
     latents = _unit_rows(4, 5)
     target = np.random.default_rng(0).random((4, 3, 128, 128), dtype=np.float32)
-    out = OnnxModel(path).run({"target": target, "source": latents})[0]
+    out = _model(path).run({"target": target, "source": latents})[0]
     expected = sm.latent_colour(latents) * scale + offset
     np.testing.assert_allclose(
         out, np.broadcast_to(expected[:, :, None, None], out.shape), atol=1e-5
