@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import onnx
 import pytest
+from face_parts_data import load_face_image, psnr
 from onnx import numpy_helper
 
 from livecam import synthetic_models as sm
@@ -30,9 +31,10 @@ from livecam.pipeline.neural_swap import (
     split_tiles,
 )
 from livecam.pipeline.parts import FrameContext, Swapper
+from livecam.pipeline.paste import AffineBlender
 from livecam.pipeline.source_face import SourceFace
 from livecam.runtime.session import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork
 
 FACES = (
     "obama_biden_two_people.jpg",
@@ -41,19 +43,10 @@ FACES = (
 )
 
 
-def _load(testdata: Path, name: str, max_side: int = 640) -> Frame:
-    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
-    assert img is not None, name
-    s = max_side / max(img.shape[:2])
-    if s < 1:
-        img = cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
-    return np.ascontiguousarray(img)
-
-
 @pytest.fixture(scope="module")
 def scene(testdata: Path) -> tuple[list[FrameContext], list[list[Face]]]:
     """Three real frames and the faces YuNet finds in them (2, 1 and 1)."""
-    frames = [FrameContext(_load(testdata, name), seq=i) for i, name in enumerate(FACES)]
+    frames = [FrameContext(load_face_image(testdata, name), seq=i) for i, name in enumerate(FACES)]
     faces = YuNetDetector(bundled_yunet()).detect(frames)
     assert [len(f) for f in faces] == [2, 1, 1]
     return frames, faces
@@ -101,37 +94,17 @@ def _model(path: Path) -> OnnxModel:
     return OnnxModel(path, RuntimeOptions(provider="cpu"))
 
 
-def _paste(frame: Frame, work: FaceWork) -> tuple[Frame, np.ndarray]:
-    """The output warped back into the frame where the whole crop covers it (a plain
-    inverse warp, no feathering), and that region."""
-    assert work.output is not None and work.affine is not None
-    h, w = frame.shape[:2]
-    inv = align.invert(work.affine)
-    back = cv2.warpAffine(work.output, inv, (w, h), flags=cv2.INTER_LINEAR)
-    ones = np.ones(work.output.shape[:2], np.float32)
-    cover = cv2.warpAffine(ones, inv, (w, h), flags=cv2.INTER_LINEAR) > 0.999
-    out = frame.copy()
-    out[cover] = back[cover]
-    return out, cover
-
-
-def _psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 10 * np.log10(255.0**2 / mse) if mse > 0 else float("inf")
-
-
 def _face_psnr(frames: list[FrameContext], works: list[FaceWork]) -> list[float]:
-    """PSNR of each face's box (inside the crop's cover) after swap and paste-back."""
+    """PSNR of each face's box after swap and paste-back (``AffineBlender``, no mask: the
+    whole crop), one face per frame at a time."""
     values = []
     for work in works:
         frame = frames[work.frame_index].image
-        pasted, cover = _paste(frame, work)
+        pasted = AffineBlender().blend(frames, [work])[work.frame_index]
+        assert pasted is not frame
         x0, y0, x1, y1 = (int(v) for v in work.face.bbox)
-        box = np.zeros(cover.shape, bool)
-        box[max(y0, 0) : y1, max(x0, 0) : x1] = True
-        region = box & cover
-        assert region.sum() > 0.8 * box.sum()
-        values.append(_psnr(pasted[region], frame[region]))
+        box = (slice(max(y0, 0), y1), slice(max(x0, 0), x1))
+        values.append(psnr(pasted[box], frame[box]))
     return values
 
 
