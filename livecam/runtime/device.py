@@ -1,0 +1,190 @@
+"""Device-resident crops, normalisation and paste-back with torch (guarded when absent).
+
+The NumPy/OpenCV path (``pipeline.align.warp_crop``, the parts' normalisation,
+``pipeline.paste.AffineBlender``) is the reference; these do the same on torch tensors so
+that on CUDA the frames stay on the GPU between stages. Pixel-centre convention:
+``cv2.warpAffine`` maps destination pixel (x, y) (centres at integers) through the inverse
+affine to source coordinates; ``grid_sample(align_corners=False)`` puts source pixel i's
+centre at normalised ``(2 i + 1) / W - 1``, which the grids here use. OpenCV quantises
+sampling positions to 1/32 px and bilinear weights to 1/1024, so results differ from it
+by rounding (tests: mean < 0.5 grey levels, max < 2 on real faces).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.errors import LivecamError
+from livecam.pipeline.align import invert
+from livecam.pipeline.paste import paste_region
+
+log = logging.getLogger(__name__)
+
+Padding = Literal["zeros", "border"]
+Tensor = Any  # torch.Tensor; torch is optional
+
+
+def torch_available() -> bool:
+    """Whether torch is installed (the device path needs it; the NumPy path does not)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def require_torch() -> Any:
+    """The torch module, or a LivecamError saying how to install it."""
+    if not torch_available():
+        raise LivecamError(
+            "the GPU pipeline path needs PyTorch, which is not installed",
+            "install it with `pip install torch` (CUDA build from https://pytorch.org), or run "
+            "on the NumPy path",
+        )
+    import torch
+
+    return torch
+
+
+def frames_to_tensor(frames: Sequence[npt.NDArray[np.uint8]], device: str = "cpu") -> Tensor:
+    """(B, H, W, 3) uint8 tensor of equally sized frames on ``device`` (one upload, from
+    pinned memory when the device is CUDA)."""
+    torch = require_torch()
+    stacked = torch.from_numpy(np.ascontiguousarray(np.stack(frames)))
+    if str(device).startswith("cuda"):
+        return stacked.pin_memory().to(device, non_blocking=True)
+    return stacked.to(device)
+
+
+def _affines(affines: npt.ArrayLike | Tensor, like: Tensor) -> Tensor:
+    torch = require_torch()
+    a = affines if isinstance(affines, torch.Tensor) else torch.as_tensor(np.asarray(affines))
+    return a.to(device=like.device, dtype=torch.float64).reshape(-1, 2, 3)
+
+
+def _inverse(forward: Tensor) -> Tensor:
+    """Inverses of (N, 2, 3) affines (float64)."""
+    torch = require_torch()
+    full = torch.zeros((len(forward), 3, 3), dtype=forward.dtype, device=forward.device)
+    full[:, :2] = forward
+    full[:, 2, 2] = 1
+    return torch.linalg.inv(full)[:, :2]
+
+
+def _grid(inverse: Tensor, out_size: tuple[int, int], in_size: tuple[int, int]) -> Tensor:
+    """grid_sample grid (N, h, w, 2) sampling a (W, H) = ``in_size`` image at the points
+    that ``inverse`` (output pixel -> input pixel) maps the ``out_size`` (w, h) pixels to."""
+    torch = require_torch()
+    w, h = out_size
+    ys, xs = torch.meshgrid(
+        torch.arange(h, dtype=inverse.dtype, device=inverse.device),
+        torch.arange(w, dtype=inverse.dtype, device=inverse.device),
+        indexing="ij",
+    )
+    base = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1)  # (h, w, 3)
+    src = torch.einsum("hwk,njk->nhwj", base, inverse)  # (N, h, w, 2) input pixels
+    scale = torch.tensor(in_size, dtype=inverse.dtype, device=inverse.device)
+    return (2 * src + 1) / scale - 1
+
+
+def _sample(images: Tensor, grid: Tensor, padding: Padding, dtype: Any) -> Tensor:
+    """(N, h, w, C) bilinear samples of (N, H, W, C) ``images`` at ``grid``."""
+    torch = require_torch()
+    x = images.permute(0, 3, 1, 2).to(dtype)
+    out = torch.nn.functional.grid_sample(
+        x, grid.to(dtype), mode="bilinear", padding_mode=padding, align_corners=False
+    )
+    return out.permute(0, 2, 3, 1)
+
+
+def warp_crops(
+    frames: Tensor,
+    affines: npt.ArrayLike | Tensor,
+    size: int | tuple[int, int],
+    frame_index: Sequence[int] | None = None,
+    *,
+    padding: Padding = "zeros",
+    half: bool = False,
+) -> Tensor:
+    """(N, h, w, C) float crops (0..255, not rounded) of (B, H, W, C) ``frames``: crop i is
+    frame ``frame_index[i]`` (default: i, or 0 for a single frame) warped by ``affines[i]``
+    (frame -> crop, as for ``cv2.warpAffine``) to ``size`` (int or (w, h)); bilinear,
+    ``padding`` "zeros" = ``BORDER_CONSTANT`` 0, "border" = ``BORDER_REPLICATE``.
+    ``half``: float16 crops (sampled in float32: float16 sampling positions are off by up
+    to half a pixel on a 1080p frame)."""
+    torch = require_torch()
+    forward = _affines(affines, frames)
+    if frame_index is None:
+        index = [0] * len(forward) if len(frames) == 1 else list(range(len(forward)))
+    else:
+        index = list(frame_index)
+    if len(index) != len(forward):
+        raise ValueError(f"{len(forward)} affines but {len(index)} frame indices")
+    w, h = (size, size) if isinstance(size, int) else size
+    grid = _grid(_inverse(forward), (w, h), (frames.shape[2], frames.shape[1]))
+    picked = frames[torch.as_tensor(index, device=frames.device)]
+    crops = _sample(picked, grid, padding, torch.float32)
+    return crops.to(torch.float16) if half else crops
+
+
+def normalise(
+    crops: Tensor,
+    mean: float | Sequence[float],
+    std: float | Sequence[float],
+    rgb: bool = True,
+    *,
+    half: bool = False,
+) -> Tensor:
+    """(N, 3, H, W) model input from (N, H, W, 3) BGR crops: RGB first when ``rgb``, then
+    (x - mean) / std per channel (in the model's channel order), float32 or float16."""
+    torch = require_torch()
+    x = crops.to(torch.float32)
+    if rgb:
+        x = x.flip(-1)
+    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
+    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
+    out = ((x - m) / s).permute(0, 3, 1, 2).contiguous()
+    return out.to(torch.float16) if half else out
+
+
+def paste_back(
+    frame: Tensor,
+    output: Tensor,
+    mask: Tensor | None,
+    inverse_affine: npt.ArrayLike,
+) -> Tensor:
+    """``frame`` (H, W, 3) uint8 with ``output`` (h, w, 3, crop pixels) pasted through
+    ``inverse_affine`` (output pixel -> frame pixel) and ``mask`` ((mh, mw) alpha 0..1 in
+    crop space, any size; None: the whole crop), as ``AffineBlender(edge="mask")`` does:
+    only the frame region the crop covers (plus 2 px) is touched, the output is warped
+    with its edge replicated, the mask with border 0, and ``frame + alpha * (out - frame)``
+    is rounded. Returns a new frame tensor (float16 inputs are computed in float32)."""
+    torch = require_torch()
+    dtype = torch.float32
+    inverse = np.asarray(inverse_affine, np.float32)
+    h, w = output.shape[:2]
+    x1, y1, x2, y2 = paste_region(tuple(frame.shape), inverse, (w, h), pad=2)
+    result = frame.clone()
+    if x2 <= x1 or y2 <= y1:
+        return result
+    roi = (x2 - x1, y2 - y1)
+    # region pixel -> crop pixel: the forward affine, shifted to the region's origin
+    shift = np.array([[0, 0, x1], [0, 0, y1]], np.float32)
+    to_crop = _affines(invert(inverse - shift), frame)
+    warped = _sample(output[None], _grid(to_crop, roi, (w, h)), "border", dtype)[0]
+    if mask is None:
+        ones = torch.ones((1, h, w, 1), dtype=dtype, device=frame.device)
+        alpha = _sample(ones, _grid(to_crop, roi, (w, h)), "zeros", dtype)[0, ..., 0]
+    else:
+        mh, mw = mask.shape[:2]
+        scale = torch.tensor([[mw / w], [mh / h]], dtype=to_crop.dtype, device=frame.device)
+        to_mask = to_crop * scale  # crop pixel -> mask pixel is a per-axis scale
+        alpha = _sample(mask.reshape(1, mh, mw, 1), _grid(to_mask, roi, (mw, mh)), "zeros", dtype)
+        alpha = alpha[0, ..., 0]
+    alpha = alpha.clamp(0, 1).float()[..., None]
+    region = frame[y1:y2, x1:x2].float()
+    blended = region + alpha * (warped.float() - region)
+    result[y1:y2, x1:x2] = (blended + 0.5).clamp(0, 255).to(torch.uint8)
+    return result
