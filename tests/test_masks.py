@@ -22,6 +22,7 @@ from livecam.pipeline.masks import (
     MouthMasker,
     RegionMasker,
     box_mask,
+    winner_in,
 )
 from livecam.pipeline.parts import FrameContext, Masker
 from livecam.pipeline.paste import AffineBlender
@@ -179,3 +180,14 @@ def test_region_masker_refuses_bad_settings(tmp_path: Path) -> None:
         RegionMasker(model)
     with pytest.raises(ValueError, match="unknown face-parser regions"):
         RegionMasker(model, input_size=256, regions=("hair",))
+
+
+def test_winner_in_is_argmax_membership_with_ties() -> None:
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((2, 19, 64, 64)).astype(np.float32)
+    scores[:, 3] = np.round(scores[:, 3])  # ties between a kept and a dropped class
+    scores[:, 7] = np.round(scores[:, 7])
+    scores[:, 0] = np.round(scores[:, 0])
+    for classes in ({1, 3, 10}, {0, 5}, {7}):
+        ref = np.isin(scores.argmax(axis=1), list(classes))
+        assert np.array_equal(winner_in(scores, classes), ref)
