@@ -176,3 +176,26 @@ def test_bad_settings_are_refused(identity512: Path, tmp_path: Path) -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             FaceEnhancer(model, **kwargs)  # type: ignore[arg-type]
+
+
+def test_every_within_one_batch_of_frames(identity512: Path, testdata: Path) -> None:
+    """Three frames of one tracked face in one call with every=3: one face is enhanced and
+    the other two frames get its crop, placed at their own face."""
+    image = load_face_image(testdata, "obama_official_portrait_2012.jpg")
+    shifted = np.ascontiguousarray(np.roll(image, 12, axis=1))
+    model = CountingModel(identity512, options=CPU)
+    enhancer = FaceEnhancer(model, every=3)
+    face = dataclasses.replace(yunet_faces(image)[0], track_id=3)
+    moved = dataclasses.replace(yunet_faces(shifted)[0], track_id=3)
+    frames = [FrameContext(image), FrameContext(shifted), FrameContext(image)]
+    works = [FaceWork(2, 2, face), FaceWork(1, 1, moved), FaceWork(0, 0, face)]
+    out = enhancer.enhance(frames, works)
+    assert model.batches == [1]
+    assert [w.frame_index for w in out] == [2, 1, 0]  # the caller's order
+    assert out[0].output is out[1].output is out[2].output
+    assert out[1].affine is not None and out[2].affine is not None
+    assert not np.allclose(out[1].affine, out[2].affine)
+    for work in out:  # each affine puts its own frame's face on the template
+        assert work.affine is not None
+        placed = align.transform_points(work.face.kps, work.affine)
+        assert np.abs(placed - align.FFHQ_512).max() < 20
