@@ -22,6 +22,7 @@ from livecam import synthetic_models as sm
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline import align
 from livecam.pipeline.detect import YuNetDetector, bundled_yunet
+from livecam.pipeline.identity import DlibDescriptor
 from livecam.pipeline.neural_swap import (
     HyperSwapper,
     InSwapper,
@@ -372,3 +373,10 @@ def test_hyperswap_like_network_runs_through_the_part(
         assert x.output is not None and y.output is not None
         assert x.output.shape == (256, 256, 3) and x.output.std() > 10
         assert np.abs(x.output.astype(int) - y.output.astype(int)).mean() > 2
+
+
+def test_identity_weight_refuses_a_recognizer_of_another_size(models: dict[str, Path]) -> None:
+    """The target embedding is blended into a 512-d vector: dlib's 128-d descriptor
+    cannot serve it."""
+    with pytest.raises(ConfigError, match="gives 128-d ones"):
+        InSwapper(_model(models["colour"]), identity_weight=0.2, recognizer=DlibDescriptor())

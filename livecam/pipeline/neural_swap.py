@@ -5,8 +5,8 @@ source face's ArcFace embedding into the model's ``source`` vector: inswapper's 
 (``emb/|emb| @ emap``, renormalised as insightface does; ``emap`` is the ONNX file's last
 initializer) or hyperswap's L2-normalised embedding. ``swap`` crops every face of every
 frame by its 5 keypoints (similarity to the template at ``input_size * pixel_boost``),
-splits each crop into its ``pixel_boost``\\ :sup:`2` interleaved sub-images, runs all of
-them in one batched model call, and interleaves the outputs back. The paste-back mask is
+splits each crop into its ``pixel_boost`` x ``pixel_boost`` interleaved sub-images, runs all
+of them in one batched model call, and interleaves the outputs back. The paste-back mask is
 the masker's job; ``swap`` leaves ``mask`` None.
 """
 
@@ -264,7 +264,9 @@ class NeuralSwapper:
         self, crops: npt.NDArray[np.uint8], vectors: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.uint8]:
         """Swapped crops (F, crop_size, crop_size, 3) BGR uint8 for aligned BGR ``crops``
-        of the same shape and one source vector per crop (F, 512): one model call."""
+        of the same shape and one source vector per crop (F, 512): one model call. The
+        output is decoded as x * std + mean, clipped to 0..255 and rounded to the nearest
+        level (insightface truncates: up to one level darker)."""
         k = self.pixel_boost
         tiles = split_tiles(crops, k)
         if self.color == "rgb":
