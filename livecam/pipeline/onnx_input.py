@@ -1,0 +1,57 @@
+"""What the crop-based ONNX parts (landmarkers, recognizers) share: crops of all faces as
+one normalised NCHW batch, and the model's image input checked against its contract."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.errors import ModelError
+from livecam.pipeline.detect_common import channel_values
+from livecam.runtime.session import OnnxModel, TensorSpec
+from livecam.types import Frame
+
+COLORS = ("rgb", "bgr")
+
+
+def check_color(color: str, what: str) -> str:
+    """``color`` when it is 'rgb' or 'bgr', else a ValueError naming ``what``."""
+    if color not in COLORS:
+        raise ValueError(f"{what} color must be 'rgb' or 'bgr', got {color!r}")
+    return color
+
+
+def image_input(model: OnnxModel, size: int, what: str) -> TensorSpec:
+    """The model's NCHW image input, checked to take ``size`` x ``size`` crops (a fixed
+    other size is a ModelError naming the size to set)."""
+    spec = model.inputs[0] if model.inputs else None
+    if spec is None or len(spec.shape) != 4:
+        raise ModelError(
+            f"{what} model {model.path.name} has no NCHW image input",
+            f"pass a {what} ONNX file",
+        )
+    h, w = spec.shape[2:]
+    for axis in (h, w):
+        if isinstance(axis, int) and axis > 0 and axis != size:
+            raise ModelError(
+                f"{what} model {model.path.name} takes {w}x{h} crops, not {size}x{size}",
+                f"set its input_size to {axis}",
+            )
+    return spec
+
+
+def to_blob(
+    crops: Sequence[Frame],
+    mean: float | Sequence[float],
+    std: float | Sequence[float],
+    color: str,
+) -> npt.NDArray[np.float32]:
+    """(N, 3, H, W) float32 ``(pixel - mean) / std`` of BGR uint8 crops, channels in
+    ``color`` order ('rgb' swaps them)."""
+    batch = np.stack([np.asarray(c, np.uint8) for c in crops])
+    if color == "rgb":
+        batch = batch[..., ::-1]
+    blob = batch.transpose(0, 3, 1, 2).astype(np.float32)
+    return np.ascontiguousarray((blob - channel_values(mean, "mean")) / channel_values(std, "std"))
