@@ -306,11 +306,16 @@ class PatchDetector:
         return [self._faces(concat(found)) for found in per_frame]
 
     def _blob(self, images: Sequence[Frame]) -> Floats:
-        stack = np.stack(images)
-        if self._rgb:
-            stack = stack[..., ::-1]
-        blob = stack.transpose(0, 3, 1, 2).astype(np.float32)
-        return ((blob - self._mean) / self._std).astype(np.float32)
+        """NCHW float32 of same-size images in the model's colour order, normalised
+        in place (per-channel constants are in that order)."""
+        h, w = images[0].shape[:2]
+        blob = np.empty((len(images), 3, h, w), np.float32)
+        for i, image in enumerate(images):
+            planes = image.transpose(2, 0, 1)
+            blob[i] = planes[::-1] if self._rgb else planes
+        blob -= self._mean
+        blob /= self._std
+        return blob
 
     def _run(self, images: Sequence[Frame]) -> list[list[Floats]]:
         """Every output per image, batch axis removed: one call where the model takes a
