@@ -67,6 +67,12 @@ def test_warp_outside_the_frame_is_zero_like_cv2(testdata: Path) -> None:
     assert (ref == 0).all(axis=-1).sum() > 1000  # really outside
     mean, worst = _diff(crop.round(), ref)
     assert mean < MEAN_TOL and worst <= MAX_TOL, (mean, worst)
+    # "border" replicates the frame's edge as BORDER_REPLICATE does
+    frames = device.frames_to_tensor([image])
+    edge = device.warp_crops(frames, affine[None], (200, 150), padding="border")[0]
+    ref = np.asarray(cv2.warpAffine(image, affine, (200, 150), borderMode=cv2.BORDER_REPLICATE))
+    mean, worst = _diff(edge.round(), ref)
+    assert mean < MEAN_TOL and worst <= MAX_TOL, (mean, worst)
 
 
 def test_normalise_equals_the_numpy_formula(two_people: tuple[Frame, list[np.ndarray]]) -> None:

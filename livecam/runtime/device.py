@@ -73,20 +73,32 @@ def _inverse(forward: Tensor) -> Tensor:
     return torch.linalg.inv(full)[:, :2]
 
 
-def _grid(inverse: Tensor, out_size: tuple[int, int], in_size: tuple[int, int]) -> Tensor:
-    """grid_sample grid (N, h, w, 2) sampling a (W, H) = ``in_size`` image at the points
-    that ``inverse`` (output pixel -> input pixel) maps the ``out_size`` (w, h) pixels to."""
+def _points(inverse: Tensor, out_size: tuple[int, int]) -> Tensor:
+    """(N, h, w, 2) input pixel coordinates (float32) that ``inverse`` (output pixel ->
+    input pixel) maps the ``out_size`` (w, h) output pixels to."""
     torch = require_torch()
     w, h = out_size
     ys, xs = torch.meshgrid(
-        torch.arange(h, dtype=inverse.dtype, device=inverse.device),
-        torch.arange(w, dtype=inverse.dtype, device=inverse.device),
+        torch.arange(h, dtype=torch.float32, device=inverse.device),
+        torch.arange(w, dtype=torch.float32, device=inverse.device),
         indexing="ij",
     )
     base = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1)  # (h, w, 3)
-    src = torch.einsum("hwk,njk->nhwj", base, inverse)  # (N, h, w, 2) input pixels
-    scale = torch.tensor(in_size, dtype=inverse.dtype, device=inverse.device)
-    return (2 * src + 1) / scale - 1
+    return torch.einsum("hwk,njk->nhwj", base, inverse.to(torch.float32))
+
+
+def _normalised(points: Tensor, in_size: tuple[int, int]) -> Tensor:
+    """grid_sample coordinates of input pixel ``points`` in a (W, H) = ``in_size`` image
+    (align_corners=False: pixel i's centre is at (2 i + 1) / W - 1)."""
+    torch = require_torch()
+    scale = torch.tensor(in_size, dtype=points.dtype, device=points.device)
+    return (2 * points + 1) / scale - 1
+
+
+def _grid(inverse: Tensor, out_size: tuple[int, int], in_size: tuple[int, int]) -> Tensor:
+    """grid_sample grid (N, h, w, 2) sampling a (W, H) = ``in_size`` image at the points
+    that ``inverse`` (output pixel -> input pixel) maps the ``out_size`` (w, h) pixels to."""
+    return _normalised(_points(inverse, out_size), in_size)
 
 
 def _sample(images: Tensor, grid: Tensor, padding: Padding, dtype: Any) -> Tensor:
@@ -123,9 +135,24 @@ def warp_crops(
     if len(index) != len(forward):
         raise ValueError(f"{len(forward)} affines but {len(index)} frame indices")
     w, h = (size, size) if isinstance(size, int) else size
-    grid = _grid(_inverse(forward), (w, h), (frames.shape[2], frames.shape[1]))
-    picked = frames[torch.as_tensor(index, device=frames.device)]
-    crops = _sample(picked, grid, padding, torch.float32)
+    points = _points(_inverse(forward), (w, h))
+    crops = torch.empty(
+        (len(index), h, w, frames.shape[3]), dtype=torch.float32, device=frames.device
+    )
+    big_h, big_w = frames.shape[1], frames.shape[2]
+    # one sample per frame, its crops stacked along the grid's height, from the part of the
+    # frame they read (every bilinear tap inside it; clipped to the frame): no frame copies
+    for b in sorted(set(index)):
+        rows = torch.as_tensor([i for i, f in enumerate(index) if f == b], device=frames.device)
+        pts = points[rows]
+        lo = torch.floor(pts.reshape(-1, 2).amin(0)).long() - 1
+        hi = torch.ceil(pts.reshape(-1, 2).amax(0)).long() + 2
+        x0, y0 = int(lo[0].clamp(0, big_w - 1)), int(lo[1].clamp(0, big_h - 1))
+        x1, y1 = int(hi[0].clamp(x0 + 1, big_w)), int(hi[1].clamp(y0 + 1, big_h))
+        offset = torch.tensor([x0, y0], dtype=pts.dtype, device=pts.device)
+        grid = _normalised(pts - offset, (x1 - x0, y1 - y0)).reshape(1, len(rows) * h, w, 2)
+        region = frames[b : b + 1, y0:y1, x0:x1]
+        crops[rows] = _sample(region, grid, padding, torch.float32).reshape(len(rows), h, w, -1)
     return crops.to(torch.float16) if half else crops
 
 
