@@ -10,6 +10,7 @@ runtime options, the callable timed on the frame. Add a part by adding a row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -25,12 +26,14 @@ sys.path.insert(0, str(REPO / "tests"))
 from conftest import find_testdata  # noqa: E402
 
 from livecam.pipeline.detect import YuNetDetector  # noqa: E402
+from livecam.pipeline.onnx_identity import OnnxRecognizer  # noqa: E402
+from livecam.pipeline.onnx_landmarks import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker  # noqa: E402
 from livecam.pipeline.parts import FrameContext  # noqa: E402
 from livecam.pipeline.scrfd import ScrfdDetector  # noqa: E402
 from livecam.pipeline.yunet_onnx import OnnxYuNetDetector  # noqa: E402
 from livecam.runtime.session import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.sources.image import load_image_bgr  # noqa: E402
-from livecam.types import Frame  # noqa: E402
+from livecam.types import FaceWork, Frame  # noqa: E402
 
 Call = Callable[[Frame], object]
 Row = Callable[[Path, RuntimeOptions], Call]
@@ -42,6 +45,32 @@ def detector(part: Callable[[Path, RuntimeOptions], object]) -> Row:
     def build(models: Path, options: RuntimeOptions) -> Call:
         det = part(models, options)
         return lambda frame: det.detect([FrameContext(frame)])  # type: ignore[attr-defined]
+
+    return build
+
+
+def face_part(part: Callable[[Path, RuntimeOptions], object], faces: int = 1) -> Row:
+    """A row timing ``part(models, options)``'s ``fit`` (landmarkers) or ``embed``
+    (recognizers) on ``faces`` copies of the frame's face (found once by YuNet, boxed as
+    the part wants): all of them in one call."""
+
+    def build(models: Path, options: RuntimeOptions) -> Call:
+        obj = part(models, options)
+        yunet = YuNetDetector(models / "face_detection_yunet_2023mar.onnx")
+        run = getattr(obj, "fit", None) or obj.embed  # type: ignore[attr-defined]
+        seeds: dict[int, list[FaceWork]] = {}
+
+        def call(frame: Frame) -> object:
+            ctx = FrameContext(frame)
+            if id(frame) not in seeds:
+                face = max(yunet.detect([ctx])[0], key=lambda f: f.score)
+                box_for_kps = getattr(obj, "box_for_kps", None)
+                if box_for_kps is not None:
+                    face = dataclasses.replace(face, bbox=box_for_kps(face.kps))
+                seeds[id(frame)] = [FaceWork(0, 0, face) for _ in range(faces)]
+            return run([ctx], [FaceWork(0, 0, w.face) for w in seeds[id(frame)]])
+
+        return call
 
     return build
 
@@ -68,6 +97,23 @@ ROWS: dict[str, Row] = {
     "yunet-cv2 (max side 400)": detector(
         lambda m, o: YuNetDetector(m / "face_detection_yunet_2023mar.onnx", max_sides=(400,))
     ),
+    **{
+        f"{name} ({n} face{'s' * (n > 1)})": face_part(part, n)
+        for name, part in (
+            ("pfld-68", lambda m, o: Pfld68Landmarker(OnnxModel(m / "landmarks_68_pfld.onnx", o))),
+            (
+                "slim-160 68-point",
+                lambda m, o: Pfld68Landmarker(
+                    OnnxModel(m / "slim_160_latest.onnx", o),
+                    input_size=160,
+                    box_rule=SLIM_BOX,
+                    kps_box_rule=SLIM_KPS_BOX,
+                ),
+            ),
+            ("mobilefacenet", lambda m, o: OnnxRecognizer(OnnxModel(m / "mobilefacenet.onnx", o))),
+        )
+        for n in (1, 4)
+    },
 }
 
 
