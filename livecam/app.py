@@ -31,6 +31,7 @@ from livecam.errors import (
     as_livecam_error,
 )
 from livecam.loader import LoaderWorker
+from livecam.model_store import ModelStore
 from livecam.output import OutputWorker
 from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.dlib_files import DlibModels
@@ -61,9 +62,11 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("livecam")) / "faces"
 
 
-def build_stages(config: Config, faces: SourceFaceCache, models: DlibModels) -> list[Stage]:
+def build_stages(
+    config: Config, faces: SourceFaceCache, models: DlibModels, store: ModelStore | None = None
+) -> list[Stage]:
     """Create the configured stages in order (each may raise), with the app's shared
-    source-face cache and loaded models."""
+    source-face cache, loaded models and model store."""
     stages: list[Stage] = []
     for name in config.pipeline.stages:
         if name == "passthrough":
@@ -73,7 +76,7 @@ def build_stages(config: Config, faces: SourceFaceCache, models: DlibModels) -> 
         elif name == "swap":
             from livecam.pipeline.swap import build_swap_stage
 
-            stages.append(build_swap_stage(config.swap, faces, models))
+            stages.append(build_swap_stage(config.swap, faces, models, store))
     return stages
 
 
@@ -98,6 +101,7 @@ class App:
             faces = SourceFaceCache(default_cache_dir(), face_sheets=True)
         self.faces = faces
         self.models = DlibModels()  # each model loaded once, shared by every build
+        self.store = ModelStore()  # model files: found, verified, downloaded
         self._stages = stages
         self._sinks = sinks
         self._stop = threading.Event()
@@ -126,7 +130,7 @@ class App:
         (the loader thread calls this for live changes); closes what it built on failure."""
         if self.frame_size is None:
             raise ControlError("the stream is not running", "call start() first")
-        stages = build_stages(config, self.faces, self.models)
+        stages = build_stages(config, self.faces, self.models, self.store)
         try:
             for stage in stages:
                 stage.warmup(*self.frame_size)
@@ -159,7 +163,9 @@ class App:
         stages = (
             self._stages
             if self._stages is not None
-            else _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces, self.models))
+            else _collect(
+                causes, "pipeline", lambda: build_stages(cfg, self.faces, self.models, self.store)
+            )
         )
         sinks = (
             self._sinks

@@ -59,10 +59,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def offered_presets() -> list[str]:
-    """The presets this version can build (``auto`` included), for ``--preset``."""
-    from livecam.pipeline.presets import buildable, preset_names
+    """Every preset (``auto`` included), for ``--preset``."""
+    from livecam.pipeline.presets import preset_names
 
-    return [name for name in preset_names() if buildable(name)]
+    return list(preset_names())
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:

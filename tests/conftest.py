@@ -40,10 +40,14 @@ def missing(what: str) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Analysed source faces go to a folder of this test session, not the user's cache
-    (child processes inherit it through the environment)."""
+    """Analysed source faces, model files, accepted licences and TensorRT caches go to
+    folders of this test session, not the user's (child processes inherit them through
+    the environment; platformdirs reads the XDG variables)."""
     folder = tmp_path_factory.mktemp("livecam-cache")
     os.environ["LIVECAM_CACHE_DIR"] = str(folder)
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    os.environ.pop("LIVECAM_MODELS_DIR", None)
     return folder
 
 

@@ -180,7 +180,7 @@ def test_source_image_with_several_faces_asks_for_an_index(
 def test_missing_face_and_unknown_preset_are_startup_errors(build_swap_stage) -> None:
     with pytest.raises(ConfigError, match="--face"):
         build_swap_stage(SwapConfig())
-    with pytest.raises(ModelError, match="--preset offline"):
+    with pytest.raises(ModelError, match="--accept-licence"):  # before any download
         build_swap_stage(SwapConfig(face="x.jpg", preset="standard"))
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from livecam.config import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
+from livecam.model_store import ModelStore
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.identity import Embedding
 from livecam.pipeline.mapping import FaceMapper
@@ -112,17 +113,24 @@ def check_swap_config(cfg: SwapConfig) -> None:
         )
 
 
-def build_swap_stage(cfg: SwapConfig, faces: SourceFaceCache, models: DlibModels) -> FaceSwapStage:
+def build_swap_stage(
+    cfg: SwapConfig,
+    faces: SourceFaceCache,
+    models: DlibModels,
+    store: ModelStore | None = None,
+) -> FaceSwapStage:
     """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
 
     ``faces`` is the app's source-face cache: the source (and reference) photo is analysed
     through it, once per photo and analyzer model across builds. ``models`` are the app's
     loaded models, shared by every build. The stage may be built and warmed on the loader
-    thread while another build runs on the inference thread.
+    thread while another build runs on the inference thread. ``store`` finds (or
+    downloads) the preset's model files (default: a store of this machine's folders).
     """
     check_swap_config(cfg)
-    row = resolve_preset(cfg.preset)
-    parts = build_parts(row, cfg, models)
+    store = store if store is not None else ModelStore()
+    row = resolve_preset(cfg.preset, store, cfg)
+    parts = build_parts(row, cfg, models, store)
     try:
         # the source photo is embedded only for a swapper that uses the identity: dlib's
         # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
