@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from livecam.errors import LivecamError, ModelError
+from livecam.errors import ModelError
 from livecam.model_store import ModelStore, ask_on_terminal
-
-# Used only while livecam.pipeline.presets has no preset_model_names().
-FALLBACK_PRESETS: Mapping[str, tuple[str, ...]] = {
-    "lite": ("yunet-2023mar", "pfld-68", "mobilefacenet"),
-    "standard": ("scrfd-10g", "2d106det", "arcface-w600k-r50", "inswapper-128-fp16"),
-    "quality": ("scrfd-10g", "2d106det", "arcface-w600k-r50", "hyperswap-1a-256", "gfpgan-1.4"),
-}
 
 
 def preset_models(preset: str) -> list[str] | None:
-    """The model names of ``preset`` (from ``livecam.pipeline.presets.preset_model_names``
-    when it exists, else FALLBACK_PRESETS), or None when it is not a preset with models."""
-    presets = importlib.import_module("livecam.pipeline.presets")
-    names_of = getattr(presets, "preset_model_names", None)
-    if names_of is None:
-        fallback = FALLBACK_PRESETS.get(preset)
-        return list(fallback) if fallback is not None else None
-    try:
-        return list(names_of(preset))
-    except (LivecamError, KeyError, ValueError):  # not a preset
-        return None
+    """The model names of ``preset`` (with the default settings), or None when it is not a
+    preset with models."""
+    from livecam.pipeline.presets import PRESETS, preset_model_names
+
+    return preset_model_names(preset) if preset in PRESETS and preset_model_names(preset) else None
 
 
 def add_models_command(sub: Any) -> None:
@@ -89,7 +75,7 @@ def _expand(store: ModelStore, names: Sequence[str]) -> list[str]:
         if models is None:
             raise ModelError(
                 f"{name!r} is neither a model nor a preset with models",
-                f"models: {', '.join(store.manifest)}; presets: {', '.join(FALLBACK_PRESETS)}",
+                f"models: {', '.join(store.manifest)}; presets: lite, standard, quality",
             )
         out.extend(models)
     return list(dict.fromkeys(out))

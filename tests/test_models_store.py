@@ -31,6 +31,7 @@ COMMON_NAMES = [
     "scrfd-2.5g",
     "scrfd-500m",
     "pfld-68",
+    "slim-68",
     "2d106det",
     "mobilefacenet",
     "arcface-w600k-r50",
@@ -54,6 +55,10 @@ TESTDATA = {
     "pfld-68": (
         "landmarks_68_pfld.onnx",
         "2cb48550d2535bea4b1bba187fc37c407308806f870a022ef5cf8605de7c07e1",
+    ),
+    "slim-68": (
+        "slim_160_latest.onnx",
+        "6cf9b509fba3a3c5f89cbcfb19ce0d503254da1d854e9e977a3c45ba5d16dab8",
     ),
     "mobilefacenet": (
         "mobilefacenet.onnx",

@@ -55,7 +55,7 @@ def test_offline_needs_no_model_file_and_auto_falls_back_to_it(tmp_path: Path) -
 
 def test_the_lite_preset_is_served_by_the_testdata_models(testdata: Path, tmp_path: Path) -> None:
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
-    assert preset_model_names("lite") == ["pfld-68", "mobilefacenet"]
+    assert preset_model_names("lite") == ["slim-68", "mobilefacenet"]
     assert resolve_preset("auto", store) is PRESETS["lite"]  # standard/quality are missing
     parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
     try:

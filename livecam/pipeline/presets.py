@@ -138,7 +138,7 @@ PRESETS: Mapping[str, PresetRow] = MappingProxyType(
             PresetRow(
                 name="lite",
                 detector="yunet-2023mar",
-                landmarker="pfld-68",
+                landmarker="slim-68",  # ~15 ms a face (PFLD: ~180 ms, a little closer)
                 recognizer="mobilefacenet",
                 swapper="classic-mesh",
                 enhancer=None,
