@@ -80,8 +80,8 @@ def test_matches_opencv_in_shrunk_passes(dynamic: OnnxModel, testdata: Path) -> 
 def test_fixed_size_file_letterboxes(
     fixed: OnnxModel, reference: YuNetDetector, testdata: Path
 ) -> None:
-    """The 640x640 export: a frame larger than that is shrunk into it; the faces are
-    OpenCV's on the frame shrunk the same way."""
+    """The 640x640 export: a frame larger than that is shrunk into it; the faces found
+    are OpenCV's on the whole frame."""
     detector = OnnxYuNetDetector(fixed)
     for frame in frames(testdata):
         ours = detector.detect([frame])[0]

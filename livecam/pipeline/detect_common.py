@@ -221,7 +221,8 @@ def canvas_of(model: OnnxModel, wanted: Size | None, name: str) -> Size | None:
 class PatchDetector:
     """Base of the ONNX keypoint detectors: cuts frames into patches, runs every patch
     size as one batch, decodes each patch (``_decode``, in the subclass) and keeps a
-    frame's faces by one NMS. Subclasses set the attributes in ``_setup``'s arguments."""
+    frame's faces by one NMS. ``canvas``: the model's input size (None: free, the frame
+    padded to a multiple of 32); ``upscale``: whether a letterbox may enlarge a frame."""
 
     model: OnnxModel
     model_id: str
@@ -237,7 +238,7 @@ class PatchDetector:
     _std: Floats
     _rgb: bool
 
-    def _setup(
+    def __init__(
         self,
         model: OnnxModel,
         canvas: Size | None,

@@ -26,6 +26,10 @@ from livecam.runtime.session import OnnxModel
 log = logging.getLogger(__name__)
 
 STRIDES = (8, 16, 32)
+# A start_score for SCRFD (2.5G and 500M alike): real faces at 8-40 % of the frame width
+# at 480p and 1080p score 0.68-0.90 (1st percentile 0.70), face-free frames at most 0.47
+# (bench/bench_detector_scores.py).
+START_SCORE = 0.6
 _FIX = "use an SCRFD export with keypoints (det_10g, scrfd_*_kps): 9 outputs"
 
 
@@ -85,7 +89,7 @@ class ScrfdDetector(PatchDetector):
             raise ModelError(
                 f"SCRFD model {model.path.name} has {len(model.outputs)} outputs, not 9", _FIX
             )
-        self._setup(
+        super().__init__(
             model,
             canvas,
             upscale=True,

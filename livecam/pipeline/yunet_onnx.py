@@ -64,7 +64,7 @@ class OnnxYuNetDetector(PatchDetector):
                 _FIX,
             )
         canvas = canvas_of(model, None if input_size is None else as_size(input_size), "YuNet")
-        self._setup(
+        super().__init__(
             model,
             canvas,
             upscale=False,
