@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 from scenes import Portrait, background, compose, match
 
 from livecam.errors import ModelError
@@ -154,3 +156,38 @@ def test_wrong_models_and_sizes_are_model_errors(testdata: Path) -> None:
     with pytest.raises(ModelError, match="takes 640x640 images, not 320x320") as err:
         ScrfdDetector(OnnxModel(models / "scrfd_500m_kps.onnx", CPU), input_size=320)
     assert "input_size to 640" in err.value.hint
+
+
+def without_batch_axis(source: Path, path: Path) -> Path:
+    """``source`` with every output squeezed to (anchors, width), as insightface's det_10g
+    export has them (no batch axis)."""
+    model = onnx.load(str(source))
+    graph = model.graph
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    for out in graph.output:
+        inner = f"{out.name}_batched"
+        for node in graph.node:
+            node.output[:] = [inner if n == out.name else n for n in node.output]
+        if opset >= 13:
+            axes = numpy_helper.from_array(np.array([0], np.int64), f"{out.name}_axes")
+            graph.initializer.append(axes)
+            graph.node.append(helper.make_node("Squeeze", [inner, axes.name], [out.name]))
+        else:
+            graph.node.append(helper.make_node("Squeeze", [inner], [out.name], axes=[0]))
+        dims = out.type.tensor_type.shape.dim
+        kept = [d.dim_value for d in dims][1:]
+        out.CopyFrom(helper.make_tensor_value_info(out.name, onnx.TensorProto.FLOAT, kept))
+    onnx.save(model, str(path))
+    return path
+
+
+def test_outputs_without_batch_axis_run_per_patch(testdata: Path, tmp_path: Path) -> None:
+    source = testdata / "models" / "scrfd_500m_kps.onnx"
+    squeezed = OnnxModel(without_batch_axis(source, tmp_path / "squeezed.onnx"), CPU)
+    assert len(squeezed.outputs[0].shape) == 2
+    frames = [FrameContext(face(testdata, n)) for n in ("obama_biden_two_people.jpg", *PORTRAITS)]
+    ours = ScrfdDetector(squeezed).detect(frames)
+    ref = ScrfdDetector(OnnxModel(source, CPU)).detect(frames)
+    assert [len(f) for f in ours] == [len(f) for f in ref] == [2, 1, 1]
+    for a, b in zip(sum(ours, []), sum(ref, []), strict=True):
+        np.testing.assert_allclose(a.bbox, b.bbox, atol=1e-3)
