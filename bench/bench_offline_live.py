@@ -1,6 +1,7 @@
-"""Offline preset, live: one face through the whole pipeline (CPU only).
+"""A preset, live: one face through the whole pipeline (CPU only).
 
     python bench/bench_offline_live.py [--runs 5] [--frames 300] [--size 640x480]
+        [--preset offline|lite|...]   (lite: LIVECAM_MODELS_DIR=../shared/testdata/models)
 
 Source: the synthetic face-motion clip (assets/astronaut.png moving like a head on a
 webcam, fitted to --size: her face is ~13 % of the width at 640x480, ~10 % at 16:9 sizes),
@@ -25,7 +26,11 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
 def one_run(
-    frames: int, unpaced: bool, fps: float, size: tuple[int, int] = (640, 480)
+    frames: int,
+    unpaced: bool,
+    fps: float,
+    size: tuple[int, int] = (640, 480),
+    preset: str = "offline",
 ) -> dict[str, float]:
     """One pipeline run; unpaced runs are lossless so every frame is swapped."""
     return run_to_end(
@@ -40,7 +45,7 @@ def one_run(
             "buffer": {"lossless": unpaced},
             "output": {"sinks": ["null"]},
             "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(ASSETS / "grace_hopper.jpg")},
+            "swap": {"face": str(ASSETS / "grace_hopper.jpg"), "preset": preset},
             "run": {"frames": frames},
         }
     )
@@ -65,14 +70,15 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--size", default="640x480", help="frame size WxH")
+    p.add_argument("--preset", default="offline", help="swap preset (default offline)")
     args = p.parse_args()
     w, h = (int(v) for v in args.size.lower().split("x"))
-    one_run(30, True, 30, (w, h))  # warm up imports and model loading
+    one_run(30, True, 30, (w, h), args.preset)  # warm up imports and model loading
     for fps in (30, 60):
-        runs = [one_run(args.frames, False, fps, (w, h)) for _ in range(args.runs)]
-        report(f"{w}x{h} paced {fps} fps", runs)
-    runs = [one_run(args.frames, True, 30, (w, h)) for _ in range(args.runs)]
-    report(f"{w}x{h} unpaced lossless", runs)
+        runs = [one_run(args.frames, False, fps, (w, h), args.preset) for _ in range(args.runs)]
+        report(f"{args.preset} {w}x{h} paced {fps} fps", runs)
+    runs = [one_run(args.frames, True, 30, (w, h), args.preset) for _ in range(args.runs)]
+    report(f"{args.preset} {w}x{h} unpaced lossless", runs)
 
 
 if __name__ == "__main__":

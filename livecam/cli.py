@@ -21,6 +21,7 @@ from livecam.config import (
 )
 from livecam.errors import LivecamError, format_error, one_line
 from livecam.options import check_options, config_from_args, given_fields
+from livecam.runtime.providers import quiet_onnxruntime_logs
 from livecam.session import exit_status, print_summary, run_pipeline
 from livecam.signals import exit_code, stop_signals
 from livecam.sources.cv_capture import quiet_ffmpeg_logs
@@ -434,6 +435,7 @@ def _main(argv: list[str] | None) -> int:
     )
     if not getattr(args, "verbose", False):
         quiet_ffmpeg_logs()
+        quiet_onnxruntime_logs()
     try:
         result: int = args.func(args)
         return result

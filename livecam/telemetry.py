@@ -373,20 +373,28 @@ class Telemetry:
         with self._lock:
             self._drop_counters.append(counter)
 
-    def set_provider(self, stage: str, requested: str, used: str) -> None:
-        """Record the execution provider ``stage`` asked for and the one it really got.
+    def set_provider(
+        self, stage: str, requested: str, used: str, reason: str | None = None
+    ) -> None:
+        """Record the execution provider ``stage`` asked for, the one it really got and
+        why not the one asked for (``reason``, e.g. a CUDA library that failed to load).
 
         A fallback (``used != requested``) is also a warning event, so the panel and the
         terminal say it at once, not only in the status line.
         """
+        entry = {"requested": requested, "used": used}
+        if reason and used != requested:
+            entry["reason"] = reason
         with self._lock:
-            self._providers[stage] = {"requested": requested, "used": used}
+            self._providers[stage] = entry
         if used != requested:
+            why = f": {reason}" if reason else ""
             self.event(
                 Event(
                     "warning",
                     f"stage {stage}",
-                    f"runs on {used}, not the requested {requested} (provider fallback)",
+                    f"runs on {used}, not the requested {requested} (provider fallback){why}",
+                    "`livecam doctor` says what to install" if reason else "",
                 )
             )
 

@@ -42,10 +42,12 @@ SourceT = TypeVar("SourceT")
 
 @dataclass(frozen=True)
 class Providers:
-    """Compute providers of a part: what was asked for and what is really used."""
+    """Compute providers of a part: what was asked for and what is really used, and why
+    not the one asked for (``reason``, e.g. the CUDA library that failed to load)."""
 
     requested: tuple[str, ...]
     used: tuple[str, ...]
+    reason: str | None = None
 
 
 CPU_ONLY = Providers(requested=("cpu",), used=("cpu",))
@@ -255,12 +257,14 @@ class FaceParts:
         return parts
 
     def providers(self) -> Providers:
-        """The providers of every part together (each name once, in part order): what the
-        stage asked for and what it really runs on."""
-        parts = self.all()
+        """The providers of the parts together (each name once, in part order): what the
+        stage asked for and what it really runs on. Parts that always run on the CPU
+        (dlib, OpenCV, NumPy) count only when no part runs a model on a chosen provider."""
+        parts = [p for p in self.all() if p.providers != CPU_ONLY] or self.all()
         return Providers(
             requested=tuple(dict.fromkeys(n for p in parts for n in p.providers.requested)),
             used=tuple(dict.fromkeys(n for p in parts for n in p.providers.used)),
+            reason=next((p.providers.reason for p in parts if p.providers.reason), None),
         )
 
     def swap_faces(

@@ -19,8 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import platformdirs
-
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError, ModelError
 from livecam.model_store import ModelStore
@@ -261,10 +259,7 @@ class PartBuilder:
         self.models = models
         self.store = store
         self.names = row.parts_for(cfg)
-        self.options = RuntimeOptions(
-            provider=cfg.provider,
-            cache_dir=Path(platformdirs.user_cache_dir("livecam")) / "tensorrt",
-        )
+        self.options = RuntimeOptions(provider=cfg.provider)
         self._files: dict[str, Path] = {}
         self._opened: list[OnnxModel] = []
 
@@ -291,7 +286,11 @@ class PartBuilder:
         """The session of manifest model ``name`` (from ``fetch_files``)."""
         entry = self.store.entry(name)
         path = self._files[name]
-        model = OnnxModel(path, self.options, model_id=f"{name}:{model_identity(path)}")
+        # batch-first: a fixed batch axis is rewritten to a dynamic one when the rewrite
+        # gives the same outputs (checked once per file, cached), else the part loops
+        model = OnnxModel(
+            path, self.options, model_id=f"{name}:{model_identity(path)}", dynamic_batch=True
+        )
         self._opened.append(model)
         return Loaded(model, entry.contract, entry.part)
 

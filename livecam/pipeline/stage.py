@@ -44,7 +44,10 @@ def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
         providers: Providers | None = getattr(stage, "providers", None)
         if providers is not None:
             telemetry.set_provider(
-                stage.name, ",".join(providers.requested), ",".join(providers.used)
+                stage.name,
+                ",".join(providers.requested),
+                ",".join(providers.used),
+                providers.reason,
             )
         for text in getattr(stage, "warnings", ()):
             telemetry.event(Event("warning", f"stage {stage.name}", text))

@@ -70,6 +70,13 @@ TENSORRT_FIX = (
 )
 
 
+def quiet_onnxruntime_logs() -> None:
+    """Keep ONNX Runtime's own log (its C++ errors while it tries a provider that cannot
+    load) to fatal errors: LiveCam reports each fallback itself, with its cause and fix.
+    For entry points only (it sets ORT's process-wide logger)."""
+    ort.set_default_logger_severity(4)
+
+
 def fix_for(provider: str) -> str:
     """What to do when ``provider`` does not work."""
     if provider == CUDA:

@@ -230,7 +230,9 @@ class OnnxModel:
         self.session = opened.session
         self.provider_chain: tuple[ProviderSpec, ...] = opened.chain
         self.providers = Providers(
-            requested=(short_name(opened.wanted),), used=(short_name(opened.used),)
+            requested=(short_name(opened.wanted),),
+            used=(short_name(opened.used),),
+            reason=opened.fallback_reason,
         )
         self.fallback_reason = opened.fallback_reason
         self.fallback_fix = opened.fix
