@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -30,6 +30,7 @@ from livecam.errors import (
 )
 from livecam.inputs import input_file_problem
 from livecam.loader import LoaderWorker
+from livecam.pipeline.parts import Providers
 from livecam.pipeline.runner import InferenceWorker, LiveState
 from livecam.pipeline.stage import Stage, report_stages
 from livecam.sources.image import fit_frame, load_image_bgr
@@ -56,6 +57,8 @@ class ControlState:
     disabled: tuple[str, ...] = ()
     blank: bool = False
     frozen: bool = False
+    #: per model-running stage: the compute provider asked for, the one used, and why
+    providers: Mapping[str, Providers] = field(default_factory=dict)
 
     @property
     def swap(self) -> bool:
@@ -69,6 +72,9 @@ class ControlState:
             disabled=tuple(sorted(state.disabled)),
             blank=state.blank is not None,
             frozen=state.frozen,
+            providers={
+                s.name: p for s in state.stages if (p := getattr(s, "providers", None)) is not None
+            },
         )
 
 

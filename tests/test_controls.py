@@ -22,6 +22,7 @@ from livecam.app import App
 from livecam.config import Config
 from livecam.controls import Change
 from livecam.errors import ConfigError, ControlError, FaceSourceError
+from livecam.pipeline.parts import Providers
 from livecam.sources.image import load_image_bgr, make_even
 from livecam.sources.synthetic import MOTION_PERIOD, SyntheticSource
 from livecam.telemetry import Telemetry
@@ -213,9 +214,12 @@ def test_controls_need_a_running_stream_with_a_swap(vcam: RecordingStore) -> Non
         with pytest.raises(ControlError, match="--face"):
             app.controls.set_swap(True)
         assert app.controls.state.stages == ("passthrough",)
+        assert app.controls.state.providers == {}  # pass-through runs no model
         # picking a face later adds the swap to the running stream
         result = app.controls.set_face(ASSETS / "grace_hopper.jpg").wait(APPLY_TIMEOUT_S)
         assert result.state.stages == ("swap",) and result.state.swap
         assert result.config.pipeline.stages == ("swap",)
+        # the offline preset's parts run on the CPU, which is what it asks for
+        assert result.state.providers["swap"] == Providers(("cpu",), ("cpu",))
     finally:
         assert app.stop() == []

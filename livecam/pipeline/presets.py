@@ -50,6 +50,7 @@ from livecam.pipeline.parts import (
     RefitLandmarker,
 )
 from livecam.pipeline.paste import AffineBlender, RoiBlender
+from livecam.pipeline.scrfd import START_SCORE as SCRFD_START_SCORE
 from livecam.pipeline.scrfd import ScrfdDetector
 from livecam.runtime.session import OnnxModel, RuntimeOptions
 
@@ -64,9 +65,6 @@ PHOTO_SIDES = (1024, 400)
 # 20 deg included); the best false face seen, trees in a painting, 0.82. Between the
 # threshold (0.6) and this, a detection only confirms a face already tracked.
 YUNET_START_SCORE = 0.85
-# SCRFD scores at or above this start a track (insightface's threshold is 0.5; a weaker
-# detection only confirms a tracked face).
-SCRFD_START_SCORE = 0.6
 # The landmarker added for the mouth mask when a preset has none (106 points, lips included).
 MOUTH_LANDMARKER = "2d106det"
 # Built-in parts: no model file from the manifest (dlib's come from a PyPI wheel, YuNet
