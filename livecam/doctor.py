@@ -262,6 +262,36 @@ def check_dlib68_licence() -> Check:
     )
 
 
+def check_presets() -> list[Check]:
+    """Per preset: whether its model files are on this machine (size checked; `livecam
+    models verify` hashes them), where they are looked up, and how to get the missing."""
+    from livecam.model_store import ModelStore
+    from livecam.pipeline.presets import PRESETS
+
+    store = ModelStore()
+    folders = ", ".join(str(path) for where, path in store.folders if where != "bundled")
+    checks = []
+    for row in PRESETS.values():
+        names = row.model_names()
+        missing = [store.entry(n).file for n in names if store.locate(n) is None]
+        name = f"preset {row.name}"
+        if not names:
+            checks.append(Check(name, True, "ready (no model file needed)"))
+        elif not missing:
+            checks.append(Check(name, True, f"ready ({len(names)} model files present)"))
+        else:
+            checks.append(
+                Check(
+                    name,
+                    None,
+                    f"{len(missing)} of {len(names)} model files missing ({', '.join(missing)}; "
+                    f"looked in {folders})",
+                    f"livecam models fetch {row.name} (downloads {row.needs_download})",
+                )
+            )
+    return checks
+
+
 def _guarded(name: str, fn: Callable[[], Check | list[Check]]) -> list[Check]:
     try:
         result = fn()
@@ -286,6 +316,7 @@ def run_doctor(
     checks += _guarded("cameras", check_cameras)
     checks += _guarded("display", check_display)
     checks += _guarded("preview window", check_window)
+    checks += _guarded("presets", check_presets)
     checks += _guarded("licence of the dlib 68-point model", check_dlib68_licence)
     return checks
 

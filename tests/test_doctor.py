@@ -17,6 +17,7 @@ from livecam.doctor import (
     check_display,
     check_dlib68_licence,
     check_package,
+    check_presets,
     check_window,
     format_checks,
     run_doctor,
@@ -239,3 +240,16 @@ def test_window_check_without_and_with_a_display(
     assert dead.ok is False and "no X server answers on DISPLAY=:4711" in dead.detail
     monkeypatch.setenv("DISPLAY", xvfb)
     assert check_window().ok is True
+
+
+def test_presets_say_which_are_ready_and_how_to_get_the_others(
+    testdata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVECAM_MODELS_DIR", str(testdata / "models"))
+    checks = {c.name: c for c in check_presets()}
+    assert checks["preset offline"].ok is True and checks["preset lite"].ok is True
+    standard = checks["preset standard"]
+    assert standard.ok is None  # optional: nothing is broken
+    assert "inswapper_128_fp16.onnx" in standard.detail and "det_10g.onnx" in standard.detail
+    assert str(testdata / "models") in standard.detail  # where it looked
+    assert standard.fix.startswith("livecam models fetch standard")
