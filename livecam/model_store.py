@@ -27,9 +27,9 @@ from livecam.download import DownloadFailed, download, part_path
 from livecam.errors import ModelError
 from livecam.models import (
     CHECKOUT_MODELS,
+    FileHashes,
     ModelEntry,
     contract_problems,
-    file_sha256,
     load_manifest,
 )
 from livecam.userfiles import write_new_file
@@ -81,6 +81,7 @@ class ModelStore:
         folders.append(("bundled", _bundled_dir()))
         self.folders: tuple[tuple[str, Path], ...] = tuple(folders)
         self.download_dir = folders[0][1]
+        self.hashes = FileHashes()
 
     # ------------------------------------------------------------------ lookup
 
@@ -114,7 +115,7 @@ class ModelStore:
         size_problem = self._size_problem(entry, path)
         if size_problem:
             return size_problem
-        digest = file_sha256(path)
+        digest = self.hashes.sha256(path)
         expected = entry.sha256 or self.recorded_hash(name)
         if expected:
             if digest != expected:
@@ -319,7 +320,7 @@ class ModelStore:
         file = Path(path).expanduser()
         if not file.is_file():
             raise ModelError(f"model file {file} not found", "give the path of an .onnx file")
-        digest = file_sha256(file)
+        digest = self.hashes.sha256(file)
         for entry in self.manifest.values():
             if entry.sha256 and entry.sha256 == digest:
                 log.info("%s is the manifest's %s (sha256 matches)", file, entry.name)

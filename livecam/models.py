@@ -7,10 +7,10 @@ Finding, verifying and downloading files is ``livecam.model_store``; the HTTP tr
 
 from __future__ import annotations
 
-import functools
 import importlib.resources
 import logging
 import os
+import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -200,19 +200,37 @@ def _shape_fits(want: tuple[Dim, ...], got: tuple[Dim, ...]) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _sha256_cached(path: str, mtime_ns: int, size: int) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 (hex) of the file at ``path``."""
     return sha256_of(path)
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The sha256 of ``path``, hashed once per (path, mtime, size) in this process."""
-    resolved = Path(path).resolve()
-    stat = resolved.stat()
-    return _sha256_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+class FileHashes:
+    """sha256 of files, each hashed once per (path, mtime, size): a model store keeps one
+    (a 550 MB model takes about a second to hash, and a live change rebuilds its parts)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int], str] = {}
+        self._lock = threading.Lock()
+
+    def sha256(self, path: str | os.PathLike[str]) -> str:
+        resolved = Path(path).resolve()
+        stat = resolved.stat()
+        key = (str(resolved), stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            known = self._known.get(key)
+        if known is None:
+            known = sha256_of(resolved)
+            with self._lock:
+                self._known[key] = known
+        return known
+
+    def identity(self, path: str | os.PathLike[str]) -> str:
+        """``<file stem>-<first 12 hex of its sha256>``: names a model file's content (for
+        cache keys and ``model_id``); a changed file gets a new identity."""
+        return f"{Path(path).stem}-{self.sha256(path)[:12]}"
 
 
 def model_identity(path: str | os.PathLike[str]) -> str:
-    """``<file stem>-<first 12 hex of its sha256>``: names a model file's content (for
-    cache keys and ``model_id``); a changed file gets a new identity."""
-    return f"{Path(path).stem}-{file_sha256(path)[:12]}"
+    """``<file stem>-<first 12 hex of its sha256>`` (hashed now; ``FileHashes`` caches)."""
+    return FileHashes().identity(path)

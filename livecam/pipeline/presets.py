@@ -22,7 +22,6 @@ from typing import Any
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError, ModelError
 from livecam.model_store import ModelStore
-from livecam.models import model_identity
 from livecam.pipeline.analysis import FaceAnalyzer
 from livecam.pipeline.classic import ClassicSwapper
 from livecam.pipeline.detect import YuNetDetector, bundled_yunet
@@ -287,7 +286,10 @@ class PartBuilder:
         # batch-first: a fixed batch axis is rewritten to a dynamic one when the rewrite
         # gives the same outputs (checked once per file, cached), else the part loops
         model = OnnxModel(
-            path, self.options, model_id=f"{name}:{model_identity(path)}", dynamic_batch=True
+            path,
+            self.options,
+            model_id=f"{name}:{self.store.hashes.identity(path)}",
+            dynamic_batch=True,
         )
         self._opened.append(model)
         return Loaded(model, entry.contract, entry.part)

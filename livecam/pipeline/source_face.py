@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import cv2
 import numpy as np
 
+from livecam.download import sha256_of as file_sha256
 from livecam.errors import FaceSourceError, LivecamError
 from livecam.pipeline.face_sheet import write_face_sheet
 from livecam.sources.image import load_image_bgr
@@ -60,15 +61,6 @@ class SourceFace:
     face: Face
     face_index: int
     faces_found: int
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def describe_faces(faces: list[Face], limit: int = 6) -> str:
