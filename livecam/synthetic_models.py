@@ -388,3 +388,31 @@ def model_stats(model: onnx.ModelProto | str | os.PathLike[str]) -> ModelStats:
             if a and b:
                 flops += 2 * int(np.prod(a)) * b[-1]
     return ModelStats(params=params, flops=flops)
+
+
+def arcface_like(
+    path: str | os.PathLike[str], base: str | os.PathLike[str], seed: int = 7
+) -> ModelStats:
+    """A 512-d recognizer with ArcFace w600k's interface ([N, 3, 112, 112] -> [N, 512])
+    made from a real smaller one (``base``, e.g. MobileFaceNet's 128-d): its embedding times
+    a fixed matrix with orthonormal rows. Distances between faces are those of ``base``
+    exactly (the projection is an isometry), so identity tests and benches of the standard
+    pipeline run on real identities without ArcFace's weights."""
+    model = onnx.load(os.fspath(base))
+    graph = model.graph
+    out = graph.output[0]
+    dim = out.type.tensor_type.shape.dim[-1].dim_value
+    if dim <= 0 or dim > LATENT_DIM:
+        raise ValueError(f"{base}: output {out.name} has {dim} values, need 1..{LATENT_DIM}")
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((LATENT_DIM, dim)))  # orthonormal columns
+    projection = np.ascontiguousarray(q.T, dtype=np.float32)  # (dim, 512), rows orthonormal
+    graph.initializer.append(numpy_helper.from_array(projection, "arcface_like_projection"))
+    graph.node.append(
+        helper.make_node("MatMul", [out.name, "arcface_like_projection"], ["embedding"])
+    )
+    batch = out.type.tensor_type.shape.dim[0]
+    first: int | str = batch.dim_value if batch.dim_value > 0 else (batch.dim_param or "N")
+    del graph.output[:]
+    graph.output.append(_io("embedding", [first, LATENT_DIM], False))
+    return _write(model, path)

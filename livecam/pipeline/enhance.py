@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.pipeline import align
+from livecam.pipeline import align, device_path
+from livecam.pipeline.device_path import Compute
 from livecam.pipeline.masks import box_mask
 from livecam.pipeline.parts import FrameContext, Providers
 from livecam.runtime.session import OnnxModel, TensorSpec
@@ -70,7 +71,9 @@ class FaceEnhancer:
     input (float64, shape (1,); ignored by models without it). ``every`` N: the model runs
     on every Nth appearance of a tracked face (``face.track_id``) and the last enhanced
     crop is pasted again, at the face's current place, in between; untracked faces run
-    every frame.
+    every frame. ``compute``: "numpy" (the reference), "torch" (``device_path``: crops to
+    decoded outputs on the model's device) or "auto" (torch when it is installed and the
+    model runs on CUDA).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class FaceEnhancer:
         every: int = 1,
         fidelity: float = 0.5,
         mask_blur: float = 0.3,
+        compute: Compute = "auto",
     ) -> None:
         if not 0.0 <= blend <= 1.0:
             raise ValueError(f"enhancer blend must be within 0..1, got {blend}")
@@ -121,6 +125,8 @@ class FaceEnhancer:
         self.mask_blur = float(mask_blur)
         self._image = image.name
         self._weight = _weight_input(model, image.name)
+        #: "torch": crops, model call and decoding on the model's device (device_path)
+        self.compute = device_path.choose_compute(compute, model)
         weight = f":w{self.fidelity:g}" if self._weight else ""
         self.model_id = (
             f"{model.model_id}:{template}@{input_size}:blend{self.blend:g}"
@@ -143,13 +149,29 @@ class FaceEnhancer:
             return []
         order = sorted(range(len(faces)), key=lambda i: faces[i].frame_index)
         affines = {i: self._affine(faces[i]) for i in order}
-        crops = {
-            i: align.warp_crop(frames[faces[i].frame_index].image, affines[i], self.input_size)
-            for i in order
-        }
         run = self._plan([faces[i] for i in order])
         todo = [i for i, r in zip(order, run, strict=True) if r]
-        restored = dict(zip(todo, self.restore([crops[i] for i in todo]), strict=True))
+        if self.compute == "torch":
+            extra = {self._weight: np.array([self.fidelity], np.float64)} if self._weight else {}
+            cropped, enhanced_crops = device_path.enhance_crops(
+                self.model,
+                frames,
+                [faces[i].frame_index for i in order],
+                [affines[i] for i in order],
+                run,
+                contract=device_path.Contract.of(
+                    self._image, self.input_size, self.mean, self.std, self.color
+                ),
+                extra=extra,
+            )
+            crops = dict(zip(order, cropped, strict=True))
+        else:
+            crops = {
+                i: align.warp_crop(frames[faces[i].frame_index].image, affines[i], self.input_size)
+                for i in order
+            }
+            enhanced_crops = self.restore([crops[i] for i in todo])
+        restored = dict(zip(todo, enhanced_crops, strict=True))
         out: dict[int, FaceWork] = {}
         for i in order:
             tid = faces[i].face.track_id

@@ -23,7 +23,8 @@ import onnx
 from onnx import numpy_helper
 
 from livecam.errors import ConfigError, ModelError
-from livecam.pipeline import align
+from livecam.pipeline import align, device_path
+from livecam.pipeline.device_path import Compute
 from livecam.pipeline.parts import FrameContext, Recognizer
 from livecam.runtime.session import OnnxModel, TensorSpec
 from livecam.types import Affine, Face, FaceWork
@@ -117,7 +118,9 @@ class NeuralSwapper:
     swaps the k^2 sub-images. ``identity_weight`` (0..1, 0.5 = the source as is) blends
     the target face's normalised embedding into the source vector as FaceFusion does; a
     weight other than 0.5 reads ``face.embedding`` (512-d) of each target, computed with
-    ``recognizer`` for faces that have none.
+    ``recognizer`` for faces that have none. ``compute``: "numpy" (the reference), "torch"
+    (``device_path``: crops to decoded outputs on the model's device) or "auto" (torch when
+    it is installed and the model runs on CUDA).
 
     ``latent``, ``input_size``, ``mean`` and ``std`` left None take the class's contract
     (``InSwapper``, ``HyperSwapper``); on this base class ``latent`` and ``input_size``
@@ -143,6 +146,7 @@ class NeuralSwapper:
         pixel_boost: int = 1,
         identity_weight: float = NEUTRAL_WEIGHT,
         recognizer: Recognizer | None = None,
+        compute: Compute = "auto",
     ) -> None:
         latent = latent if latent is not None else self.LATENT
         input_size = input_size if input_size is not None else self.INPUT_SIZE
@@ -193,6 +197,8 @@ class NeuralSwapper:
                 "set input_size to the model's crop size (inswapper 128, hyperswap 256)",
             )
         self._emap = read_emap(model) if latent == "emap" else None
+        #: "torch": crops, model call and decoding on the model's device (device_path)
+        self.compute = device_path.choose_compute(compute, model)
         self.model_id = (
             f"{model.model_id}:{latent}:{template}@{input_size}:boost{pixel_boost}"
             f":weight{self.identity_weight:g}"
@@ -248,12 +254,26 @@ class NeuralSwapper:
                 todo.append((work, affine))
         if not todo:
             return list(faces)
-        crops = np.stack(
-            [align.warp_crop(frames[w.frame_index].image, a, size) for w, a in todo]
-        ).astype(np.uint8)
         vectors = np.stack([np.asarray(sources[w.source_index], np.float32) for w, _ in todo])
         vectors = self._balanced(frames, [w for w, _ in todo], vectors)
-        outputs = self.run_crops(crops, vectors)
+        if self.compute == "torch":
+            crops, outputs = device_path.swap_crops(
+                self.model,
+                frames,
+                [w.frame_index for w, _ in todo],
+                [a for _, a in todo],
+                vectors,
+                contract=device_path.Contract.of(
+                    self._target.name, self.input_size, self.mean, self.std, self.color
+                ),
+                pixel_boost=self.pixel_boost,
+                source=self._source.name,
+            )
+        else:
+            crops = np.stack(
+                [align.warp_crop(frames[w.frame_index].image, a, size) for w, a in todo]
+            ).astype(np.uint8)
+            outputs = self.run_crops(crops, vectors)
         for (work, affine), crop, out in zip(todo, crops, outputs, strict=True):
             work.affine = affine
             work.crop = crop

@@ -215,3 +215,34 @@ def paste_back(
     blended = region + alpha * (warped.float() - region)
     result[y1:y2, x1:x2] = (blended + 0.5).clamp(0, 255).to(torch.uint8)
     return result
+
+
+def split_tiles(crops: Tensor, k: int) -> Tensor:
+    """``neural_swap.split_tiles`` on a tensor: (F, k*S, k*S, C) -> (F*k*k, S, S, C), each
+    sub-image taking every k-th pixel."""
+    f, size, _, c = crops.shape
+    s = size // k
+    tiles = crops.reshape(f, s, k, s, k, c).permute(0, 2, 4, 1, 3, 5)
+    return tiles.reshape(f * k * k, s, s, c)
+
+
+def join_tiles(tiles: Tensor, k: int) -> Tensor:
+    """``neural_swap.join_tiles`` on a tensor: (F*k*k, S, S, C) -> (F, k*S, k*S, C)."""
+    n, s, _, c = tiles.shape
+    f = n // (k * k)
+    crops = tiles.reshape(f, k, k, s, s, c).permute(0, 3, 1, 4, 2, 5)
+    return crops.reshape(f, s * k, s * k, c)
+
+
+def denormalise(
+    output: Tensor, mean: float | Sequence[float], std: float | Sequence[float], rgb: bool = True
+) -> Tensor:
+    """(N, H, W, 3) uint8 BGR images from (N, 3, H, W) model output: x * std + mean per
+    channel (in the model's channel order), clipped to 0..255, rounded half to even (as
+    ``np.rint``), then BGR when ``rgb``. The inverse of ``normalise``."""
+    torch = require_torch()
+    x = output.to(torch.float32).permute(0, 2, 3, 1)
+    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
+    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
+    pixels = torch.round((x * s + m).clamp(0.0, 255.0)).to(torch.uint8)
+    return pixels.flip(-1) if rgb else pixels

@@ -122,6 +122,7 @@ class RuntimeOptions:
     def session_options(self) -> ort.SessionOptions:
         """ORT session options: thread counts and graph optimisation level."""
         opts = ort.SessionOptions()
+        opts.log_severity_level = 3  # ORT's notes on a file's layout are not the user's concern
         if self.threads > 0:
             opts.intra_op_num_threads = self.threads
         if self.inter_threads > 0:

@@ -1,0 +1,195 @@
+"""The torch compute path of the swapper and enhancer parts: tensors stay on the model's
+device from the frame upload to the decoded output.
+
+Each frame that has a face is uploaded once (frames of one size in one tensor), every crop
+(all faces, all pixel-boost tiles) is warped, normalised and fed to the ONNX model on the
+device (``OnnxModel.run_torch``: DLPack in, DLPack out, no host copy on CUDA), decoded
+there, and the crops and outputs come back to the host in one download per batch (the
+records keep NumPy uint8 BGR crops, which is the blender's contract). The NumPy/OpenCV path
+of the parts is the reference: same outputs within the warp's rounding
+(``runtime.device``; tests/test_device_path.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.errors import ConfigError
+from livecam.pipeline.parts import FrameContext
+from livecam.runtime import device
+from livecam.runtime.session import OnnxModel
+from livecam.types import Affine
+
+log = logging.getLogger(__name__)
+
+Compute = Literal["auto", "numpy", "torch"]
+ComputePath = Literal["numpy", "torch"]
+Tensor = device.Tensor
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A model's image input: its name, crop ``size`` (per tile), pixel = (x - mean) / std
+    (per channel allowed, in the model's channel order) and whether it takes RGB."""
+
+    image: str
+    size: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    rgb: bool
+
+    @classmethod
+    def of(
+        cls, image: str, size: int, mean: npt.ArrayLike, std: npt.ArrayLike, color: str
+    ) -> Contract:
+        """A contract with ``mean`` and ``std`` given as a number or per channel."""
+
+        def per_channel(v: npt.ArrayLike) -> tuple[float, ...]:
+            return tuple(float(x) for x in np.broadcast_to(np.asarray(v, np.float32), (3,)))
+
+        return cls(image, size, per_channel(mean), per_channel(std), color == "rgb")
+
+
+def resolve_compute(compute: str, model_device: str, has_torch: bool) -> ComputePath:
+    """The path a part takes: "auto" is torch when torch is installed and the model runs
+    on CUDA (``OnnxModel.device``), else numpy; "torch" needs torch (any device: on CPU it
+    is plain torch, which is how it is tested); "numpy" always works."""
+    if compute not in get_args(Compute):
+        raise ConfigError(
+            f"unknown compute path {compute!r}", f"use one of {', '.join(get_args(Compute))}"
+        )
+    if compute == "numpy":
+        return "numpy"
+    if compute == "torch":
+        if not has_torch:
+            raise ConfigError(
+                "compute 'torch' needs PyTorch, which is not installed",
+                "install it with `pip install torch` (CUDA build from https://pytorch.org), "
+                "or use compute 'auto' or 'numpy'",
+            )
+        return "torch"
+    return "torch" if has_torch and model_device == "cuda" else "numpy"
+
+
+def choose_compute(compute: str, model: OnnxModel) -> ComputePath:
+    """``resolve_compute`` for ``model`` on this install."""
+    return resolve_compute(compute, model.device, device.torch_available())
+
+
+def warp_frame_crops(
+    frames: Sequence[FrameContext],
+    frame_index: Sequence[int],
+    affines: Sequence[Affine],
+    size: int,
+    on: str,
+) -> Tensor:
+    """(N, size, size, 3) float crops on device ``on``, rounded to whole levels as
+    ``align.warp_crop`` gives them: crop i of ``frames[frame_index[i]]`` under
+    ``affines[i]``. Each frame used is uploaded once, frames of one size together."""
+    torch = device.require_torch()
+    crops = torch.empty((len(affines), size, size, 3), dtype=torch.float32, device=on)
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for f in dict.fromkeys(frame_index):
+        by_shape.setdefault(frames[f].shape, []).append(f)
+    stacked = np.asarray(affines, np.float32).reshape(-1, 2, 3)
+    for group in by_shape.values():
+        local = {f: i for i, f in enumerate(group)}
+        rows = [i for i, f in enumerate(frame_index) if f in local]
+        images = device.frames_to_tensor([frames[f].image for f in group], on)
+        warped = device.warp_crops(
+            images, stacked[rows], size, [local[frame_index[i]] for i in rows]
+        )
+        crops[torch.as_tensor(rows, device=on)] = warped
+    return torch.round(crops.clamp(0.0, 255.0))
+
+
+def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]) -> list[Any]:
+    """``OnnxModel.run_batch`` for torch feeds, outputs as torch tensors on the model's
+    device: one call when the batch axis is dynamic, else chunks of the fixed batch (the
+    last padded by repeating its last item, the padding dropped from the outputs)."""
+    torch = device.require_torch()
+    n = len(feeds[batched[0]])
+    step = model.fixed_batch
+    if step is None or step == n:
+        return model.run_torch(feeds)
+    parts: list[list[Any]] = []
+    for start in range(0, n, step):
+        chunk = dict(feeds)
+        for name in batched:
+            piece = feeds[name][start : start + step]
+            if len(piece) < step:
+                piece = torch.cat([piece, piece[-1:].expand(step - len(piece), *piece.shape[1:])])
+            chunk[name] = piece
+        parts.append([o[: min(step, n - start)].clone() for o in model.run_torch(chunk)])
+    return [torch.cat(column) for column in zip(*parts, strict=True)]
+
+
+def _download(*tensors: Tensor) -> list[npt.NDArray[np.uint8]]:
+    """Equally shaped uint8 tensors as NumPy arrays, in one device-to-host copy."""
+    torch = device.require_torch()
+    host = torch.stack([t.to(torch.uint8) for t in tensors]).cpu().numpy()
+    return [np.ascontiguousarray(a) for a in host]
+
+
+def swap_crops(
+    model: OnnxModel,
+    frames: Sequence[FrameContext],
+    frame_index: Sequence[int],
+    affines: Sequence[Affine],
+    vectors: npt.NDArray[np.float32],
+    *,
+    contract: Contract,
+    pixel_boost: int,
+    source: str,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """(crops, outputs), each (F, k * size, k * size, 3) uint8 BGR (k = ``pixel_boost``):
+    face i cropped from ``frames[frame_index[i]]`` by ``affines[i]`` and swapped with
+    source vector ``vectors[i]`` (fed as ``source``), all faces and pixel-boost tiles in
+    one model call on ``model``'s device: what ``align.warp_crop`` and
+    ``NeuralSwapper.run_crops`` give."""
+    torch = device.require_torch()
+    on, k, c = model.device, pixel_boost, contract
+    crops = warp_frame_crops(frames, frame_index, affines, c.size * k, on)
+    x = device.normalise(device.split_tiles(crops, k), c.mean, c.std, c.rgb)
+    latents = torch.from_numpy(np.ascontiguousarray(vectors, np.float32)).to(on)
+    feeds = {c.image: x, source: latents.repeat_interleave(k * k, dim=0)}
+    out = run_batch(model, feeds, [c.image, source])[0]
+    swapped = device.join_tiles(device.denormalise(out, c.mean, c.std, c.rgb), k)
+    host_crops, host_out = _download(crops, swapped)
+    return host_crops, host_out
+
+
+def enhance_crops(
+    model: OnnxModel,
+    frames: Sequence[FrameContext],
+    frame_index: Sequence[int],
+    affines: Sequence[Affine],
+    run: Sequence[bool],
+    *,
+    contract: Contract,
+    extra: Mapping[str, npt.ArrayLike] | None = None,
+) -> tuple[npt.NDArray[np.uint8], list[npt.NDArray[np.uint8]]]:
+    """(crops, restored): every face's ``contract.size`` crop (uint8 BGR) and the
+    enhanced crops (output in [-1, 1]) of the faces whose ``run`` is set, in their order,
+    in one model call on ``model``'s device (``extra``: inputs fed whole, e.g. CodeFormer's
+    weight): what ``align.warp_crop`` and ``FaceEnhancer.restore`` give."""
+    torch = device.require_torch()
+    c = contract
+    crops = warp_frame_crops(frames, frame_index, affines, c.size, model.device)
+    todo = [i for i, go in enumerate(run) if go]
+    if not todo:
+        return _download(crops)[0], []
+    picked = crops if len(todo) == len(crops) else crops[todo]
+    feeds: dict[str, Any] = {c.image: device.normalise(picked, c.mean, c.std, c.rgb)}
+    feeds.update(extra or {})
+    out = run_batch(model, feeds, [c.image])[0]
+    restored = device.denormalise(out.clamp(-1.0, 1.0), 127.5, 127.5, c.rgb)
+    host = torch.cat([crops.to(torch.uint8), restored]).cpu().numpy()
+    n = len(crops)
+    return np.ascontiguousarray(host[:n]), [np.ascontiguousarray(a) for a in host[n:]]
