@@ -5,7 +5,7 @@ fidelity input, a face parser whose classes follow the pixels' colour)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from onnx import TensorProto, helper
 from livecam.pipeline.detect import YuNetDetector, bundled_yunet
 from livecam.pipeline.parts import FrameContext
 from livecam.runtime.session import OnnxModel
-from livecam.types import Face, Frame
+from livecam.types import Face, FaceWork, Frame
 
 
 def load_face_image(testdata: Path, name: str, max_side: int = 640) -> Frame:
@@ -35,6 +35,20 @@ def yunet_faces(image: Frame) -> list[Face]:
     """Faces with 5 keypoints from the bundled YuNet, left to right."""
     faces = YuNetDetector(bundled_yunet()).detect([FrameContext(image)])[0]
     return sorted(faces, key=lambda f: float(f.bbox[0]))
+
+
+def swap_scene(testdata: Path, names: Sequence[str]) -> tuple[list[FrameContext], list[list[Face]]]:
+    """The named test portraits as frames (seq = their index) and YuNet's faces in each."""
+    frames = [FrameContext(load_face_image(testdata, name), seq=i) for i, name in enumerate(names)]
+    return frames, YuNetDetector(bundled_yunet()).detect(frames)
+
+
+def face_works(faces: Sequence[Sequence[Face]], sources: Sequence[int]) -> list[FaceWork]:
+    """One record per face, frame by frame, face i taking source ``sources[i]``."""
+    works = [FaceWork(frame_index=i, seq=i, face=face) for i, fs in enumerate(faces) for face in fs]
+    for work, index in zip(works, sources, strict=True):
+        work.source_index = index
+    return works
 
 
 def psnr(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> float:

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from face_parts_data import codeformer_like, identity_enhancer, load_face_image
+from face_parts_data import codeformer_like, face_works, identity_enhancer, swap_scene
 
 from livecam import synthetic_models as sm
 from livecam.errors import ConfigError
 from livecam.pipeline import device_path
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
 from livecam.pipeline.enhance import FaceEnhancer
 from livecam.pipeline.neural_swap import InSwapper
 from livecam.pipeline.parts import FrameContext
@@ -37,8 +36,7 @@ FACES = (
 @pytest.fixture(scope="module")
 def scene(testdata: Path) -> tuple[list[FrameContext], list[list[Face]]]:
     """Three real frames of different sizes and YuNet's faces in them (2, 1 and 1)."""
-    frames = [FrameContext(load_face_image(testdata, name), seq=i) for i, name in enumerate(FACES)]
-    faces = YuNetDetector(bundled_yunet()).detect(frames)
+    frames, faces = swap_scene(testdata, FACES)
     assert [len(f) for f in faces] == [2, 1, 1]
     return frames, faces
 
@@ -67,13 +65,6 @@ def _model(path: Path) -> OnnxModel:
     return OnnxModel(path, RuntimeOptions(provider="cpu"))
 
 
-def _works(faces: list[list[Face]], sources: list[int]) -> list[FaceWork]:
-    works = [FaceWork(frame_index=i, seq=i, face=face) for i, fs in enumerate(faces) for face in fs]
-    for work, index in zip(works, sources, strict=True):
-        work.source_index = index
-    return works
-
-
 def _latents(swapper: InSwapper, n: int) -> list[np.ndarray]:
     rng = np.random.default_rng(7)
     return [swapper.latent_of(rng.standard_normal(512).astype(np.float32)) for _ in range(n)]
@@ -96,8 +87,8 @@ def _swap_both(
     latents = _latents(ref, 2)
     sources = [0, 1, 1, 0]
     return (
-        ref.swap(frames, _works(faces, sources), latents),
-        dev.swap(frames, _works(faces, sources), latents),
+        ref.swap(frames, face_works(faces, sources), latents),
+        dev.swap(frames, face_works(faces, sources), latents),
     )
 
 
@@ -158,7 +149,7 @@ def test_enhancer_torch_path_equals_numpy_path(
     """The enhancer's crops and restored faces on the torch path (dynamic batch, a fixed
     batch of 1 run in chunks, CodeFormer's float64 weight input) match the NumPy path's."""
     frames, faces = scene
-    works = _works(faces, [0, 0, 0, 0])
+    works = face_works(faces, [0, 0, 0, 0])
     model = _model(models[name])
     ref = FaceEnhancer(model, compute="numpy").enhance(frames, works)
     dev = FaceEnhancer(model, compute="torch").enhance(frames, works)
@@ -184,7 +175,7 @@ def test_enhancer_every_n_reuses_crops_on_the_torch_path(
         [dataclasses.replace(f, track_id=10 * i + j) for j, f in enumerate(fs)]
         for i, fs in enumerate(faces)
     ]
-    works = _works(tracked, [0, 0, 0, 0])
+    works = face_works(tracked, [0, 0, 0, 0])
     first = enhancer.enhance(frames, works)
     second = enhancer.enhance(frames, works)
     for a, b in zip(first, second, strict=True):
