@@ -12,6 +12,7 @@ from livecam.config import (
     BlendMode,
     CameraBackend,
     ColorTransfer,
+    ConvAlgoSearch,
     EnhancerModel,
     FaceSelection,
     MaskKind,
@@ -252,6 +253,26 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         choices=get_args(Provider),
         help="compute provider of the ONNX models (default auto: the best this machine has; "
         "the one really used is shown)",
+    )
+    neural.add_argument("--gpu", type=int, metavar="N", help="which GPU (default 0)")
+    neural.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads of each ONNX model (default 0: ONNX Runtime's choice)",
+    )
+    neural.add_argument(
+        "--cudnn-algo",
+        choices=get_args(ConvAlgoSearch),
+        help="CUDA: cuDNN convolution algorithm search (default EXHAUSTIVE: slow first frame, "
+        "fastest after)",
+    )
+    neural.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        default=None,
+        help="CUDA: replay the swapper as one captured CUDA graph (fixed shapes: one face per "
+        "call)",
     )
     neural.add_argument(
         "--accept-licence",

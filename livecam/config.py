@@ -36,6 +36,7 @@ SwapperModel = Literal[
 ]
 EnhancerModel = Literal["none", "gfpgan-1.4", "codeformer", "gpen-bfr-256", "gpen-bfr-512"]
 MaskKind = Literal["box", "insightface", "ellipse", "region"]
+ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
 
 MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
 MAX_FRAMES = 10**9  # run.frames: about a year at 30 fps
@@ -293,6 +294,10 @@ class SwapConfig(_Validated):
     blend: BlendMode = "feather"
     # ONNX presets (lite, standard, quality)
     provider: Provider = "auto"  # compute provider of every ONNX model
+    gpu: int = 0  # which GPU (CUDA, TensorRT, DirectML device id)
+    threads: int = 0  # CPU threads of each ONNX model (0: ONNX Runtime's default)
+    cudnn_conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE"  # CUDA: cuDNN's algorithm search
+    cuda_graph: bool = False  # CUDA: replay the swapper as one CUDA graph (fixed batch of 1)
     accept_licence: bool = False  # accept the licences of models downloaded for this run
     swapper: SwapperModel | None = None  # None: the preset's swapper
     enhancer: EnhancerModel | None = None  # None: the preset's enhancer; "none": off
@@ -329,6 +334,8 @@ class SwapConfig(_Validated):
             160 <= self.detect_size <= 4096, "detect_size", "an integer from 160 to 4096 (px)"
         )
         self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
+        self._require(0 <= self.gpu <= 64, "gpu", "a GPU index from 0 to 64")
+        self._require(0 <= self.threads <= 256, "threads", "0 (automatic) to 256")
         self._require(self.pixel_boost in (1, 2, 4), "pixel_boost", "1, 2 or 4")
         self._require(0 <= self.identity_weight <= 1, "identity_weight", "a number from 0 to 1")
         self._require(0 <= self.enhance_blend <= 1, "enhance_blend", "a number from 0 to 1")

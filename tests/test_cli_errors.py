@@ -117,9 +117,9 @@ CASES = [
     Case("fps word", lambda t: ["--fps", "fast"], ("argument --fps", "'fast'")),
     Case("unknown option", lambda t: ["--fsp", "30"], ("unrecognized arguments: --fsp",)),
     Case(
-        "neural preset",
+        "neural preset, licences not accepted",
         lambda t: ["--face", str(FACE), "--preset", "standard"],
-        ("--preset", "'standard'", "'offline'"),
+        ("licence not accepted for scrfd-10g", "non-commercial", "--accept-licence"),
     ),
     # options that would be ignored
     Case(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -256,7 +256,12 @@ class PartBuilder:
         self.models = models
         self.store = store
         self.names = row.parts_for(cfg)
-        self.options = RuntimeOptions(provider=cfg.provider)
+        self.options = RuntimeOptions(
+            provider=cfg.provider,
+            device_id=cfg.gpu,
+            threads=cfg.threads,
+            cudnn_conv_algo_search=cfg.cudnn_conv_algo_search,
+        )
         self._files: dict[str, Path] = {}
         self._opened: list[OnnxModel] = []
 
@@ -279,17 +284,19 @@ class PartBuilder:
                 )
             self._files[name] = self.store.user_file(path, self.store.entry(name))
 
-    def load(self, name: str) -> Loaded:
-        """The session of manifest model ``name`` (from ``fetch_files``)."""
+    def load(self, name: str, cuda_graph: bool = False) -> Loaded:
+        """The session of manifest model ``name`` (from ``fetch_files``). Batch-first: a
+        fixed batch axis is rewritten to a dynamic one when the rewrite gives the same
+        outputs (checked once per file, cached), else the part loops; ``cuda_graph`` keeps
+        the fixed shapes a CUDA graph needs."""
         entry = self.store.entry(name)
         path = self._files[name]
-        # batch-first: a fixed batch axis is rewritten to a dynamic one when the rewrite
-        # gives the same outputs (checked once per file, cached), else the part loops
+        options = replace(self.options, cuda_graph=cuda_graph)
         model = OnnxModel(
             path,
-            self.options,
+            options,
             model_id=f"{name}:{self.store.hashes.identity(path)}",
-            dynamic_batch=True,
+            dynamic_batch=not cuda_graph,
         )
         self._opened.append(model)
         return Loaded(model, entry.contract, entry.part)
@@ -360,7 +367,7 @@ class PartBuilder:
         name = self.names["swapper"]
         if name == "classic-mesh":
             return ClassicSwapper(self.cfg)
-        loaded = self.load(name)
+        loaded = self.load(name, cuda_graph=self.cfg.cuda_graph)
         cls = {"inswapper": InSwapper, "hyperswap": HyperSwapper}.get(loaded.part)
         if cls is None:
             raise ModelError(f"{name} is not a swapper LiveCam can run ({loaded.part})")
