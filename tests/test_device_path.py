@@ -190,15 +190,21 @@ def test_auto_picks_numpy_on_a_cpu_session(models: dict[str, Path]) -> None:
 
 
 def test_compute_decision() -> None:
-    """auto: torch only with torch installed and a CUDA session; torch without PyTorch
-    and an unknown path are one-line errors with their fix."""
-    assert device_path.resolve_compute("auto", "cuda", has_torch=True) == "torch"
-    assert device_path.resolve_compute("auto", "cuda", has_torch=False) == "numpy"
-    assert device_path.resolve_compute("auto", "cpu", has_torch=True) == "numpy"
-    assert device_path.resolve_compute("torch", "cpu", has_torch=True) == "torch"
-    assert device_path.resolve_compute("numpy", "cuda", has_torch=True) == "numpy"
-    with pytest.raises(ConfigError, match="needs PyTorch") as err:
-        device_path.resolve_compute("torch", "cuda", has_torch=False)
-    assert "pip install torch" in (err.value.hint or "")
+    """auto: torch only with torch (CUDA build) installed and a CUDA session; torch
+    without PyTorch, or without its CUDA build on a CUDA session, and an unknown path are
+    one-line errors with their fix."""
+    resolve = device_path.resolve_compute
+    assert resolve("auto", "cuda", has_torch=True, torch_cuda=True) == "torch"
+    assert resolve("auto", "cuda", has_torch=True, torch_cuda=False) == "numpy"
+    assert resolve("auto", "cuda", has_torch=False) == "numpy"
+    assert resolve("auto", "cpu", has_torch=True) == "numpy"
+    assert resolve("torch", "cpu", has_torch=True) == "torch"
+    assert resolve("numpy", "cuda", has_torch=True, torch_cuda=True) == "numpy"
+    assert resolve("numpy", "cpu", has_torch=False) == "numpy"
+    with pytest.raises(ConfigError, match="needs PyTorch, which is not installed") as err:
+        resolve("torch", "cpu", has_torch=False)
+    assert "install the CUDA build of torch" in err.value.hint
+    with pytest.raises(ConfigError, match="on a cuda session needs PyTorch with CUDA"):
+        resolve("torch", "cuda", has_torch=True, torch_cuda=False)
     with pytest.raises(ConfigError, match="unknown compute path 'gpu'"):
-        device_path.resolve_compute("gpu", "cuda", has_torch=True)
+        resolve("gpu", "cuda", has_torch=True)

@@ -56,30 +56,47 @@ class Contract:
         return cls(image, size, per_channel(mean), per_channel(std), color == "rgb")
 
 
-def resolve_compute(compute: str, model_device: str, has_torch: bool) -> ComputePath:
-    """The path a part takes: "auto" is torch when torch is installed and the model runs
-    on CUDA (``OnnxModel.device``), else numpy; "torch" needs torch (any device: on CPU it
-    is plain torch, which is how it is tested); "numpy" always works."""
+def resolve_compute(
+    compute: str, model_device: str, has_torch: bool, torch_cuda: bool = False
+) -> ComputePath:
+    """The path a part takes: "auto" is torch when torch is installed with CUDA
+    (``torch_cuda``) and the model runs on CUDA (``OnnxModel.device``), else numpy; "torch"
+    needs torch (with CUDA for a CUDA session; on CPU it is plain torch, which is how it is
+    tested); "numpy" always works."""
     if compute not in get_args(Compute):
         raise ConfigError(
             f"unknown compute path {compute!r}", f"use one of {', '.join(get_args(Compute))}"
         )
+    on_cuda = model_device == "cuda"
+    usable = has_torch and (torch_cuda or not on_cuda)
+    if compute == "torch" and not usable:
+        missing = "PyTorch with CUDA" if has_torch else "PyTorch, which is not installed"
+        raise ConfigError(
+            f"compute 'torch' on a {model_device} session needs {missing}",
+            "install the CUDA build of torch (https://pytorch.org), or use compute 'auto' "
+            "or 'numpy'",
+        )
     if compute == "numpy":
         return "numpy"
-    if compute == "torch":
-        if not has_torch:
-            raise ConfigError(
-                "compute 'torch' needs PyTorch, which is not installed",
-                "install it with `pip install torch` (CUDA build from https://pytorch.org), "
-                "or use compute 'auto' or 'numpy'",
-            )
-        return "torch"
-    return "torch" if has_torch and model_device == "cuda" else "numpy"
+    return "torch" if compute == "torch" or (usable and on_cuda) else "numpy"
 
 
 def choose_compute(compute: str, model: OnnxModel) -> ComputePath:
     """``resolve_compute`` for ``model`` on this install."""
-    return resolve_compute(compute, model.device, device.torch_available())
+    has_torch = device.torch_available()
+    torch_cuda = has_torch and model.device == "cuda" and _torch_cuda()
+    return resolve_compute(compute, model.device, has_torch, torch_cuda)
+
+
+def _torch_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def torch_device(model: OnnxModel) -> str:
+    """The torch device of ``model``'s tensors: ``cuda:<device_id>`` on CUDA, else cpu."""
+    return f"cuda:{model.options.device_id}" if model.device == "cuda" else "cpu"
 
 
 def warp_frame_crops(
@@ -114,6 +131,10 @@ def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]
     device: one call when the batch axis is dynamic, else chunks of the fixed batch (the
     last padded by repeating its last item, the padding dropped from the outputs)."""
     torch = device.require_torch()
+    if model.device == "cuda":
+        # ORT runs on its own CUDA stream: the inputs torch wrote must be complete first
+        # (ORT synchronises its stream at the end of a run, so its outputs are ready)
+        torch.cuda.current_stream(torch_device(model)).synchronize()
     n = len(feeds[batched[0]])
     step = model.fixed_batch
     if step is None or step == n:
@@ -154,7 +175,7 @@ def swap_crops(
     one model call on ``model``'s device: what ``align.warp_crop`` and
     ``NeuralSwapper.run_crops`` give."""
     torch = device.require_torch()
-    on, k, c = model.device, pixel_boost, contract
+    on, k, c = torch_device(model), pixel_boost, contract
     crops = warp_frame_crops(frames, frame_index, affines, c.size * k, on)
     x = device.normalise(device.split_tiles(crops, k), c.mean, c.std, c.rgb)
     latents = torch.from_numpy(np.ascontiguousarray(vectors, np.float32)).to(on)
@@ -181,7 +202,7 @@ def enhance_crops(
     weight): what ``align.warp_crop`` and ``FaceEnhancer.restore`` give."""
     torch = device.require_torch()
     c = contract
-    crops = warp_frame_crops(frames, frame_index, affines, c.size, model.device)
+    crops = warp_frame_crops(frames, frame_index, affines, c.size, torch_device(model))
     todo = [i for i, go in enumerate(run) if go]
     if not todo:
         return _download(crops)[0], []
