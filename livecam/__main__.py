@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 
 from livecam.signals import exit_code, stop_signals
 
@@ -17,6 +19,14 @@ def main() -> None:
             code = cli_main()
     except KeyboardInterrupt as e:
         code = exit_code(e)
+    if code in (130, 143) and threading.active_count() > 1:
+        # a thread still stuck in native code (a camera or stream open that never returns)
+        # cannot be joined, and finalising the interpreter under it can abort the process
+        # ("terminate called without an active exception"): everything of ours is closed
+        # by now, so leave at once with the signal's status
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 
