@@ -1,0 +1,69 @@
+"""The panel's stream controller: start a real stream on the synthetic source, get its
+frames and stats on the GUI thread, change it live without blocking, stop it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from pytestqt.qtbot import QtBot
+
+from livecam.config import Config
+from livecam.errors import LivecamError
+from ui.stream import StreamController
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+def synthetic_config(**swap: object) -> Config:
+    return Config.from_dict(
+        {
+            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
+            "output": {"sinks": ["null"]},
+            "pipeline": {"stages": ["swap"] if swap else ["passthrough"]},
+            "swap": dict(swap),
+        }
+    )
+
+
+def test_start_frames_stats_live_change_and_stop(qtbot: QtBot) -> None:
+    stream = StreamController(synthetic_config())
+    frames: list[np.ndarray] = []
+    stream.frame.connect(frames.append)
+    stats: list[object] = []
+    stream.stats.connect(stats.append)
+    with qtbot.waitSignal(stream.running_changed, timeout=5000) as started:
+        stream.start()
+    assert started.args == [True] and stream.running
+    qtbot.waitUntil(lambda: len(frames) >= 5 and len(stats) >= 1, timeout=5000)
+    assert frames[-1].shape == (240, 320, 3) and frames[-1].dtype == np.uint8
+    # a live change goes through the control plane and comes back as a signal
+    with qtbot.waitSignal(stream.applied, timeout=10000) as applied:
+        stream.change("blank on", lambda c: c.set_blank(True))
+    assert applied.args == ["blank on"]
+    qtbot.waitUntil(lambda: not frames[-1].any(), timeout=5000)  # black frames now
+    # an impossible change is a failure signal, and the stream keeps running
+    with qtbot.waitSignal(stream.failed, timeout=5000) as failed:
+        stream.change("swap on", lambda c: c.set_swap(True))  # no source face yet
+    assert failed.args[0] == "swap on" and isinstance(failed.args[1], LivecamError)
+    assert stream.running
+    with qtbot.waitSignal(stream.running_changed, timeout=5000) as stopped:
+        assert stream.stop() == []
+    assert stopped.args == [False] and not stream.running
+
+
+def test_a_face_change_while_live_keeps_frames_coming(qtbot: QtBot) -> None:
+    stream = StreamController(synthetic_config(face=str(ASSETS / "grace_hopper.jpg")))
+    frames: list[np.ndarray] = []
+    stream.frame.connect(frames.append)
+    stream.start()
+    try:
+        qtbot.waitUntil(lambda: len(frames) >= 3, timeout=10000)
+        with qtbot.waitSignal(stream.config_changed, timeout=20000) as changed:
+            stream.change("face", lambda c: c.set_face(ASSETS / "astronaut.png"))
+            before = len(frames)
+        assert changed.args[0].swap.face == str(ASSETS / "astronaut.png")
+        assert len(frames) > before  # the preview kept updating during the build
+    finally:
+        stream.stop()
+    assert stream.config.swap.face == str(ASSETS / "astronaut.png")  # kept for the next start

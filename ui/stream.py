@@ -1,0 +1,224 @@
+"""``StreamController``: the panel's one handle on the stream (start, stop, live changes,
+its frames, stats and events), on the GUI thread.
+
+Everything the panel changes goes through here: while stopped, ``set_config`` replaces the
+config the next ``start`` uses; while running, ``change`` calls the app's control plane and
+waits for the result on a short worker thread, so the GUI never blocks on a build (a face
+or preset change is built on the app's loader thread). Results, events, stats and frames
+reach the GUI thread as Qt signals (queued), never as calls from a pipeline thread.
+
+The output frames come from a ``PanelSink`` added to the configured sinks: the output
+thread only stores the newest frame, and a QTimer takes it (``frame`` signal).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from livecam.app import App
+from livecam.config import Config
+from livecam.controls import Applied, Change, Controls
+from livecam.errors import LivecamError, as_livecam_error
+from livecam.sinks import make_sinks
+from livecam.sinks.base import Sink
+from livecam.sinks.preview import FrameHandoff
+from livecam.telemetry import Subscription
+from livecam.types import Event, Frame
+
+log = logging.getLogger(__name__)
+
+FRAME_POLL_MS = 15  # how often the newest output frame is taken (~66 Hz)
+STATS_MS = 500  # how often the stats are read
+STOP_TIMEOUT_S = 1.5  # the app joins its threads within this (closing the window: < 2 s)
+PANEL_SINKS_IGNORED = ("window", "auto")  # the panel's own preview replaces these
+
+
+class PanelSink(Sink):
+    """Hands the newest output frame to the panel (never waits on the GUI)."""
+
+    name = "panel"
+    wants_repeats = False
+
+    def __init__(self, handoff: FrameHandoff) -> None:
+        self.handoff = handoff
+
+    def open(self, width: int, height: int, fps: float) -> None:
+        pass
+
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+        self.handoff.put(frame)
+
+    def close(self) -> None:
+        pass
+
+
+class StreamController(QObject):
+    """Starts, stops and changes the stream for the panel; see the module docstring.
+
+    Signals: ``running_changed(bool)``; ``config_changed(Config)`` after ``set_config`` or
+    an applied live change; ``applied(str)`` (the command applied) and ``failed(str,
+    LivecamError)`` (what was tried, why not) for every ``change``; ``event_received(Event)``
+    for the app's events; ``stats(Snapshot)`` every ``STATS_MS``; ``frame(np.ndarray)`` for
+    each new output frame (uint8 BGR); ``stopped(str)`` when the stream ended by itself
+    (the reason, "" for a normal end).
+    """
+
+    running_changed = Signal(bool)
+    config_changed = Signal(object)
+    applied = Signal(str)
+    failed = Signal(str, object)
+    event_received = Signal(object)
+    stats = Signal(object)
+    frame = Signal(object)
+    stopped = Signal(str)
+    _result = Signal(object, object, object)  # (description, Applied | None, error | None)
+
+    def __init__(self, config: Config, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._config = config
+        self._app: App | None = None
+        self._subscription: Subscription | None = None
+        self._handoff = FrameHandoff()
+        self._shown = 0
+        self._frames = QTimer(self)
+        self._frames.setInterval(FRAME_POLL_MS)
+        self._frames.timeout.connect(self._poll_frame)
+        self._stats = QTimer(self)
+        self._stats.setInterval(STATS_MS)
+        self._stats.timeout.connect(self._poll_stats)
+        self._result.connect(self._on_result)
+        self._events: list[Event] = []
+        self._events_lock = threading.Lock()
+
+    # --- state --------------------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        """The effective config: the running stream's (with its live changes), else the one
+        the next start uses."""
+        return self._app.config if self._app is not None else self._config
+
+    @property
+    def running(self) -> bool:
+        return self._app is not None
+
+    @property
+    def app(self) -> App | None:
+        """The running app (None when stopped)."""
+        return self._app
+
+    @property
+    def controls(self) -> Controls | None:
+        """The running stream's control plane (None when stopped)."""
+        return self._app.controls if self._app is not None else None
+
+    def set_config(self, config: Config) -> None:
+        """The config of the next start (while running, only kept for after the stop)."""
+        self._config = config
+        self.config_changed.emit(config)
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the stream with ``config`` (raises StartupError with every cause: the
+        caller shows it). The configured virtual camera and files get the frames, and so
+        does the panel's preview."""
+        if self._app is not None:
+            return
+        cfg = self._config
+        specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in PANEL_SINKS_IGNORED)
+        sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
+        self._handoff = FrameHandoff()
+        self._shown = 0
+        app = App(cfg, sinks=[*sinks, PanelSink(self._handoff)])
+        self._subscription = app.telemetry.subscribe(on_event=self._queue_event)
+        try:
+            app.start()
+        except BaseException:
+            self._subscription.unsubscribe()
+            self._subscription = None
+            raise
+        self._app = app
+        self._frames.start()
+        self._stats.start()
+        self.running_changed.emit(True)
+
+    def stop(self) -> list[str]:
+        """Stop the stream (threads joined within ``STOP_TIMEOUT_S``); its effective config
+        (live changes included) becomes the config of the next start. Returns the names of
+        threads that did not stop in time."""
+        app = self._app
+        if app is None:
+            return []
+        self._frames.stop()
+        self._stats.stop()
+        self._config = app.config
+        stuck = app.stop(STOP_TIMEOUT_S)
+        if self._subscription is not None:
+            self._subscription.unsubscribe()
+            self._subscription = None
+        self._app = None
+        self.running_changed.emit(False)
+        return stuck
+
+    # --- live changes -------------------------------------------------------------------
+    def change(self, what: str, call: Callable[[Controls], Change]) -> None:
+        """Apply a live change, e.g. ``change("swap off", lambda c: c.set_swap(False))``.
+
+        Stopped: ``call`` is not made (the caller updates the config with ``set_config``
+        instead) and ``failed`` says so. A call that raises at once (a bad value) and one
+        whose build fails both end in ``failed``; an applied one in ``applied`` and
+        ``config_changed``. Never blocks the GUI thread.
+        """
+        controls = self.controls
+        if controls is None:
+            self.failed.emit(what, LivecamError("the stream is not running", "start it first"))
+            return
+        try:
+            pending = call(controls)
+        except LivecamError as e:
+            self.failed.emit(what, e)
+            return
+
+        def wait() -> None:
+            try:
+                self._result.emit(what, pending.wait(), None)
+            except Exception as e:  # the build failed: its error, whatever its type
+                self._result.emit(what, None, as_livecam_error(e, what))
+
+        threading.Thread(target=wait, name="panel-change", daemon=True).start()
+
+    def _on_result(self, what: str, applied: Applied | None, error: Any) -> None:
+        if applied is not None:
+            self.applied.emit(what)
+            self.config_changed.emit(applied.config)
+        else:
+            self.failed.emit(what, error)
+
+    # --- polling (GUI thread) -----------------------------------------------------------
+    def _queue_event(self, event: Event) -> None:  # a pipeline thread: queue only
+        with self._events_lock:
+            self._events.append(event)
+
+    def _poll_frame(self) -> None:
+        newest = self._handoff.newest(self._shown)
+        if newest is not None:
+            self._shown, image = newest
+            self.frame.emit(image)
+
+    def _poll_stats(self) -> None:
+        app = self._app
+        if app is None:
+            return
+        with self._events_lock:
+            events, self._events = self._events, []
+        for event in events:
+            self.event_received.emit(event)
+        self.stats.emit(app.snapshot(recent=True))
+        if not app.running:  # ended by itself: end of a file, every output failed, ...
+            reason = app.failure or ""
+            self.stop()
+            self.stopped.emit(reason)
