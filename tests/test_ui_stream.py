@@ -67,3 +67,26 @@ def test_a_face_change_while_live_keeps_frames_coming(qtbot: QtBot) -> None:
     finally:
         stream.stop()
     assert stream.config.swap.face == str(ASSETS / "astronaut.png")  # kept for the next start
+
+
+def test_settings_round_trip_and_a_damaged_file_is_set_aside(tmp_path: Path) -> None:
+    from ui.settings import MAX_RECENT_FACES, UiSettings
+
+    settings = UiSettings(tmp_path)
+    assert settings.config == Config() and settings.panel.recent_faces == []
+    cfg = synthetic_config(face=str(ASSETS / "grace_hopper.jpg"))
+    settings.save_config(cfg)
+    for i in range(MAX_RECENT_FACES + 2):
+        settings.add_recent_face(tmp_path / f"face{i}.jpg")
+    settings.add_recent_face(tmp_path / "face3.jpg")  # again: moves to the front, once
+    settings.panel.notice_acknowledged = True
+    settings.save_panel()
+    again = UiSettings(tmp_path)
+    assert again.config == cfg  # the same TOML `livecam run --config` reads
+    assert Config.load(tmp_path / "config.toml") == cfg
+    assert again.panel.notice_acknowledged
+    assert again.panel.recent_faces[0].endswith("face3.jpg")
+    assert len(again.panel.recent_faces) == MAX_RECENT_FACES
+    (tmp_path / "panel.toml").write_text("recent_faces = [", encoding="utf-8")
+    damaged = UiSettings(tmp_path)
+    assert damaged.panel.recent_faces == [] and (tmp_path / "panel.toml.bad").exists()

@@ -1,0 +1,111 @@
+"""What the panel remembers between runs, in the user config folder
+(``~/.config/livecam`` on Linux, or ``$LIVECAM_CONFIG_DIR``).
+
+* ``config.toml``: the stream's settings, the same TOML ``livecam run --config`` reads.
+* ``panel.toml``: the panel's own state: recent source faces (newest first), whether the
+  responsible-use notice was acknowledged, the window geometry.
+
+Both are written to a temporary file and renamed; a damaged file is kept aside
+(``NAME.bad``) with a warning and defaults are used, so the panel always starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import tomli_w
+
+from livecam.config import Config
+from livecam.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+MAX_RECENT_FACES = 12
+
+
+def config_dir() -> Path:
+    """``$LIVECAM_CONFIG_DIR``, else the user config folder for ``livecam``."""
+    env = os.environ.get("LIVECAM_CONFIG_DIR")
+    return Path(env) if env else Path(platformdirs.user_config_dir("livecam"))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _set_aside(path: Path, why: str) -> None:
+    bad = path.with_name(path.name + ".bad")
+    log.warning("%s could not be read (%s): kept as %s, defaults used", path, why, bad.name)
+    os.replace(path, bad)
+
+
+@dataclass
+class PanelState:
+    """The panel's own state (``panel.toml``)."""
+
+    recent_faces: list[str] = field(default_factory=list)
+    notice_acknowledged: bool = False
+    geometry: list[int] = field(default_factory=list)  # x, y, width, height
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recent_faces": list(self.recent_faces),
+            "notice_acknowledged": self.notice_acknowledged,
+            "geometry": list(self.geometry),
+        }
+
+
+class UiSettings:
+    """The stream config and panel state of this user, loaded at start and saved on change."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder if folder is not None else config_dir()
+        self.config_path = self.folder / "config.toml"
+        self.panel_path = self.folder / "panel.toml"
+        self.config = self._load_config()
+        self.panel = self._load_panel()
+
+    def _load_config(self) -> Config:
+        if not self.config_path.is_file():
+            return Config()
+        try:
+            return Config.load(self.config_path)
+        except ConfigError as e:
+            _set_aside(self.config_path, e.message)
+            return Config()
+
+    def _load_panel(self) -> PanelState:
+        if not self.panel_path.is_file():
+            return PanelState()
+        try:
+            data = tomllib.loads(self.panel_path.read_text(encoding="utf-8"))
+            faces = [str(f) for f in data.get("recent_faces", [])][:MAX_RECENT_FACES]
+            geometry = [int(v) for v in data.get("geometry", [])]
+            return PanelState(faces, bool(data.get("notice_acknowledged", False)), geometry)
+        except (tomllib.TOMLDecodeError, TypeError, ValueError, UnicodeDecodeError) as e:
+            _set_aside(self.panel_path, str(e))
+            return PanelState()
+
+    def save_config(self, config: Config) -> None:
+        """Keep ``config`` (absolute paths) as this user's stream settings."""
+        self.config = config
+        _write_atomic(self.config_path, config.with_paths_from(Path.cwd()).to_toml())
+
+    def save_panel(self) -> None:
+        _write_atomic(self.panel_path, tomli_w.dumps(self.panel.to_dict()))
+
+    def add_recent_face(self, path: str | Path) -> None:
+        """Put ``path`` first in the recent faces (once; at most ``MAX_RECENT_FACES``) and save."""
+        text = str(Path(path).expanduser().absolute())
+        faces = [text] + [f for f in self.panel.recent_faces if f != text]
+        self.panel.recent_faces = faces[:MAX_RECENT_FACES]
+        self.save_panel()
