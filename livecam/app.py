@@ -33,6 +33,7 @@ from livecam.errors import (
 from livecam.loader import LoaderWorker
 from livecam.model_store import ModelStore
 from livecam.output import OutputWorker
+from livecam.overlay import Label
 from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
@@ -198,6 +199,7 @@ class App:
             self.telemetry,
             paced=self.playback.paced,
             size=cfg.source.size,
+            mirror=cfg.source.mirror,
             max_frames=cfg.run.frames,
             reopen_interval_s=cfg.source.reopen_interval_s,
             wait_for_go=True,
@@ -256,6 +258,7 @@ class App:
             repeat=self.playback.paced,
             lossless=lossless,
         )
+            label=Label.of(cfg.output),
         loader = LoaderWorker(self._stop, self.telemetry)
         self._controls = Controls(
             cfg, (width, height), inference, loader, self.telemetry, self.build_warm

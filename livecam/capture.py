@@ -38,6 +38,7 @@ class CaptureWorker(Worker):
         *,
         paced: bool = True,
         size: tuple[int, int] | None = None,
+        mirror: bool = False,
         max_frames: int | None = None,
         reopen_interval_s: float = 1.0,
         wait_for_go: bool = False,
@@ -47,6 +48,7 @@ class CaptureWorker(Worker):
         self.ring = ring
         self.paced = paced
         self.size = size
+        self.mirror = mirror
         self.max_frames = max_frames
         self.reopen_interval_s = reopen_interval_s
         self.ready = threading.Event()
@@ -109,8 +111,10 @@ class CaptureWorker(Worker):
         self.seq += 1
 
     def _conform(self, frame: Frame) -> Frame:
-        """Validate the frame and keep one output size for the whole run."""
+        """Validate the frame, mirror it when asked, and keep one output size for the run."""
         frame = validate_frame(frame, f"source '{self.source.name}'")
+        if self.mirror:
+            frame = np.asarray(cv2.flip(frame, 1), dtype=np.uint8)
         if self.size is None:
             self.size = (frame.shape[1], frame.shape[0])
         elif (frame.shape[1], frame.shape[0]) != self.size:

@@ -15,6 +15,7 @@ from livecam.config import (
     ConvAlgoSearch,
     EnhancerModel,
     FaceSelection,
+    LabelPosition,
     MaskKind,
     Provider,
     StageName,
@@ -137,6 +138,23 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         action="append",
         choices=get_args(StageName),
         help="stage to run, in order; repeat for several (default: swap when "
+    out.add_argument(
+        "--label",
+        metavar="TEXT",
+        help='draw TEXT (e.g. "AI-modified") on every output frame: the virtual camera and '
+        "the recording both carry it",
+    )
+    out.add_argument(
+        "--label-position",
+        choices=get_args(LabelPosition),
+        help="corner of the --label (default bottom-right)",
+    )
+    out.add_argument(
+        "--label-size",
+        type=float,
+        metavar="F",
+        help="--label text height as a fraction of the frame height (default 0.05)",
+    )
         "--face is given, else passthrough)",
     )
     pipe.add_argument(
@@ -193,6 +211,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="keep the target's eyes (when the source photo blinks)",
+    )
+    swap.add_argument(
+        "--opacity",
+        type=float,
+        metavar="0-1",
+        help="how much of the swapped face shows over yours (default 1: all of it)",
     )
     swap.add_argument(
         "--no-keep-mouth",

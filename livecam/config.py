@@ -36,6 +36,7 @@ SwapperModel = Literal[
 ]
 EnhancerModel = Literal["none", "gfpgan-1.4", "codeformer", "gpen-bfr-256", "gpen-bfr-512"]
 MaskKind = Literal["box", "insightface", "ellipse", "region"]
+LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right"]
 ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
 
 MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
@@ -205,6 +206,7 @@ class SourceConfig(_Validated):
     # (a conversion), real time otherwise (see livecam.playback)
     unpaced: bool | None = None
     loop: bool = False  # a video file starts again at its end (default: play once, then end)
+    mirror: bool = False  # flip every captured frame left-right (as a selfie view)
     mjpg: bool = True  # ask cameras for MJPG (higher fps at 720p+ over USB 2)
     camera_backend: CameraBackend = "auto"
     face_motion: str | None = path_field(None)  # synthetic: animate this portrait
@@ -263,9 +265,23 @@ class OutputConfig(_Validated):
     virtualcam_device: str | None = None
     overwrite: bool = False  # replace existing recordings/images (else a new timestamped name)
 
+    # responsible use: text drawn on every output frame (e.g. "AI-modified"), None: none
+    label: str | None = None
+    label_position: LabelPosition = "bottom-right"
+    label_size: float = 0.05  # text height as a fraction of the frame height
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")
         if self.fps is not None:
+        self._require(
+            self.label is None or (0 < len(self.label.strip()) <= 80 and _plain_text(self.label)),
+            "label",
+            "1 to 80 printable ASCII characters (the font has no others), e.g. AI-modified",
+        )
+        self._require(
+            0.02 <= self.label_size <= 0.25,
+            "label_size",
+            "a fraction of the frame height from 0.02 to 0.25",
+        )
             self._require(
                 MIN_FPS <= self.fps <= MAX_FPS,
                 "fps",
@@ -275,6 +291,11 @@ class OutputConfig(_Validated):
 
 
 @dataclass(frozen=True)
+def _plain_text(text: str) -> bool:
+    """Printable ASCII only (what OpenCV's Hershey font can draw)."""
+    return text.isascii() and text.isprintable()
+
+
 class SwapConfig(_Validated):
     """Which face goes where, and how it is blended (the swap stage)."""
 
@@ -316,6 +337,7 @@ class SwapConfig(_Validated):
     mask_padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # box mask: top right bottom left %
     mouth_mask: int = 0  # 0-100: how much of the user's real mouth is kept
     # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
+    opacity: float = 1.0  # 0-1: how much of the swapped face shows over the camera's
     map: tuple[str, ...] = pair_paths_field(())
 
     def _check(self) -> None:
@@ -351,6 +373,7 @@ class SwapConfig(_Validated):
         )
         self._require(0 <= self.mouth_mask <= 100, "mouth_mask", "an integer from 0 to 100")
         self._require(
+        self._require(0 <= self.opacity <= 1, "opacity", "a number from 0 to 1")
             all(split_pair(m) is not None for m in self.map),
             "map",
             "SOURCE=TARGET photo pairs, e.g. me.jpg=alice.jpg",

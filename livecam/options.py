@@ -36,6 +36,9 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "output.virtualcam_device": ("--vcam-device", "vcam_device"),
         "output.overwrite": ("--overwrite", "overwrite"),
         "pipeline.stages": ("--stage", "stage"),
+        "output.label": ("--label", "label"),
+        "output.label_position": ("--label-position", "label_position"),
+        "output.label_size": ("--label-size", "label_size"),
         "pipeline.yunet_model": ("--yunet", "yunet"),
         "buffer.batch_limit": ("--batch", "batch"),
         "buffer.lossless": ("--lossless", "lossless"),
@@ -72,6 +75,7 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "swap.mask_padding": ("--mask-padding", "mask_padding"),
         "swap.mouth_mask": ("--mouth-mask", "mouth_mask"),
         "swap.map": ("--map", "map"),
+        "swap.opacity": ("--opacity", "opacity"),
         "run.frames": ("--frames", "frames"),
         "run.stats_json": ("--stats-json", "stats_json"),
     }

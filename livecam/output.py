@@ -6,10 +6,11 @@ import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from livecam.buffer import RingBuffer
 from livecam.errors import as_livecam_error, one_line
+from livecam.overlay import Label
 from livecam.sinks.base import Sink
 from livecam.telemetry import Telemetry
 from livecam.types import Event, FramePacket
@@ -112,6 +113,10 @@ class OutputWorker(Worker):
 
     Unpaced runs give sinks the frame's timestamp in its file (``t_media_ns``) where the
     source has one, so a converted video keeps the file's timing.
+
+    ``label``: drawn once on each new frame (a copy: the pipeline's array is never changed)
+    before any sink gets it, so every sink and every repeat carries it, blank and frozen
+    frames included.
     """
 
     def __init__(
@@ -124,8 +129,10 @@ class OutputWorker(Worker):
         repeat: bool = True,
         *,
         lossless: bool = False,
+        label: Label | None = None,
     ) -> None:
         super().__init__("output", stop, telemetry)
+        self.label = label
         self.sinks = list(sinks)
         self.slot = slot
         self.paced = repeat
@@ -164,6 +171,8 @@ class OutputWorker(Worker):
         return got
 
     def _arrived(self, packet: FramePacket) -> None:
+        if self.label is not None:
+            packet = replace(packet, frame=self.label.draw(packet.frame))
         steady = self._steady()
         self._send(packet, [s for s in self.sinks if s not in steady])
         now = time.perf_counter_ns()

@@ -7,6 +7,9 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
+import cv2
+import numpy as np
+
 from livecam.config import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
 from livecam.model_store import ModelStore
@@ -32,6 +35,9 @@ class FaceSwapStage:
     the faces found (``faces``) and how many were swapped (``faces_swapped``). Build and warm
     it on one thread, then use it on another (the app's shared dlib models serialise their
     calls). The control plane switches it off by skipping it (``set_swap``).
+
+    ``opacity`` (0-1) is how much of the swapped face shows: a swapped frame becomes
+    ``frame + opacity * (swapped - frame)``, so pixels the swap left alone stay as they were.
     """
 
     name = "swap"
@@ -44,8 +50,10 @@ class FaceSwapStage:
         selector: FaceSelector,
         sources: Sequence[SourceFace],
         prepared: Sequence[object],
+        opacity: float = 1.0,
     ) -> None:
         self.parts = parts
+        self.opacity = opacity
         self.source = sources[0]
         self.sources = tuple(sources)
         # a small or blurry source face
@@ -78,6 +86,11 @@ class FaceSwapStage:
         if works:
             outputs, done = self.parts.render_faces(frames, works, self._prepared)
             for packet, out in zip(batch, outputs, strict=True):
+                if self.opacity < 1 and out is not packet.frame:
+                    out = np.asarray(
+                        cv2.addWeighted(out, self.opacity, packet.frame, 1 - self.opacity, 0),
+                        np.uint8,
+                    )
                 packet.frame = out
         else:
             done = []
@@ -165,7 +178,7 @@ def build_swap_stage(
             row.name,
             "map" if cfg.map else cfg.select,
         )
-    return FaceSwapStage(parts, tracker, selector, sources, prepared)
+    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity)
 
 
 def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:

@@ -236,10 +236,23 @@ class CameraSource(CvCaptureSource):
             log.warning("%s: read still pending, release deferred", _device_label(self.device))
 
 
+def camera_name(index: int) -> str | None:
+    """The device's name where the OS gives it without opening it (Linux:
+    ``/sys/class/video4linux/videoN/name``); None elsewhere or when unreadable."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        text = Path(f"/sys/class/video4linux/video{index}/name").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text.strip() or None
+
+
 def list_cameras(max_index: int = 5, backend: str = "auto") -> list[dict[str, object]]:
     """Probe device indices 0..max_index-1 quietly; describe each camera that delivers a frame.
 
-    Each entry: ``index``, ``backend`` (OpenCV's name), ``width``, ``height``, ``fps``.
+    Each entry: ``index``, ``backend`` (OpenCV's name), ``width``, ``height``, ``fps``,
+    and ``name`` where the OS gives one (Linux: the V4L2 card name), else absent.
     On Linux indices without a ``/dev/videoN`` node are skipped without opening anything.
     """
     found: list[dict[str, object]] = []
@@ -264,6 +277,9 @@ def list_cameras(max_index: int = 5, backend: str = "auto") -> list[dict[str, ob
                         "fps": float(cap.get(cv2.CAP_PROP_FPS) or 0.0),
                     }
                 )
+                name = camera_name(index)
+                if name:
+                    found[-1]["name"] = name
             finally:
                 cap.release()
     return found

@@ -43,6 +43,22 @@ def describe_monitors(monitors: list[dict[str, int]]) -> str:
     return "; ".join(parts) or "none"
 
 
+def list_monitors() -> list[dict[str, int]]:
+    """The monitors as mss numbers them (entry ``i`` is ``screen:i+1``): ``left``, ``top``,
+    ``width``, ``height``. SourceError when there is no display to ask."""
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+        raise SourceError(
+            "no display to list monitors of: DISPLAY is not set",
+            "run LiveCam inside a desktop session (on Wayland, through XWayland)",
+        )
+    try:
+        with _new_mss() as sct:
+            monitors = list(sct.monitors)
+    except mss.ScreenShotError as e:
+        raise SourceError(f"cannot connect to the display to list monitors: {e}") from None
+    return [{k: int(m[k]) for k in ("left", "top", "width", "height")} for m in monitors[1:]]
+
+
 class ScreenSource(Source):
     """Captures monitor ``monitor`` (1-based as mss; 0 = every monitor) or ``region``.
 
