@@ -1,0 +1,321 @@
+"""The panel's main window: the live preview, Start/Stop, the master swap switch, the side
+panels in tabs and a status bar (fps, latency, providers with fallbacks, virtual camera).
+
+The window changes the stream only through its ``StreamController``. It loads the saved
+config into it at start, saves the config on every change and at close, and remembers its
+geometry. Closing it stops the stream (threads joined within ``STOP_TIMEOUT_S``).
+
+Side panels plug in through ``PANELS``: one ``(tab title, module in ui.panels, class)``
+row each; a module not written yet is a placeholder tab.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from livecam.config import Config
+from livecam.errors import LivecamError, as_livecam_error, one_line
+from livecam.telemetry import Snapshot, provider_label
+from livecam.types import Event
+from ui.preview_widget import PreviewWidget
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+log = logging.getLogger(__name__)
+
+TITLE = "LiveCam"
+VIRTUALCAM = "virtualcam"
+
+
+class PanelSpec(NamedTuple):
+    """One side panel: its tab title, its module under ``ui.panels`` and its class."""
+
+    title: str
+    module: str
+    cls: str
+
+
+#: the side panels, in tab order; a module that does not exist yet gets a placeholder tab
+PANELS: tuple[PanelSpec, ...] = (
+    PanelSpec("Source", "source_panel", "SourcePanel"),
+    PanelSpec("Input", "input_panel", "InputPanel"),
+    PanelSpec("Output", "output_panel", "OutputPanel"),
+    PanelSpec("Processing", "processing_panel", "ProcessingPanel"),
+    PanelSpec("Hotkeys", "hotkeys_panel", "HotkeysPanel"),
+    PanelSpec("Stats", "stats_panel", "StatsPanel"),
+)
+
+ERROR_STYLE = "color: #ffb4b4; background: #4a1d1d; padding: 6px; border-radius: 4px;"
+INFO_STYLE = "color: #d8d8e0; background: #2a2a33; padding: 6px; border-radius: 4px;"
+FALLBACK_STYLE = "color: #ffd27f; font-weight: bold;"
+
+
+def error_text(error: LivecamError) -> str:
+    """The error as the window shows it: one line, and the fix on a second line."""
+    if error.hint:
+        return f"{one_line(error.message)}\nfix: {one_line(error.hint)}"
+    return one_line(error.message)
+
+
+def startup_text(error: LivecamError) -> str:
+    """A start-up error's text: each cause on its line with its fix."""
+    causes = getattr(error, "causes", None) or [error]
+    return "\n".join(f"Could not start: {error_text(c)}" for c in causes)
+
+
+def providers_text(snapshot: Snapshot) -> tuple[str, bool]:
+    """The status bar's provider text and whether any stage fell back."""
+    labels = [provider_label(n, p) for n, p in snapshot.providers.items()]
+    fallback = any(p.get("used") != p.get("requested") for p in snapshot.providers.values())
+    return (" ".join(labels) if labels else "provider: CPU (no models)"), fallback
+
+
+def virtualcam_text(config: Config, running: bool) -> str:
+    """The virtual camera's state for the status bar."""
+    wanted = any(s.strip().lower() == VIRTUALCAM for s in config.output.sinks)
+    if not wanted:
+        return "virtual camera: off"
+    return "virtual camera: on" if running else "virtual camera: ready (starts with the stream)"
+
+
+def load_panel(spec: PanelSpec, stream: StreamController, settings: UiSettings) -> QWidget:
+    """The panel of ``spec``, or a placeholder saying why it is not there."""
+    name = f"ui.panels.{spec.module}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:  # the panel exists but something it needs is missing
+            log.warning("the %s panel could not load: %s", spec.title, e)
+            return _placeholder(f"The {spec.title} panel could not load: {e}")
+        return _placeholder(f"The {spec.title} panel is not available in this version.")
+    try:
+        panel: QWidget = getattr(module, spec.cls)(stream, settings, None)
+    except Exception as e:  # a broken panel must not take the window down
+        log.warning("the %s panel failed to open", spec.title, exc_info=True)
+        return _placeholder(f"The {spec.title} panel failed to open: {e!r}")
+    return panel
+
+
+def _placeholder(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("placeholder")
+    label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    return label
+
+
+class MainWindow(QMainWindow):
+    """The LiveCam window over ``stream``; see the module docstring.
+
+    ``message`` shows the last error or notice (start-up errors, failed live changes,
+    warnings from the stream); ``panels`` maps each tab title to its widget.
+    """
+
+    def __init__(
+        self,
+        stream: StreamController,
+        settings: UiSettings,
+        panels: Sequence[PanelSpec] = PANELS,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.stream = stream
+        self.settings = settings
+        self.setWindowTitle(TITLE)
+        if not stream.running:
+            stream.set_config(settings.config)
+
+        self.preview = PreviewWidget()
+        self.start_button = QPushButton("Start")
+        self.start_button.setObjectName("start")
+        self.start_button.setMinimumWidth(110)
+        self.swap_button = QPushButton("Swap")
+        self.swap_button.setObjectName("swap")
+        self.swap_button.setCheckable(True)
+        self.swap_button.setToolTip("Turn the face swap on or off (live)")
+        self.message = QLabel()
+        self.message.setObjectName("message")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.hide()
+
+        controls = QHBoxLayout()
+        controls.addWidget(self.start_button)
+        controls.addWidget(self.swap_button)
+        controls.addStretch(1)
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(6, 6, 6, 6)
+        column.addLayout(controls)
+        column.addWidget(self.message)
+        column.addWidget(self.preview, 1)
+
+        self.tabs = QTabWidget()
+        self.tabs.setMinimumWidth(340)
+        self.panels: dict[str, QWidget] = {}
+        for spec in panels:
+            widget = load_panel(spec, stream, settings)
+            self.panels[spec.title] = widget
+            self.tabs.addTab(widget, spec.title)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(self.tabs)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        self.setCentralWidget(splitter)
+
+        self.fps_label = QLabel("fps n/a")
+        self.latency_label = QLabel("latency n/a")
+        self.provider_label = QLabel("")
+        self.vcam_label = QLabel("")
+        for label in (self.fps_label, self.latency_label, self.provider_label, self.vcam_label):
+            self.statusBar().addPermanentWidget(label)
+
+        quit_action = QAction("Quit", self)
+        quit_action.setShortcut(QKeySequence("Ctrl+Q"))
+        quit_action.triggered.connect(self.close)
+        self.addAction(quit_action)
+
+        self.start_button.clicked.connect(self.toggle_running)
+        self.swap_button.clicked.connect(self.set_swap)
+        stream.running_changed.connect(self._on_running)
+        stream.config_changed.connect(self._on_config)
+        stream.frame.connect(self.preview.show_frame)
+        stream.stats.connect(self._on_stats)
+        stream.applied.connect(self._on_applied)
+        stream.failed.connect(self._on_failed)
+        stream.event_received.connect(self._on_event)
+        stream.stopped.connect(self._on_stopped)
+        self._restore_geometry()
+        self._on_running(stream.running)
+
+    # --- actions -------------------------------------------------------------------------
+    def toggle_running(self) -> None:
+        """Start the stream (an error is shown in the window) or stop it."""
+        if self.stream.running:
+            self.stream.stop()
+            return
+        self.show_message("Starting…", error=False)
+        self.start_button.setEnabled(False)
+        self.repaint()
+        try:
+            self.stream.start()
+        except Exception as e:  # StartupError, or any other cause: shown, the window stays
+            self.show_message(startup_text(as_livecam_error(e, "start")))
+        else:
+            self.clear_message()
+        finally:
+            self.start_button.setEnabled(True)
+
+    def set_swap(self, on: bool) -> None:
+        """The master swap switch: live through the control plane, else in the config."""
+        if self.stream.running:
+            self.stream.change(f"swap {'on' if on else 'off'}", lambda c: c.set_swap(on))
+            return
+        cfg = self.stream.config
+        stages = [s for s in cfg.pipeline.stages if s not in ("swap", "passthrough")]
+        stages = [*stages, "swap"] if on else stages
+        self.stream.set_config(
+            cfg.with_section("pipeline", stages=tuple(stages or ["passthrough"]))
+        )
+
+    def show_message(self, text: str, error: bool = True) -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet(ERROR_STYLE if error else INFO_STYLE)
+        self.message.show()
+
+    def clear_message(self) -> None:
+        self.message.clear()
+        self.message.hide()
+
+    # --- stream signals ------------------------------------------------------------------
+    def _on_running(self, running: bool) -> None:
+        self.start_button.setText("Stop" if running else "Start")
+        self._sync_swap()
+        self.vcam_label.setText(virtualcam_text(self.stream.config, running))
+        if not running:
+            self.preview.clear()
+            self.fps_label.setText("fps n/a")
+            self.latency_label.setText("latency n/a")
+
+    def _sync_swap(self) -> None:
+        controls = self.stream.controls
+        on = (
+            controls.state.swap
+            if controls is not None
+            else "swap" in self.stream.config.pipeline.stages
+        )
+        self.swap_button.blockSignals(True)
+        self.swap_button.setChecked(on)
+        self.swap_button.setText("Swap: on" if on else "Swap: off")
+        self.swap_button.blockSignals(False)
+
+    def _on_config(self, config: Config) -> None:
+        self.settings.save_config(config)
+        self._sync_swap()
+        self.vcam_label.setText(virtualcam_text(config, self.stream.running))
+
+    def _on_applied(self, what: str) -> None:
+        self._sync_swap()
+        self.statusBar().showMessage(f"{what}: applied", 4000)
+
+    def _on_failed(self, what: str, error: LivecamError) -> None:
+        self._sync_swap()
+        self.show_message(f"{what}: {error_text(error)}")
+
+    def _on_event(self, event: Event) -> None:
+        if event.level in ("warning", "error"):
+            hint = f" (fix: {one_line(event.hint)})" if event.hint else ""
+            self.statusBar().showMessage(f"{event.origin}: {one_line(event.message)}{hint}", 10000)
+
+    def _on_stopped(self, reason: str) -> None:
+        if reason:
+            self.show_message(f"The stream stopped: {one_line(reason)}")
+
+    def _on_stats(self, snapshot: Snapshot) -> None:
+        self.fps_label.setText(f"fps {snapshot.fps_in:.1f} in / {snapshot.fps_out:.1f} out")
+        lat = snapshot.latency_ms
+        self.latency_label.setText(f"latency p50 {lat.p50:.0f} ms" if lat else "latency n/a")
+        text, fallback = providers_text(snapshot)
+        self.provider_label.setText(text)
+        self.provider_label.setStyleSheet(FALLBACK_STYLE if fallback else "")
+        reasons = [f"{n}: {p['reason']}" for n, p in snapshot.providers.items() if "reason" in p]
+        self.provider_label.setToolTip("\n".join(reasons))
+
+    # --- geometry and close --------------------------------------------------------------
+    def _restore_geometry(self) -> None:
+        geometry = self.settings.panel.geometry
+        if len(geometry) == 4 and geometry[2] > 0 and geometry[3] > 0:
+            self.setGeometry(QRect(*geometry))
+        else:
+            self.resize(1280, 760)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        """Stop the stream (threads joined), save the config and the geometry, close."""
+        stuck = self.stream.stop()
+        if stuck:
+            log.warning("threads still running after the stop: %s", ", ".join(stuck))
+        g = self.geometry()
+        self.settings.panel.geometry = [g.x(), g.y(), g.width(), g.height()]
+        try:
+            self.settings.save_config(self.stream.config)
+            self.settings.save_panel()
+        except OSError as e:
+            log.warning("settings not saved: %s", e)
+        event.accept()

@@ -1,0 +1,87 @@
+"""The main window's live preview: the newest output frame, scaled with its aspect kept.
+
+Frames arrive on the GUI thread (``StreamController.frame``); ``show_frame`` only keeps a
+reference and schedules a repaint, so a slow paint never holds up the pipeline: Qt merges
+pending repaints and the newest frame wins.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from livecam.types import Frame
+from ui.preview_window import fit_rect
+
+log = logging.getLogger(__name__)
+
+IDLE_TEXT = "Stopped: press Start"
+BACKGROUND = QColor(16, 16, 20)
+IDLE_COLOUR = QColor(150, 150, 160)
+
+
+class PreviewWidget(QWidget):
+    """Paints the newest BGR frame given to ``show_frame`` (none: a short idle text).
+
+    ``frames_received`` counts frames given, ``frames_painted`` distinct frames painted.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.frames_received = 0
+        self.frames_painted = 0
+        self.idle_text = IDLE_TEXT
+        self._frame: Frame | None = None  # keeps the array alive while _image points into it
+        self._image: QImage | None = None
+        self._painted_number = 0
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 180)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(960, 540)
+
+    @property
+    def frame(self) -> Frame | None:
+        """The frame shown now (None when cleared)."""
+        return self._frame
+
+    def show_frame(self, frame: np.ndarray) -> None:
+        """Show ``frame`` (uint8 BGR, H x W x 3) at the next repaint."""
+        frame = np.ascontiguousarray(frame)
+        h, w = frame.shape[:2]
+        self._frame = frame
+        self._image = QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
+        self.frames_received += 1
+        self.update()
+
+    def clear(self, text: str = IDLE_TEXT) -> None:
+        """Drop the frame and show ``text`` instead (the stream stopped)."""
+        self._frame = None
+        self._image = None
+        self.idle_text = text
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        try:
+            painter.fillRect(self.rect(), BACKGROUND)
+            if self._image is None:
+                painter.setPen(IDLE_COLOUR)
+                font = painter.font()
+                font.setPointSize(14)
+                painter.setFont(font)
+                painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.idle_text)
+                return
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+            target = fit_rect(self._image.width(), self._image.height(), self.rect())
+            painter.drawImage(target, self._image)
+        finally:
+            painter.end()
+        if self.frames_received != self._painted_number:
+            self._painted_number = self.frames_received
+            self.frames_painted += 1
