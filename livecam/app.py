@@ -257,8 +257,8 @@ class App:
             fps,
             repeat=self.playback.paced,
             lossless=lossless,
-        )
             label=Label.of(cfg.output),
+        )
         loader = LoaderWorker(self._stop, self.telemetry)
         self._controls = Controls(
             cfg, (width, height), inference, loader, self.telemetry, self.build_warm

@@ -98,6 +98,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="video file: start again at its end (default: play it once, then stop)",
     )
     src.add_argument(
+        "--mirror",
+        action="store_true",
+        default=None,
+        help="flip every captured frame left-right (a selfie view)",
+    )
+    src.add_argument(
         "--camera-backend",
         choices=get_args(CameraBackend),
         help="OpenCV capture backend (default: the right one for this OS)",
@@ -132,12 +138,6 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="replace an existing recording or image file (default: keep it and write to "
         "a new name with a timestamp)",
     )
-    pipe = p.add_argument_group("pipeline")
-    pipe.add_argument(
-        "--stage",
-        action="append",
-        choices=get_args(StageName),
-        help="stage to run, in order; repeat for several (default: swap when "
     out.add_argument(
         "--label",
         metavar="TEXT",
@@ -155,6 +155,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="F",
         help="--label text height as a fraction of the frame height (default 0.05)",
     )
+    pipe = p.add_argument_group("pipeline")
+    pipe.add_argument(
+        "--stage",
+        action="append",
+        choices=get_args(StageName),
+        help="stage to run, in order; repeat for several (default: swap when "
         "--face is given, else passthrough)",
     )
     pipe.add_argument(
@@ -207,16 +213,16 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="colour matching: lab (with local light, default), rct, none",
     )
     swap.add_argument(
-        "--keep-eyes",
-        action="store_true",
-        default=None,
-        help="keep the target's eyes (when the source photo blinks)",
-    )
-    swap.add_argument(
         "--opacity",
         type=float,
         metavar="0-1",
         help="how much of the swapped face shows over yours (default 1: all of it)",
+    )
+    swap.add_argument(
+        "--keep-eyes",
+        action="store_true",
+        default=None,
+        help="keep the target's eyes (when the source photo blinks)",
     )
     swap.add_argument(
         "--no-keep-mouth",
@@ -404,6 +410,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def cmd_panel(args: argparse.Namespace) -> int:
+    """The desktop panel (Qt, imported here: the rest of livecam never imports it)."""
+    from ui.panel_app import run_panel
+
+    return run_panel()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="livecam", description="Real-time face swap to a virtual camera.")
     parser.add_argument("--version", action="version", version=f"livecam {__version__}")
@@ -450,6 +463,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--vcam-device", help="check this virtual camera device")
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     doctor.set_defaults(func=cmd_doctor)
+    panel = sub.add_parser(
+        "panel", help="the desktop panel (the default when livecam runs with no arguments)"
+    )
+    panel.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    panel.set_defaults(func=cmd_panel)
     from livecam.models_cli import add_models_command
 
     add_models_command(sub)
@@ -470,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    if not (sys.argv[1:] if argv is None else argv):
+        argv = ["panel"]  # no arguments: the desktop panel
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad command line (already printed)

@@ -264,14 +264,13 @@ class OutputConfig(_Validated):
     virtualcam_backend: str | None = None  # None: try every pyvirtualcam backend
     virtualcam_device: str | None = None
     overwrite: bool = False  # replace existing recordings/images (else a new timestamped name)
-
     # responsible use: text drawn on every output frame (e.g. "AI-modified"), None: none
     label: str | None = None
     label_position: LabelPosition = "bottom-right"
     label_size: float = 0.05  # text height as a fraction of the frame height
+
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")
-        if self.fps is not None:
         self._require(
             self.label is None or (0 < len(self.label.strip()) <= 80 and _plain_text(self.label)),
             "label",
@@ -282,6 +281,7 @@ class OutputConfig(_Validated):
             "label_size",
             "a fraction of the frame height from 0.02 to 0.25",
         )
+        if self.fps is not None:
             self._require(
                 MIN_FPS <= self.fps <= MAX_FPS,
                 "fps",
@@ -290,12 +290,12 @@ class OutputConfig(_Validated):
             )
 
 
-@dataclass(frozen=True)
 def _plain_text(text: str) -> bool:
     """Printable ASCII only (what OpenCV's Hershey font can draw)."""
     return text.isascii() and text.isprintable()
 
 
+@dataclass(frozen=True)
 class SwapConfig(_Validated):
     """Which face goes where, and how it is blended (the swap stage)."""
 
@@ -336,8 +336,8 @@ class SwapConfig(_Validated):
     mask_blur: float = 0.3  # box mask: share of the crop blurred at its border
     mask_padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # box mask: top right bottom left %
     mouth_mask: int = 0  # 0-100: how much of the user's real mouth is kept
-    # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
     opacity: float = 1.0  # 0-1: how much of the swapped face shows over the camera's
+    # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
     map: tuple[str, ...] = pair_paths_field(())
 
     def _check(self) -> None:
@@ -372,8 +372,8 @@ class SwapConfig(_Validated):
             "four percentages from 0 to 100 (top, right, bottom, left)",
         )
         self._require(0 <= self.mouth_mask <= 100, "mouth_mask", "an integer from 0 to 100")
-        self._require(
         self._require(0 <= self.opacity <= 1, "opacity", "a number from 0 to 1")
+        self._require(
             all(split_pair(m) is not None for m in self.map),
             "map",
             "SOURCE=TARGET photo pairs, e.g. me.jpg=alice.jpg",
