@@ -48,6 +48,15 @@ class Fetched:
     size: int
 
 
+#: ``on_progress(bytes_in_file, total_or_None)`` after each chunk; it may raise ``Cancelled``
+Progress = Callable[[int, int | None], None]
+
+
+class Cancelled(Exception):
+    """The caller stopped the download (raised by its progress callback); the partial
+    file is kept, so a later download resumes it."""
+
+
 class DownloadFailed(Exception):
     """Every mirror failed; ``reasons`` holds one ``url: why`` line per attempt."""
 
@@ -70,20 +79,21 @@ def download(
     check: Callable[[Path], None] | None = None,
     progress: bool = True,
     timeout: float = 30.0,
+    on_progress: Progress | None = None,
 ) -> Fetched:
     """Fetch ``target`` from the first mirror in ``urls`` that serves a good file.
 
     ``sha256``/``size`` ("" / 0 when unknown) must match; else ``check(part)`` runs on
     the complete file and raises (any exception) when it is not the model it should be.
     Raises DownloadFailed naming every URL and what went wrong; OSError when the folder
-    cannot be written.
+    cannot be written; ``Cancelled`` when ``on_progress`` raised it.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(target)
     reasons: list[str] = []
     for url in urls:
         try:
-            _fetch(url, part, size, progress, timeout)
+            _fetch(url, part, size, progress, timeout, on_progress)
             digest = sha256_of(part)
             got = part.stat().st_size
             if size and got != size:
@@ -92,6 +102,8 @@ def download(
                 raise _Bad(f"sha256 {digest}, expected {sha256}")
             if not sha256 and check is not None:
                 check(part)
+        except Cancelled:
+            raise
         except _Retry as e:  # the mirror failed; a partial file is kept for the next one
             reasons.append(f"{url}: {e}")
             continue
@@ -113,7 +125,14 @@ class _Bad(Exception):
     """The complete file is not the one expected."""
 
 
-def _fetch(url: str, part: Path, size: int, progress: bool, timeout: float) -> None:
+def _fetch(
+    url: str,
+    part: Path,
+    size: int,
+    progress: bool,
+    timeout: float,
+    on_progress: Progress | None = None,
+) -> None:
     """Bring ``part`` to the full length ``url`` serves, resuming an early stop."""
     for _ in range(RESUMES + 1):
         have = part.stat().st_size if part.exists() else 0
@@ -123,7 +142,7 @@ def _fetch(url: str, part: Path, size: int, progress: bool, timeout: float) -> N
         if size and have == size:
             return
         try:
-            if _transfer(url, part, have, progress, timeout):
+            if _transfer(url, part, have, progress, timeout, on_progress):
                 return
         except urllib.error.HTTPError as e:
             if e.code == 416 and have:  # nothing left past what we have: check it as it is
@@ -139,7 +158,14 @@ def _fetch(url: str, part: Path, size: int, progress: bool, timeout: float) -> N
     raise _Retry(f"{last} ({RESUMES} resumes tried)")
 
 
-def _transfer(url: str, part: Path, have: int, progress: bool, timeout: float) -> bool:
+def _transfer(
+    url: str,
+    part: Path,
+    have: int,
+    progress: bool,
+    timeout: float,
+    on_progress: Progress | None = None,
+) -> bool:
     """One request, appended to ``part`` from byte ``have``; True when the response was
     complete (its full Content-Length arrived, or it had none)."""
     headers = {"User-Agent": USER_AGENT}
@@ -170,4 +196,7 @@ def _transfer(url: str, part: Path, have: int, progress: bool, timeout: float) -
                 out.write(chunk)
                 received += len(chunk)
                 bar.update(len(chunk))
+                if on_progress is not None:
+                    total = have + expected if expected is not None else None
+                    on_progress(have + received, total)
     return expected is None or received >= expected

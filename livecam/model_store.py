@@ -23,7 +23,7 @@ from typing import Any
 
 import platformdirs
 
-from livecam.download import DownloadFailed, download, part_path
+from livecam.download import DownloadFailed, Progress, download, part_path
 from livecam.errors import ModelError
 from livecam.models import (
     CHECKOUT_MODELS,
@@ -266,8 +266,11 @@ class ModelStore:
             raise self.missing_error(missing, tried=download)
         return found
 
-    def fetch(self, entry: ModelEntry, *, progress: bool = True) -> Path:
-        """Download ``entry`` into the download folder (verified) and return its path."""
+    def fetch(
+        self, entry: ModelEntry, *, progress: bool = True, on_progress: Progress | None = None
+    ) -> Path:
+        """Download ``entry`` into the download folder (verified) and return its path;
+        ``on_progress(bytes, total)`` is called per chunk (it may raise ``Cancelled``)."""
         if not entry.urls:
             raise ModelError(f"{entry.name} has no download URL")
         target = self.download_dir / entry.file
@@ -285,6 +288,7 @@ class ModelStore:
                 size=entry.size,
                 check=check,
                 progress=progress,
+                on_progress=on_progress,
             )
         except DownloadFailed as e:
             raise ModelError(f"every mirror failed: {e}") from e
