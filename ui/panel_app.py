@@ -16,7 +16,7 @@ from types import FrameType
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from ui.main_window import MainWindow
+from ui.main_window import MainWindow, apply_theme
 from ui.notice import acknowledge
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -32,6 +32,7 @@ def run_panel(argv: Sequence[str] = ()) -> int:
     app = QApplication.instance() or QApplication(["livecam", *argv])
     assert isinstance(app, QApplication)
     app.setApplicationName("LiveCam")
+    apply_theme(app)
     settings = UiSettings()
     if not acknowledge(settings):
         return 0
