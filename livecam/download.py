@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import socket
 import sys
 import urllib.error
 import urllib.request
@@ -150,6 +151,9 @@ def _fetch(
             raise _Retry(f"HTTP {e.code} {e.reason}") from e
         except (urllib.error.URLError, HTTPException, TimeoutError, ConnectionError) as e:
             why = getattr(e, "reason", None) or e
+            if isinstance(why, socket.gaierror | ConnectionRefusedError):
+                # no such host, or nothing listening: resuming cannot help, try the next mirror
+                raise _Retry(f"cannot connect ({why})") from e
             log.warning("download of %s stopped (%s); resuming", url, why)
             last = f"{type(e).__name__}: {why}"
             continue

@@ -299,17 +299,22 @@ class ModelStore:
         return got.path
 
     def missing_error(self, missing: list[tuple[ModelEntry, str]], tried: bool) -> ModelError:
-        lines = [
-            f"{e.file} ({e.name}){why} from {' or '.join(e.urls) or 'no known URL'}"
+        lines = [  # a failed download's reason already names each URL it tried
+            f"{e.file} ({e.name}){why}"
+            if tried and why
+            else f"{e.file} ({e.name}){why} from {' or '.join(e.urls) or 'no known URL'}"
             for e, why in missing
         ]
         verb = "could not be downloaded" if tried else "missing"
         other = "" if self.folders[0][0] == "env" else f" (or set {ENV_DIR} to their folder)"
-        return ModelError(
-            f"{len(missing)} model file(s) {verb}: " + "; ".join(lines),
-            f"put them in {self.download_dir}{other}, or run "
-            f"`livecam models fetch {' '.join(e.name for e, _ in missing)}`",
+        names = " ".join(e.name for e, _ in missing)
+        then = (
+            f"check the network connection and try again, or download them from those URLs "
+            f"into {self.download_dir}{other}"
+            if tried
+            else f"put them in {self.download_dir}{other}, or run `livecam models fetch {names}`"
         )
+        return ModelError(f"{len(missing)} model file(s) {verb}: " + "; ".join(lines), then)
 
     def part_file(self, name: str) -> Path:
         """Where a partial download of ``name`` is kept."""
