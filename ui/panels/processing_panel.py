@@ -1,0 +1,427 @@
+"""The Processing panel: preset and its parts (swapper, enhancer, blend, every-Nth),
+face selection and mapping, mouth mask, masks, face opacity, compute provider (with the
+provider really used and a warning on fallback) and the master swap switch.
+
+Every change goes live through the control plane while the stream runs
+(``stream.change``), or into the saved config while it is stopped. Sliders apply when
+released. A change whose models are missing (or whose licence is not accepted) first
+opens the download dialog; the change is applied once the files are here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, get_args
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from livecam.config import (
+    Config,
+    EnhancerModel,
+    FaceSelection,
+    MaskKind,
+    Provider,
+    StageName,
+    SwapperModel,
+    split_pair,
+)
+from livecam.controls import Change, Controls
+from livecam.errors import LivecamError
+from livecam.model_store import ModelStore
+from livecam.pipeline.presets import PRESETS, models_present, preset_names
+from livecam.telemetry import Snapshot
+from ui.model_download import ModelDownloadDialog, models_to_get
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+log = logging.getLogger(__name__)
+
+PRESET_PART = "(preset's)"  # swapper/enhancer: the preset's own choice
+SWAP_STAGES: tuple[StageName, ...] = ("swap",)
+OFF_STAGES: tuple[StageName, ...] = ("passthrough",)
+
+
+def provider_text(providers: Mapping[str, Mapping[str, Any]]) -> tuple[str, str | None]:
+    """What the stream's stages run on (``swap: cpu``) and a warning for each fallback
+    (asked for one provider, got another) with its reason, or None."""
+    used = ", ".join(f"{stage}: {p.get('used', '?')}" for stage, p in providers.items())
+    warnings = [
+        f"{stage} runs on {p.get('used')}, not the requested {p.get('requested')}"
+        + (f": {p['reason']}" if p.get("reason") else "")
+        for stage, p in providers.items()
+        if p.get("used") != p.get("requested")
+    ]
+    return used or "no model running", "; ".join(warnings) or None
+
+
+class _Slider(QSlider):
+    """A 0-100 slider that reports a value only when released (or moved by keys)."""
+
+    def __init__(self, on_value: Callable[[int], None], parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self.setRange(0, 100)
+        self._on_value = on_value
+        self.sliderReleased.connect(lambda: on_value(self.value()))
+        self.valueChanged.connect(self._changed)
+
+    def _changed(self, value: int) -> None:
+        if not self.isSliderDown() and not self.signalsBlocked():
+            self._on_value(value)
+
+    def show_value(self, value: int) -> None:
+        self.blockSignals(True)
+        self.setValue(value)
+        self.blockSignals(False)
+
+
+class ProcessingPanel(QWidget):
+    """See the module docstring. ``store`` finds the model files (default: this machine's)."""
+
+    def __init__(
+        self,
+        stream: StreamController,
+        settings: UiSettings,
+        parent: QWidget | None = None,
+        store: ModelStore | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.stream = stream
+        self.settings = settings
+        self.store = store if store is not None else ModelStore()
+        self.dialog: ModelDownloadDialog | None = None
+        self._refreshing = False
+        layout = QVBoxLayout(self)
+
+        self.swap_on = QCheckBox("Face swap on")
+        self.swap_on.toggled.connect(self._on_swap_toggled)
+        layout.addWidget(self.swap_on)
+
+        models = QGroupBox("Models")
+        form = QFormLayout(models)
+        self.preset = QComboBox()
+        for name in preset_names():
+            self.preset.addItem(name, name)
+        self.preset.activated.connect(lambda _: self._on_preset())
+        form.addRow("Preset", self.preset)
+        self.swapper = self._choices((PRESET_PART, *get_args(SwapperModel)), "swapper")
+        form.addRow("Swapper", self.swapper)
+        self.enhancer = self._choices((PRESET_PART, *get_args(EnhancerModel)), "enhancer")
+        form.addRow("Enhancer", self.enhancer)
+        self.enhance_blend = _Slider(lambda v: self.apply("enhance_blend", enhance_blend=v / 100))
+        form.addRow("Enhancer blend", self.enhance_blend)
+        self.enhance_every = QSpinBox()
+        self.enhance_every.setRange(1, 30)
+        self.enhance_every.editingFinished.connect(
+            lambda: self.apply("enhance every", enhance_every=self.enhance_every.value())
+        )
+        form.addRow("Enhance every Nth frame", self.enhance_every)
+        self.provider = self._choices(get_args(Provider), "provider")
+        form.addRow("Provider", self.provider)
+        self.provider_used = QLabel("not running")
+        form.addRow("Running on", self.provider_used)
+        self.provider_warning = QLabel("")
+        self.provider_warning.setWordWrap(True)
+        self.provider_warning.setStyleSheet("color: #c0392b; font-weight: bold")
+        self.provider_warning.hide()
+        form.addRow(self.provider_warning)
+        layout.addWidget(models)
+
+        faces = QGroupBox("Faces")
+        form = QFormLayout(faces)
+        self.select = QComboBox()
+        for mode in get_args(FaceSelection):
+            self.select.addItem(mode, mode)
+        self.select.activated.connect(lambda _: self._on_select())
+        form.addRow("Replace", self.select)
+        self.reference = QLabel("(no reference photo)")
+        pick = QPushButton("Reference photo…")
+        pick.clicked.connect(self._pick_reference)
+        form.addRow(pick, self.reference)
+        self.mapping = QListWidget()
+        form.addRow("Mapping (source = target)", self.mapping)
+        buttons = QHBoxLayout()
+        add, remove = QPushButton("Add pair…"), QPushButton("Remove")
+        add.clicked.connect(self._pick_pair)
+        remove.clicked.connect(self.remove_selected_mapping)
+        buttons.addWidget(add)
+        buttons.addWidget(remove)
+        form.addRow(buttons)
+        layout.addWidget(faces)
+
+        blend = QGroupBox("Blending")
+        form = QFormLayout(blend)
+        self.opacity = _Slider(lambda v: self.apply("opacity", opacity=v / 100))
+        form.addRow("Face opacity", self.opacity)
+        self.mouth_mask = _Slider(lambda v: self.apply("mouth mask", mouth_mask=v))
+        form.addRow("Mouth mask", self.mouth_mask)
+        self.masks: dict[str, QCheckBox] = {}
+        row = QHBoxLayout()
+        for kind in get_args(MaskKind):
+            box = QCheckBox(kind)
+            box.toggled.connect(lambda _on: self._on_masks())
+            self.masks[kind] = box
+            row.addWidget(box)
+        form.addRow("Masks (none: the preset's)", row)
+        self.mask_blur = _Slider(lambda v: self.apply("mask blur", mask_blur=v / 100))
+        form.addRow("Mask blur", self.mask_blur)
+        self.padding: list[QSpinBox] = []
+        row = QHBoxLayout()
+        for side in ("top", "right", "bottom", "left"):
+            spin = QSpinBox()
+            spin.setRange(0, 100)
+            spin.setSuffix(f" % {side}")
+            spin.editingFinished.connect(self._on_padding)
+            self.padding.append(spin)
+            row.addWidget(spin)
+        form.addRow("Mask padding", row)
+        layout.addWidget(blend)
+
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+
+        stream.config_changed.connect(lambda _cfg: self.refresh())
+        stream.running_changed.connect(lambda _on: self.refresh())
+        stream.stats.connect(self.show_stats)
+        stream.applied.connect(lambda what: self.message.setText(f"Applied: {what}"))
+        stream.failed.connect(self._on_failed)
+        self.refresh()
+
+    # --- building ------------------------------------------------------------------------
+    def _choices(self, values: tuple[str, ...], field: str) -> QComboBox:
+        box = QComboBox()
+        for value in values:
+            box.addItem(value, value)
+        box.activated.connect(lambda _: self._on_choice(field, box.currentData()))
+        return box
+
+    # --- showing the config --------------------------------------------------------------
+    def refresh(self) -> None:
+        """Show the stream's effective config (signals blocked: nothing is re-applied)."""
+        cfg = self.stream.config
+        swap = cfg.swap
+        self._refreshing = True
+        try:
+            for i in range(self.preset.count()):
+                name = self.preset.itemData(i)
+                self.preset.setItemText(i, self._preset_label(name))
+            self._show(self.preset, swap.preset)
+            self._show(self.swapper, swap.swapper or PRESET_PART)
+            self._show(self.enhancer, swap.enhancer or PRESET_PART)
+            self._show(self.provider, swap.provider)
+            self._show(self.select, swap.select)
+            self.enhance_blend.show_value(round(swap.enhance_blend * 100))
+            self.enhance_every.setValue(swap.enhance_every)
+            self.opacity.show_value(round(swap.opacity * 100))
+            self.mouth_mask.show_value(swap.mouth_mask)
+            self.mask_blur.show_value(round(swap.mask_blur * 100))
+            for kind, box in self.masks.items():
+                box.blockSignals(True)
+                box.setChecked(kind in swap.masks)
+                box.blockSignals(False)
+            for spin, value in zip(self.padding, swap.mask_padding, strict=True):
+                spin.setValue(value)
+            self.reference.setText(Path(swap.reference).name if swap.reference else "(none)")
+            self.mapping.clear()
+            self.mapping.addItems(list(swap.map))
+            controls = self.stream.controls
+            on = controls.state.swap if controls is not None else "swap" in cfg.pipeline.stages
+            self.swap_on.blockSignals(True)
+            self.swap_on.setChecked(on)
+            self.swap_on.blockSignals(False)
+            if controls is not None:
+                self._show_providers({k: vars(v) for k, v in controls.state.providers.items()})
+            else:
+                self.provider_used.setText("not running")
+                self.provider_warning.hide()
+        finally:
+            self._refreshing = False
+
+    def _preset_label(self, name: str) -> str:
+        row = PRESETS.get(name)
+        if row is None:
+            return f"{name} (best present)"
+        if models_present(row, self.store):
+            return f"{name} (ready)"
+        return f"{name} (download {row.needs_download})"
+
+    @staticmethod
+    def _show(box: QComboBox, value: str) -> None:
+        box.blockSignals(True)
+        box.setCurrentIndex(max(0, box.findData(value)))
+        box.blockSignals(False)
+
+    def show_stats(self, snapshot: Snapshot) -> None:
+        self._show_providers(snapshot.providers)
+
+    def _show_providers(self, providers: Mapping[str, Mapping[str, Any]]) -> None:
+        used, warning = provider_text(
+            {
+                k: {**v, "used": _name(v.get("used")), "requested": _name(v.get("requested"))}
+                for k, v in providers.items()
+            }
+        )
+        self.provider_used.setText(used)
+        self.provider_warning.setText(f"⚠ Provider fallback: {warning}" if warning else "")
+        self.provider_warning.setVisible(warning is not None)
+
+    # --- changes -------------------------------------------------------------------------
+    def apply(self, what: str, **fields: Any) -> None:
+        """Change swap settings: live while running, else in the saved config. When the
+        new settings need model files that are missing, the download dialog comes first."""
+        if self._refreshing:
+            return
+        try:
+            candidate = self.stream.config.with_section("swap", **fields)
+        except LivecamError as e:
+            self._error(e)
+            self.refresh()
+            return
+        needed = models_to_get(self.store, candidate.swap)
+        if needed:
+            self._download_then(needed, lambda: self._commit(what, fields))
+            return
+        self._commit(what, fields)
+
+    def _commit(self, what: str, fields: dict[str, Any]) -> None:
+        if self.stream.running:
+            self.stream.change(what, lambda c: _command(c, fields))
+            return
+        try:
+            cfg = self.stream.config.with_section("swap", **fields)
+            self._save(cfg)
+        except LivecamError as e:
+            self._error(e)
+            self.refresh()
+            return
+        self.message.setText(f"Saved: {what}")
+
+    def _save(self, cfg: Config) -> None:
+        self.stream.set_config(cfg)
+        self.settings.save_config(cfg)
+
+    def _download_then(self, needed: list[Any], then: Callable[[], None]) -> None:
+        dialog = ModelDownloadDialog(self.store, needed, self)
+        self.dialog = dialog
+
+        def finished(result: int) -> None:
+            self.dialog = None
+            if result == ModelDownloadDialog.DialogCode.Accepted:
+                then()
+            else:
+                self.message.setText("Not changed: the model files are not here.")
+            self.refresh()
+
+        dialog.finished.connect(finished)
+        dialog.open()  # window-modal, not a nested event loop: the stream keeps updating
+
+    def _on_preset(self) -> None:
+        self.apply(f"preset {self.preset.currentData()}", preset=self.preset.currentData())
+
+    def _on_choice(self, field: str, value: str) -> None:
+        self.apply(f"{field} {value}", **{field: None if value == PRESET_PART else value})
+
+    def _on_select(self) -> None:
+        self.set_selection(self.select.currentData())
+
+    def set_selection(self, mode: str, reference: str | None = None) -> None:
+        fields: dict[str, Any] = {"select": mode}
+        if reference is not None:
+            fields["reference"] = reference
+        if mode == "reference" and (reference or self.stream.config.swap.reference) is None:
+            self.message.setText("Choose the reference photo: the person whose face is replaced.")
+            return
+        self.apply(f"select {mode}", **fields)
+
+    def _pick_reference(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Reference photo", "", "Images (*.*)")
+        if path:
+            self.set_selection("reference", path)
+
+    def _pick_pair(self) -> None:
+        source, _ = QFileDialog.getOpenFileName(self, "Source face (the face put in)")
+        if not source:
+            return
+        target, _ = QFileDialog.getOpenFileName(self, "Target person (whose face is replaced)")
+        if target:
+            self.add_mapping(source, target)
+
+    def add_mapping(self, source: str, target: str) -> None:
+        """Put the face of photo ``source`` onto the person of photo ``target``."""
+        pair = f"{source}={target}"
+        if split_pair(pair) is None:
+            self.message.setText("A mapping needs two photos: source and target.")
+            return
+        current = tuple(self.stream.config.swap.map)
+        if pair not in current:
+            self.apply("mapping", map=(*current, pair))
+
+    def remove_selected_mapping(self) -> None:
+        rows = {i.row() for i in self.mapping.selectedIndexes()}
+        kept = tuple(m for i, m in enumerate(self.stream.config.swap.map) if i not in rows)
+        if rows:
+            self.apply("mapping", map=kept)
+
+    def _on_masks(self) -> None:
+        masks = tuple(k for k, box in self.masks.items() if box.isChecked())
+        self.apply(f"masks {', '.join(masks) or 'of the preset'}", masks=masks)
+
+    def _on_padding(self) -> None:
+        padding = tuple(s.value() for s in self.padding)
+        if padding != self.stream.config.swap.mask_padding:
+            self.apply("mask padding", mask_padding=padding)
+
+    def _on_swap_toggled(self, on: bool) -> None:
+        if self.stream.running:
+            self.stream.change(f"swap {'on' if on else 'off'}", lambda c: c.set_swap(on))
+            return
+        cfg = self.stream.config
+        kept = tuple(s for s in cfg.pipeline.stages if s not in SWAP_STAGES + OFF_STAGES)
+        stages = (*kept, *SWAP_STAGES) if on else (kept or OFF_STAGES)
+        self._save(replace(cfg, pipeline=replace(cfg.pipeline, stages=stages)))
+        self.message.setText(f"Saved: swap {'on' if on else 'off'}")
+
+    def _on_failed(self, what: str, error: LivecamError) -> None:
+        self._error(error, what)
+        self.refresh()
+
+    def _error(self, error: LivecamError, what: str = "") -> None:
+        hint = f" ({error.hint})" if error.hint else ""
+        lead = f"{what}: " if what else ""
+        self.message.setText(f"{lead}{error.message}{hint}")
+
+
+def _name(value: Any) -> str:
+    """A provider value as the stats give it (the control state holds the chain as a tuple)."""
+    if isinstance(value, tuple | list):
+        return ",".join(map(str, value)) or "?"
+    return str(value)
+
+
+def _command(controls: Controls, fields: dict[str, Any]) -> Change:
+    """The control-plane command for ``fields``: a preset or selection change by its own
+    command, anything else through ``update_swap``."""
+    if set(fields) == {"preset"}:
+        return controls.set_preset(fields["preset"])
+    if set(fields) <= {"select", "reference"}:
+        return controls.set_selection(fields["select"], fields.get("reference"))
+    return controls.update_swap(**fields)
