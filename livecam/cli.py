@@ -261,6 +261,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="read live commands from standard input, one per line (swap on|off, blank on|off, "
         "freeze on|off, face IMG, select MODE, preset NAME, set FIELD VALUE; `help` lists them)",
     )
+    run.add_argument(
+        "--hotkeys",
+        action="store_true",
+        help="global hotkeys while the stream runs, even when another app has the focus "
+        "(defaults: Ctrl+Alt+S swap, Ctrl+Alt+B blank, Ctrl+Alt+F freeze, Ctrl+Alt+E enhancer, "
+        "Ctrl+Alt+Right/Left next/previous face, Ctrl+Alt+Up/Down quality; [hotkeys] in "
+        "--config changes them; X11, Windows and macOS, not Wayland)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
@@ -390,7 +398,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg.run.stats_json is not None:  # checked now, not found out after the run
         where = "--stats-json" if "run.stats_json" in given else "config field 'run.stats_json'"
         check_output_path(cfg.run.stats_json, where)
-    summary = run_pipeline(cfg, args.quiet, args.commands)
+    if args.hotkeys:  # checked now, not found out after the stream started
+        from livecam.hotkeys import HINT, HotkeyError, hotkeys_available
+
+        ok, why = hotkeys_available()
+        if not ok:
+            raise HotkeyError(f"--hotkeys: global hotkeys are not available here: {why}", HINT)
+    summary = run_pipeline(cfg, args.quiet, args.commands, args.hotkeys)
     print_summary(summary)
     return exit_status(summary)
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
 from livecam.errors import ConfigError
+from livecam.keycombo import ALLOWED as KEYCOMBO_ALLOWED
+from livecam.keycombo import canonical, find_conflict
 
 CameraBackend = Literal["auto", "v4l2", "dshow", "msmf", "avfoundation", "gstreamer", "ffmpeg"]
 StageName = Literal["passthrough", "facebox", "swap"]
@@ -413,6 +415,50 @@ class RunConfig(_Validated):
 
 
 @dataclass(frozen=True)
+class HotkeysConfig(_Validated):
+    """Global hotkeys (``livecam run --hotkeys``, the panel): one key combination per action,
+    written like ``Ctrl+Alt+S`` (see ``livecam.keycombo``); empty: no hotkey."""
+
+    SECTION: ClassVar[str] = "hotkeys"
+    swap: str = "Ctrl+Alt+S"  # face swap on/off
+    blank: str = "Ctrl+Alt+B"  # privacy: black frames on/off
+    freeze: str = "Ctrl+Alt+F"  # repeat the current frame on/off
+    enhancer: str = "Ctrl+Alt+E"  # face enhancer off / back on
+    next_face: str = "Ctrl+Alt+Right"  # the next source face of the cycle
+    previous_face: str = "Ctrl+Alt+Left"
+    quality_up: str = "Ctrl+Alt+Up"  # the next better preset whose models are present
+    quality_down: str = "Ctrl+Alt+Down"
+    # more source faces for next/previous face (after swap.face), as photo paths
+    faces: tuple[str, ...] = path_field(())
+
+    def bindings(self) -> dict[str, str]:
+        """Action -> key combination of every action (faces excluded)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "faces"}
+
+    def _check(self) -> None:
+        for action, text in self.bindings().items():
+            try:
+                object.__setattr__(self, action, canonical(text))
+            except ValueError as e:
+                raise ConfigError(
+                    f"config field 'hotkeys.{action}' is invalid: {e}",
+                    f"allowed: {KEYCOMBO_ALLOWED}",
+                    field=f"hotkeys.{action}",
+                    value=text,
+                    allowed=KEYCOMBO_ALLOWED,
+                ) from None
+        clash = find_conflict(self.bindings())
+        if clash is not None:
+            first, second, combo = clash
+            raise ConfigError(
+                f"hotkeys.{first} and hotkeys.{second} both use {combo}",
+                "give each action its own key combination (or leave one empty)",
+                field=f"hotkeys.{second}",
+                value=combo,
+            )
+
+
+@dataclass(frozen=True)
 class Config(_Validated):
     """The whole configuration tree."""
 
@@ -422,6 +468,7 @@ class Config(_Validated):
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     swap: SwapConfig = field(default_factory=SwapConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    hotkeys: HotkeysConfig = field(default_factory=HotkeysConfig)
 
     def with_section(self, section: str, **changes: Any) -> Config:
         """Return a copy with fields of one section changed (validated)."""

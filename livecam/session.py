@@ -8,7 +8,8 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from livecam.config import Config
 from livecam.errors import one_line
@@ -17,6 +18,10 @@ from livecam.progress import Progress, frames_done
 from livecam.signals import StopSignal
 from livecam.types import Event
 from livecam.userfiles import write_new_file
+
+if TYPE_CHECKING:
+    from livecam.app import App
+    from livecam.hotkeys import HotkeyListener
 
 log = logging.getLogger("livecam")
 
@@ -70,13 +75,17 @@ class StatusPrinter:
                 print(line, file=sys.stderr, flush=True)
 
 
-def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> dict[str, Any]:
+def run_pipeline(
+    cfg: Config, quiet: bool = False, commands: bool = False, hotkeys: bool = False
+) -> dict[str, Any]:
     """Run until the stream ends, Ctrl-C or SIGTERM; return the JSON summary (its
     ``signal`` is the name of the signal that stopped the run, or None).
 
     When a sink is a preview window (``window``, or ``auto`` that fell back to one), the
     main thread runs the Qt window until it is closed, the stream ends or a stop is asked.
     ``commands``: read live commands from standard input (see ``livecam.console``).
+    ``hotkeys``: listen to the global hotkeys of ``cfg.hotkeys`` while the stream runs
+    (see ``livecam.hotkeys``; their bindings are printed at the start).
     A signal during start-up (loading photos and models, opening the source) raises
     ``StopSignal`` once everything opened so far is closed.
     """
@@ -86,6 +95,7 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
 
     app = App(cfg)
     printer = StatusPrinter(quiet)
+    listener: HotkeyListener | None = None
     app.telemetry.add_listener(printer.event)
     stop_requested = threading.Event()
     received: list[int] = []
@@ -109,6 +119,8 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
         starting = False
         if commands:
             CommandReader(app.controls, sys.stdin, printer.message).start()
+        if hotkeys:
+            listener = start_hotkeys(app, printer.message)
         windows = window_sinks(app.sinks)
         source = app.source
         if source is not None and not windows:
@@ -133,6 +145,8 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
             print_status()
     finally:
         starting = False
+        if listener is not None:
+            listener.stop()
         printer.end_progress(0)
         hung = app.stop()
         for s, handler in previous.items():
@@ -156,6 +170,18 @@ def run_pipeline(cfg: Config, quiet: bool = False, commands: bool = False) -> di
                 f"{e.strerror or e}"
             )
     return summary
+
+
+def start_hotkeys(app: App, say: Callable[[str], None]) -> HotkeyListener:
+    """Listen to ``app``'s hotkeys (its config's ``[hotkeys]``), say the bindings."""
+    from livecam.hotkeys import HotkeyActions, HotkeyListener, describe_bindings
+
+    cfg = app.config
+    actions = HotkeyActions(app.controls, cfg.hotkeys.faces, app.store, app.telemetry.event)
+    listener = HotkeyListener(cfg.hotkeys.bindings(), actions.handlers())
+    listener.start()
+    say(describe_bindings(listener.bindings))
+    return listener
 
 
 def print_summary(summary: dict[str, Any]) -> None:
