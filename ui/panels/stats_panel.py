@@ -89,6 +89,7 @@ class StatsPanel(QWidget):
         plot.setMouseEnabled(x=False, y=False)
         plot.hideButtons()
         plot.setLabel("left", title)
+        plot.setLabel("bottom", "seconds ago")
         plot.setXRange(-HISTORY_S, 0, padding=0)
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.addLegend(offset=(4, 4))
@@ -111,4 +112,8 @@ class StatsPanel(QWidget):
         self._fps_curves[0].setData(ago, [p[1] for p in self.history])
         self._fps_curves[1].setData(ago, [p[2] for p in self.history])
         self._lat_curves[0].setData(ago, [p[3] for p in self.history], connect="finite")
+        fps_top = max(max(p[1], p[2]) for p in self.history)
+        self._fps_plot.setYRange(0, max(fps_top * 1.2, 10.0), padding=0)
+        lat_top = max((p[3] for p in self.history if p[3] == p[3]), default=0.0)  # NaN skipped
+        self._lat_plot.setYRange(0, max(lat_top * 1.2, 10.0), padding=0)
         self.updates += 1
