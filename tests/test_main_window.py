@@ -20,6 +20,8 @@ from test_controls import SYNTHETIC, passed_through, source_frames
 from xwindow import press, require_windows, wait_window
 
 from livecam.config import Config
+from livecam.runtime.gpu import GpuSnapshot
+from livecam.telemetry import Telemetry
 from ui.main_window import PANELS, MainWindow, PanelSpec
 from ui.notice import NoticeDialog, acknowledge
 from ui.panels.stats_panel import FIELDS, StatsPanel
@@ -185,17 +187,19 @@ def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 2, timeout=TIMEOUT_MS)
     app = window.stream.app
     assert app is not None
+    size = [window.width(), window.height()]
+    assert size[0] == 1000
     window.close()
     assert not window.stream.running and not app.running and window.stuck_threads == []
     panel = tomllib.loads((tmp_path / "panel.toml").read_text(encoding="utf-8"))
-    assert panel["geometry"][2:] == [1000, 640]
+    assert panel["geometry"][2:] == size
 
     again = UiSettings(tmp_path)
     assert again.config == passthrough_config()
     reopened = MainWindow(StreamController(Config()), again)
     qtbot.addWidget(reopened)
     assert reopened.stream.config == passthrough_config()
-    assert (reopened.width(), reopened.height()) == (1000, 640)
+    assert [reopened.width(), reopened.height()] == size
     reopened.close()
 
 
@@ -218,6 +222,29 @@ def test_missing_panels_are_placeholders_and_a_broken_one_does_not_stop_the_wind
     assert "failed to open" in window.panels["Broken"].text()  # type: ignore[attr-defined]
     assert isinstance(window.panels["Stats"], StatsPanel)
     assert [p.title for p in PANELS][-1] == "Stats"
+    window.close()
+
+
+class OneGpu:
+    """A GPU reading as NVML gives it (this machine has no NVIDIA GPU)."""
+
+    def snapshot(self) -> GpuSnapshot:
+        return GpuSnapshot(0, "NVIDIA H200", 2048.0, 143771.0, 37.0, "550.54")
+
+
+def test_a_provider_fallback_and_the_gpu_are_shown(qtbot: QtBot, settings: UiSettings) -> None:
+    window = MainWindow(StreamController(Config()), settings)
+    qtbot.addWidget(window)
+    telemetry = Telemetry(gpu_reader=OneGpu())
+    telemetry.set_provider("swap", "CUDAExecutionProvider", "CPUExecutionProvider", "no libcudnn")
+    telemetry.set_provider("enhance", "CPUExecutionProvider", "CPUExecutionProvider")
+    window.stream.stats.emit(telemetry.snapshot())
+    label = window.provider_label
+    assert "swap=CPUExecutionProvider (FALLBACK, wanted CUDAExecutionProvider)" in label.text()
+    assert "enhance=CPUExecutionProvider" in label.text()
+    assert "bold" in label.styleSheet() and label.toolTip() == "swap: no libcudnn"
+    gpu = window.panels["Stats"].values["gpu"]  # type: ignore[attr-defined]
+    assert gpu == "VRAM 2048/143771MB (whole GPU), 37 % busy"
     window.close()
 
 

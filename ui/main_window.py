@@ -20,10 +20,12 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QApplication,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMainWindow,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -202,7 +204,11 @@ class MainWindow(QMainWindow):
         for spec in panels:
             widget = load_panel(spec, stream, settings)
             self.panels[spec.title] = widget
-            self.tabs.addTab(widget, spec.title)
+            scroll = QScrollArea()  # a tall panel scrolls instead of growing the window
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(widget)
+            self.tabs.addTab(scroll, spec.title)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(self.tabs)
