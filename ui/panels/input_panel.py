@@ -1,0 +1,309 @@
+"""The Input panel: what the stream captures (a camera, a monitor, a screen region, a
+video file or the synthetic test pattern), at which size and rate, mirrored or not.
+
+Writes ``source.spec``, ``source.size``, ``source.fps`` and ``source.mirror``. The
+source is opened at start, so a change made while running applies at the next start
+(``next_start``: the panel offers Restart now). Cameras and monitors are listed on a
+worker thread (opening each camera takes a moment).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from livecam.config import Config, source_file
+from livecam.errors import LivecamError, as_livecam_error
+from livecam.sources import parse_screen_spec
+from livecam.sources.camera import list_cameras
+from livecam.sources.screen import list_monitors
+from ui.main_window import error_text
+from ui.panels.next_start import NextStartChanges
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+log = logging.getLogger(__name__)
+
+KINDS = ("camera", "screen", "region", "video", "synthetic")
+KIND_TITLES = ("Camera", "Monitor", "Screen region", "Video file", "Test pattern")
+#: (title, size or None for the source's own)
+SIZES: tuple[tuple[str, tuple[int, int] | None], ...] = (
+    ("As the source gives", None),
+    ("480p (640x480)", (640, 480)),
+    ("720p (1280x720)", (1280, 720)),
+    ("1080p (1920x1080)", (1920, 1080)),
+)
+RATES = (30.0, 60.0)
+VIDEO_FILTER = "Videos (*.mp4 *.mkv *.mov *.avi *.webm *.gif);;All files (*)"
+MAX_DESKTOP = 16384
+
+
+def spec_kind(spec: str) -> str:
+    """Which of ``KINDS`` a source spec is (a device path or URL counts as a camera)."""
+    text = spec.strip()
+    if text == "synthetic":
+        return "synthetic"
+    if text.partition(":")[0] == "screen":
+        try:
+            return "region" if parse_screen_spec(text)[1] is not None else "screen"
+        except LivecamError:
+            return "screen"
+    return "video" if source_file(text) is not None else "camera"
+
+
+class InputPanel(QWidget):
+    """Choose the input; see the module docstring. ``devices_listed`` fires when the
+    camera and monitor lists are filled; ``message`` shows problems."""
+
+    devices_listed = Signal()
+    _listed = Signal(object, object, object, object)  # cameras, camera error, monitors, error
+
+    def __init__(
+        self, stream: StreamController, settings: UiSettings, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.stream = stream
+        self.settings = settings
+        self.changes = NextStartChanges(stream, settings, self)
+        self._loading = False
+
+        self.kind = QComboBox()
+        self.kind.addItems(KIND_TITLES)
+        self.pages = QStackedWidget()
+        self.camera = QComboBox()
+        self.camera.setEditable(False)
+        self.monitor = QComboBox()
+        self.region = [QSpinBox() for _ in range(4)]
+        for box, (lo, value) in zip(
+            self.region, ((-MAX_DESKTOP, 0), (-MAX_DESKTOP, 0), (2, 640), (2, 480)), strict=True
+        ):
+            box.setRange(lo, MAX_DESKTOP)
+            box.setValue(value)
+        self.video = QLineEdit()
+        self.video.setPlaceholderText("a video file")
+        self.browse = QPushButton("Choose…")
+        self.browse.clicked.connect(self.choose_video)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("List the cameras and monitors again")
+        self.refresh_button.clicked.connect(self.refresh_devices)
+        self.pages.addWidget(_row(self.camera, self.refresh_button))
+        self.pages.addWidget(_row(self.monitor))
+        self.pages.addWidget(
+            _row(
+                *(
+                    w
+                    for pair in zip(("x", "y", "w", "h"), self.region)
+                    for w in (QLabel(pair[0]), pair[1])
+                )
+            )
+        )
+        self.pages.addWidget(_row(self.video, self.browse))
+        self.pages.addWidget(_row(QLabel("A moving test pattern (no camera needed)")))
+
+        self.resolution = QComboBox()
+        self.resolution.addItems([title for title, _ in SIZES])
+        self.fps = QComboBox()
+        self.fps.addItems([f"{r:g} fps" for r in RATES])
+        self.mirror = QCheckBox("Mirror (flip left-right, as a selfie view)")
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+
+        form = QFormLayout()
+        form.addRow("Input", self.kind)
+        form.addRow("", self.pages)
+        form.addRow("Resolution", self.resolution)
+        form.addRow("Frame rate", self.fps)
+        form.addRow("", self.mirror)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.message)
+        layout.addWidget(self.changes.bar)
+        layout.addStretch(1)
+
+        self.show_config(stream.config)
+        self.kind.currentIndexChanged.connect(self._on_kind)
+        self.camera.activated.connect(lambda _: self.apply_source())
+        self.monitor.activated.connect(lambda _: self.apply_source())
+        for box in self.region:
+            box.editingFinished.connect(self.apply_source)
+        self.video.editingFinished.connect(self.apply_source)
+        self.resolution.activated.connect(lambda _: self.apply_format())
+        self.fps.activated.connect(lambda _: self.apply_format())
+        self.mirror.toggled.connect(lambda _: self.apply_format())
+        self._listed.connect(self._on_listed)
+        self.refresh_devices()
+
+    # --- showing the config --------------------------------------------------------------
+    def show_config(self, config: Config) -> None:
+        """Set the widgets from ``config.source``."""
+        src = config.source
+        kind = spec_kind(src.spec)
+        self.kind.setCurrentIndex(KINDS.index(kind))
+        self.pages.setCurrentIndex(KINDS.index(kind))
+        if kind == "video":
+            self.video.setText(src.spec)
+        elif kind == "region":
+            _, region = parse_screen_spec(src.spec)
+            for box, value in zip(self.region, region or (), strict=False):
+                box.setValue(value)
+        sizes = [s for _, s in SIZES]
+        if src.size in sizes:
+            self.resolution.setCurrentIndex(sizes.index(src.size))
+        else:  # a size of the user's own (config file or --size): shown, kept
+            self.resolution.addItem(f"{src.size[0]}x{src.size[1]}" if src.size else "?")
+            self.resolution.setCurrentIndex(self.resolution.count() - 1)
+        if src.fps not in RATES:
+            self.fps.addItem(f"{src.fps:g} fps")
+        self.fps.setCurrentIndex(RATES.index(src.fps) if src.fps in RATES else self.fps.count() - 1)
+        self.mirror.blockSignals(True)
+        self.mirror.setChecked(src.mirror)
+        self.mirror.blockSignals(False)
+
+    # --- devices -------------------------------------------------------------------------
+    def refresh_devices(self) -> None:
+        """List cameras and monitors on a worker thread (``devices_listed`` when done)."""
+        self.refresh_button.setEnabled(False)
+
+        def work() -> None:
+            cams: list[dict[str, object]] = []
+            mons: list[dict[str, int]] = []
+            cam_error = mon_error = None
+            try:
+                cams = list_cameras()
+            except Exception as e:
+                cam_error = as_livecam_error(e, "listing cameras")
+            try:
+                mons = list_monitors()
+            except Exception as e:
+                mon_error = as_livecam_error(e, "listing monitors")
+            self._listed.emit(cams, cam_error, mons, mon_error)
+
+        threading.Thread(target=work, name="panel-device-list", daemon=True).start()
+
+    def _on_listed(
+        self,
+        cams: list[dict[str, Any]],
+        cam_error: LivecamError | None,
+        mons: list[dict[str, int]],
+        mon_error: LivecamError | None,
+    ) -> None:
+        self.refresh_button.setEnabled(True)
+        spec = self.stream.config.source.spec.strip()
+        self.camera.clear()
+        for cam in cams:
+            name = f" {cam['name']}" if cam.get("name") else ""
+            title = f"{cam['index']}:{name} ({cam['width']}x{cam['height']})"
+            self.camera.addItem(title, f"camera:{cam['index']}")
+        if spec_kind(spec) == "camera" and self.camera.findData(_camera_spec(spec)) < 0:
+            self.camera.addItem(f"{spec} (not found now)", _camera_spec(spec))
+        self.camera.setCurrentIndex(max(0, self.camera.findData(_camera_spec(spec))))
+        self.monitor.clear()
+        for i, m in enumerate(mons, start=1):
+            self.monitor.addItem(
+                f"{i}: {m['width']}x{m['height']} at ({m['left']},{m['top']})", f"screen:{i}"
+            )
+        self.monitor.addItem("All monitors", "screen:0")
+        self.monitor.setCurrentIndex(max(0, self.monitor.findData(_screen_spec(spec))))
+        notes = []
+        if cam_error is not None:
+            notes.append(error_text(cam_error))
+        elif not cams:
+            notes.append(
+                "No camera found. Connect a webcam and close other apps using it (on Linux, "
+                "join the 'video' group); a video file or the screen works as an input too."
+            )
+        if mon_error is not None:
+            notes.append(error_text(mon_error))
+        self.message.setText("\n".join(notes))
+        self.devices_listed.emit()
+
+    # --- applying ------------------------------------------------------------------------
+    def _on_kind(self, index: int) -> None:
+        self.pages.setCurrentIndex(index)
+        self.apply_source()
+
+    def choose_video(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a video", "", VIDEO_FILTER)
+        if path:
+            self.video.setText(path)
+            self.apply_source()
+
+    def chosen_spec(self) -> str | None:
+        """The source spec the widgets describe (None: not complete yet)."""
+        kind = KINDS[self.kind.currentIndex()]
+        if kind == "camera":
+            data = self.camera.currentData()
+            return str(data) if data else None
+        if kind == "screen":
+            data = self.monitor.currentData()
+            return str(data) if data else "screen:1"
+        if kind == "region":
+            return "screen:" + ",".join(str(b.value()) for b in self.region)
+        if kind == "video":
+            text = self.video.text().strip()
+            return str(Path(text).expanduser().absolute()) if text else None
+        return "synthetic"
+
+    def apply_source(self) -> None:
+        """Put the chosen input into the config (or pending, while running)."""
+        spec = self.chosen_spec()
+        if spec is None or spec == self.changes.merged(self.stream.config).source.spec:
+            return
+        self._apply(spec=spec)
+
+    def apply_format(self) -> None:
+        """Put the chosen size, frame rate and mirror into the config."""
+        index = self.resolution.currentIndex()
+        fields: dict[str, Any] = {"mirror": self.mirror.isChecked()}
+        if index < len(SIZES):
+            fields["size"] = SIZES[index][1]
+        if self.fps.currentIndex() < len(RATES):
+            fields["fps"] = RATES[self.fps.currentIndex()]
+        self._apply(**fields)
+
+    def _apply(self, **fields: Any) -> None:
+        try:
+            self.changes.apply("source", **fields)
+        except LivecamError as e:
+            self.message.setText(error_text(e))
+            return
+        self.message.clear()
+
+
+def _row(*widgets: QWidget) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    for w in widgets:
+        row.addWidget(w)
+    return box
+
+
+def _camera_spec(spec: str) -> str:
+    """``camera:N`` for ``N``/``camera``/``camera:N``; other camera specs as they are."""
+    text = spec.strip()
+    if text.isdigit():
+        return f"camera:{text}"
+    return "camera:0" if text == "camera" else text
+
+
+def _screen_spec(spec: str) -> str:
+    return "screen:1" if spec.strip() == "screen" else spec.strip()

@@ -1,0 +1,109 @@
+"""Settings that take effect when the stream (re)starts: the input and the outputs.
+
+A source or a sink is opened once at start, so the Input and Output panels cannot change
+them live. Stopped, a change goes into the config at once. Running, it is kept as
+pending (and saved for the next run), the panel says "applies when you restart the
+stream" and offers **Restart now** (stop, then start with the change: the preview
+resumes with the first new frame); a stop by any other means applies it too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from livecam.config import Config
+from livecam.errors import ConfigError, as_livecam_error
+from ui.main_window import startup_text
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+log = logging.getLogger(__name__)
+
+RESTART_NOTE = "Applies when you restart the stream."
+
+
+class NextStartChanges(QObject):
+    """Config changes of one or more sections for the next start (see the module doc).
+
+    ``apply(section, **fields)`` validates (raises ConfigError, nothing changed) and
+    applies or keeps the change; ``pending`` holds what waits for a restart;
+    ``restarted(str)`` says how a restart ended ("" when the stream runs again, else
+    the error shown).
+    """
+
+    restarted = Signal(str)
+
+    def __init__(
+        self, stream: StreamController, settings: UiSettings, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.stream = stream
+        self.settings = settings
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.bar = QWidget()
+        self.note = QLabel(RESTART_NOTE)
+        self.note.setWordWrap(True)
+        self.restart_button = QPushButton("Restart now")
+        self.restart_button.clicked.connect(self.restart)
+        row = QHBoxLayout(self.bar)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.note, 1)
+        row.addWidget(self.restart_button)
+        self.bar.hide()
+        stream.running_changed.connect(self._on_running)
+
+    def merged(self, config: Config) -> Config:
+        """``config`` with the pending changes."""
+        for section, fields in self.pending.items():
+            config = config.with_section(section, **fields)
+        return config
+
+    def apply(self, section: str, **fields: Any) -> Config:
+        """Change ``section``'s ``fields`` for the next start; returns the config the next
+        start will use. ConfigError (nothing changed) when a value is invalid."""
+        candidate = self.merged(self.stream.config).with_section(section, **fields)
+        if not self.stream.running:
+            self.stream.set_config(candidate)
+            self.settings.save_config(candidate)
+            return candidate
+        self.pending.setdefault(section, {}).update(fields)
+        self.settings.save_config(candidate)
+        self.bar.show()
+        return candidate
+
+    def restart(self) -> None:
+        """Stop and start again with the pending changes (an error is ``restarted``)."""
+        if self.stream.running:
+            self.stream.stop()  # running_changed(False) applies the pending changes
+        try:
+            self.stream.start()
+        except Exception as e:  # StartupError or any cause: shown, the panel stays
+            text = startup_text(as_livecam_error(e, "restart"))
+            self.note.setText(text)
+            self.bar.show()
+            self.restart_button.hide()
+            self.restarted.emit(text)
+            return
+        self.restarted.emit("")
+
+    def _on_running(self, running: bool) -> None:
+        if running:
+            self.bar.hide()
+            return
+        self.note.setText(RESTART_NOTE)
+        self.restart_button.show()
+        if not self.pending:
+            return
+        try:
+            config = self.merged(self.stream.config)
+        except ConfigError as e:  # cannot happen for values checked in apply; logged
+            log.warning("pending input/output changes dropped: %s", e.message)
+        else:
+            self.stream.set_config(config)
+            self.settings.save_config(config)
+        self.pending.clear()
+        self.bar.hide()

@@ -1,0 +1,266 @@
+"""The Output panel: where the finished frames go.
+
+* **Virtual camera** on/off, its device and pyvirtualcam backend
+  (``output.virtualcam_device`` / ``virtualcam_backend``). **Check** (and switching it on)
+  opens a tiny virtual camera on a worker thread, as ``livecam doctor`` does: when none can
+  start, the panel shows the reason and the fix for this OS.
+* **Recording** to a file (a save dialog); an existing file is never replaced unless
+  "Replace an existing file" is on (``output.overwrite``): the recorder writes to a new
+  timestamped name instead.
+* **Preview only**: neither of them (``output.sinks = ["null"]``): only the panel shows
+  the frames.
+* **Output rate**: 30 or 60 fps, or the input's (``output.fps``). The output size is the
+  input's (``source.size``, chosen in the Input panel; sources fit it without stretching).
+
+Sinks are opened at start: a change made while running applies at the next start
+(``next_start``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+from pyvirtualcam.camera import BACKENDS
+
+from livecam.config import Config, sink_file
+from livecam.doctor import Check, check_virtualcam
+from livecam.errors import LivecamError
+from ui.main_window import error_text
+from ui.panels.next_start import NextStartChanges
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+log = logging.getLogger(__name__)
+
+VIRTUALCAM = "virtualcam"  # the panel ignores "auto" and "window" (ui.stream): its preview
+ANY_BACKEND = "Any (try each)"
+RATES: tuple[tuple[str, float | None], ...] = (
+    ("As the input", None),
+    ("30 fps", 30.0),
+    ("60 fps", 60.0),
+)
+RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
+ERROR_STYLE = "color: #b00020;"
+
+
+def sinks_for(virtualcam: bool, record: str | None) -> tuple[str, ...]:
+    """The sinks of the chosen outputs (``null`` when neither: preview only)."""
+    sinks = ([VIRTUALCAM] if virtualcam else []) + ([record] if record else [])
+    return tuple(sinks) or ("null",)
+
+
+def check_text(check: Check) -> str:
+    """A doctor check as the panel shows it: the state, and the fix when it fails."""
+    if check.ok:
+        return f"Virtual camera available: {check.detail}"
+    text = f"No virtual camera: {' '.join(check.detail.split())}"
+    return f"{text}\nfix: {' '.join(check.fix.split())}" if check.fix else text
+
+
+class OutputPanel(QWidget):
+    """Choose the outputs; see the module docstring. ``checked(bool)``: a virtual-camera
+    check ended (its text in ``vcam_status``); ``message`` shows other problems."""
+
+    checked = Signal(bool)
+    _check_done = Signal(object)
+
+    def __init__(
+        self, stream: StreamController, settings: UiSettings, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.stream = stream
+        self.settings = settings
+        self.changes = NextStartChanges(stream, settings, self)
+
+        self.virtualcam = QCheckBox("Virtual camera (for Zoom, Meet, OBS, …)")
+        self.device = QLineEdit()
+        self.device.setPlaceholderText("default device (e.g. /dev/video10)")
+        self.backend = QComboBox()
+        self.backend.addItem(ANY_BACKEND, None)
+        for name in sorted(BACKENDS):
+            self.backend.addItem(name, name)
+        self.check_button = QPushButton("Check")
+        self.check_button.setToolTip("Try to open a virtual camera now, as `livecam doctor` does")
+        self.check_button.clicked.connect(self.check_virtualcam)
+        self.vcam_status = QLabel()
+        self.vcam_status.setWordWrap(True)
+        self.record = QCheckBox("Record to a file")
+        self.record_path = QLineEdit()
+        self.record_path.setPlaceholderText("recording.mp4")
+        self.record_browse = QPushButton("Choose…")
+        self.record_browse.clicked.connect(self.choose_recording)
+        self.overwrite = QCheckBox("Replace an existing file (else a new name with the time)")
+        self.preview_only = QCheckBox("Preview only (no virtual camera, no recording)")
+        self.rate = QComboBox()
+        self.rate.addItems([title for title, _ in RATES])
+        self.size_note = QLabel()
+        self.size_note.setWordWrap(True)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+
+        device_row = QHBoxLayout()
+        device_row.addWidget(self.device, 1)
+        device_row.addWidget(self.backend)
+        device_row.addWidget(self.check_button)
+        record_row = QHBoxLayout()
+        record_row.addWidget(self.record_path, 1)
+        record_row.addWidget(self.record_browse)
+        form = QFormLayout()
+        form.addRow(self.virtualcam)
+        form.addRow("Device / backend", device_row)
+        form.addRow(self.vcam_status)
+        form.addRow(self.record)
+        form.addRow("File", record_row)
+        form.addRow(self.overwrite)
+        form.addRow(self.preview_only)
+        form.addRow("Output rate", self.rate)
+        form.addRow(self.size_note)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.message)
+        layout.addWidget(self.changes.bar)
+        layout.addStretch(1)
+
+        self.show_config(stream.config)
+        self.virtualcam.toggled.connect(self._on_virtualcam)
+        self.device.editingFinished.connect(self.apply_virtualcam)
+        self.backend.activated.connect(lambda _: self.apply_virtualcam())
+        self.record.toggled.connect(lambda _: self.apply_sinks())
+        self.record_path.editingFinished.connect(self.apply_sinks)
+        self.overwrite.toggled.connect(lambda on: self._apply(overwrite=on))
+        self.preview_only.toggled.connect(self._on_preview_only)
+        self.rate.activated.connect(lambda i: self._apply(fps=RATES[i][1]))
+        self._check_done.connect(self._on_checked)
+        stream.config_changed.connect(self._show_size)
+
+    # --- showing the config --------------------------------------------------------------
+    def show_config(self, config: Config) -> None:
+        """Set the widgets from ``config.output`` (signals blocked)."""
+        out = config.output
+        names = [s.strip().lower() for s in out.sinks]
+        files = [s for s in out.sinks if sink_file(s) is not None]
+        widgets = (self.virtualcam, self.record, self.overwrite, self.preview_only)
+        for w in widgets:
+            w.blockSignals(True)
+        self.virtualcam.setChecked(VIRTUALCAM in names)
+        self.device.setText(out.virtualcam_device or "")
+        index = self.backend.findData(out.virtualcam_backend)
+        if index < 0 and out.virtualcam_backend:  # not registered here: shown, kept
+            self.backend.addItem(
+                f"{out.virtualcam_backend} (not available)", out.virtualcam_backend
+            )
+            index = self.backend.count() - 1
+        self.backend.setCurrentIndex(max(index, 0))
+        self.record.setChecked(bool(files))
+        self.record_path.setText(files[0] if files else "")
+        self.overwrite.setChecked(out.overwrite)
+        self.preview_only.setChecked(VIRTUALCAM not in names and not files)
+        for w in widgets:
+            w.blockSignals(False)
+        rates = [r for _, r in RATES]
+        if out.fps not in rates:
+            self.rate.addItem(f"{out.fps:g} fps")
+        self.rate.setCurrentIndex(
+            rates.index(out.fps) if out.fps in rates else self.rate.count() - 1
+        )
+        self._show_size(config)
+
+    def _show_size(self, config: Config) -> None:
+        size = config.source.size
+        where = f"{size[0]}x{size[1]}" if size else "the input's own size"
+        self.size_note.setText(
+            f"Output size: {where} (set in the Input panel; fitted without stretching). "
+            "Meeting apps expect 1280x720 at 30 fps."
+        )
+
+    # --- virtual camera ------------------------------------------------------------------
+    def check_virtualcam(self) -> None:
+        """Open a tiny virtual camera on a worker thread; ``checked`` tells the outcome."""
+        backend, device = self.backend.currentData(), self.device.text().strip() or None
+        self.check_button.setEnabled(False)
+        self.vcam_status.setStyleSheet("")
+        self.vcam_status.setText("Checking the virtual camera…")
+
+        def work() -> None:
+            try:
+                check = check_virtualcam(backend, device)
+            except Exception as e:  # a backend library failing in its own way
+                check = Check("virtual camera", False, f"the check failed: {e}")
+            self._check_done.emit(check)
+
+        threading.Thread(target=work, name="panel-vcam-check", daemon=True).start()
+
+    def _on_checked(self, check: Check) -> None:
+        self.check_button.setEnabled(True)
+        self.vcam_status.setStyleSheet("" if check.ok else ERROR_STYLE)
+        self.vcam_status.setText(check_text(check))
+        self.checked.emit(bool(check.ok))
+
+    def _on_virtualcam(self, on: bool) -> None:
+        self.apply_sinks()
+        if on and not self.stream.running:  # running: the device is busy with the stream
+            self.check_virtualcam()
+
+    def apply_virtualcam(self) -> None:
+        """Put the device and backend into the config."""
+        self._apply(
+            virtualcam_device=self.device.text().strip() or None,
+            virtualcam_backend=self.backend.currentData(),
+        )
+
+    # --- recording and preview only ------------------------------------------------------
+    def choose_recording(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Record to", "recording.mp4", RECORD_FILTER)
+        if path:
+            self.record_path.setText(path)
+            self.record.setChecked(True)  # toggled applies; already on: apply here
+            self.apply_sinks()
+
+    def _on_preview_only(self, on: bool) -> None:
+        if on:
+            for box in (self.virtualcam, self.record):
+                box.blockSignals(True)
+                box.setChecked(False)
+                box.blockSignals(False)
+        self.apply_sinks()
+
+    def apply_sinks(self) -> None:
+        """Put the chosen outputs into ``output.sinks``."""
+        text = self.record_path.text().strip()
+        record = (
+            str(Path(text).expanduser().absolute()) if self.record.isChecked() and text else None
+        )
+        if self.record.isChecked() and not text:
+            self.message.setText("Choose the file to record to.")
+        sinks = sinks_for(self.virtualcam.isChecked(), record)
+        self.preview_only.blockSignals(True)
+        self.preview_only.setChecked(sinks == ("null",))
+        self.preview_only.blockSignals(False)
+        self._apply(sinks=sinks)
+
+    def _apply(self, **fields: Any) -> None:
+        try:
+            self.changes.apply("output", **fields)
+        except LivecamError as e:
+            self.message.setStyleSheet(ERROR_STYLE)
+            self.message.setText(error_text(e))
+            return
+        self.message.setStyleSheet("")
+        if "sinks" not in fields or self.record_path.text().strip() or not self.record.isChecked():
+            self.message.clear()
