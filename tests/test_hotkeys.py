@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from PySide6.QtGui import QKeySequence
+from pytestqt.qtbot import QtBot
 
 from livecam.app import App
 from livecam.config import Config, HotkeysConfig
@@ -29,6 +31,9 @@ from livecam.hotkeys import (
 from livecam.keycombo import NAMED_KEYS, parse_combo
 from livecam.model_store import ModelStore
 from livecam.types import Event
+from ui.panels.hotkeys_panel import HotkeysPanel
+from ui.settings import UiSettings
+from ui.stream import StreamController
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 FACE = ASSETS / "grace_hopper.jpg"
@@ -265,3 +270,73 @@ def test_cli_hotkeys_without_a_display_is_a_one_line_error(
     err = capsys.readouterr().err
     assert err.startswith("error: --hotkeys: global hotkeys are not available here: no X display")
     assert "Traceback" not in err
+
+
+# --- the panel -----------------------------------------------------------------------------
+def make_panel(
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[HotkeysPanel, StreamController]:
+    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path))
+    settings = UiSettings()
+    stream = StreamController(swap_config())
+    panel = HotkeysPanel(stream, settings)
+    qtbot.addWidget(panel)
+    return panel, stream
+
+
+def test_panel_shows_conflicts_and_saves_a_valid_edit(
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    panel, stream = make_panel(qtbot, tmp_path, monkeypatch)
+    assert panel.editors["swap"].keySequence().toString() == "Ctrl+Alt+S"
+    panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+S"))
+    assert "hotkeys.swap and hotkeys.blank both use Ctrl+Alt+S" in panel.error.text()
+    assert not (tmp_path / "config.toml").exists()  # nothing saved while in conflict
+    panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+K"))
+    assert panel.error.text() == ""
+    assert UiSettings(tmp_path).config.hotkeys.blank == "Ctrl+Alt+K"
+    assert stream.config.hotkeys.blank == "Ctrl+Alt+K"  # the next start uses it
+    assert UiSettings(tmp_path).config.swap.face == str(FACE)  # the rest kept
+    panel.restore_defaults()
+    assert UiSettings(tmp_path).config.hotkeys == HotkeysConfig()
+
+
+def test_panel_falls_back_to_in_window_shortcuts_and_says_why(
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
+    panel, stream = make_panel(qtbot, tmp_path, monkeypatch)
+    assert "not available: no X display" in panel.availability.text()
+    assert "In-window shortcuts" in panel.availability.text()
+    stream.start()
+    try:
+        assert set(panel.shortcuts) == set(ACTIONS) and panel.listener is None
+        assert panel.shortcuts["swap"].key().toString() == "Ctrl+Alt+S"
+        panel.shortcuts["swap"].activated.emit()  # what Qt does on the key press
+        assert poll(lambda: stream.controls is not None and not stream.controls.state.swap)
+    finally:
+        stream.stop()
+    assert panel.shortcuts == {}
+
+
+def test_panel_owns_the_global_listener_while_the_stream_runs(
+    display: str, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    panel, stream = make_panel(qtbot, tmp_path, monkeypatch)
+    assert panel.global_ok and "other apps" in panel.availability.text()
+    stream.start()
+    try:
+        assert panel.listener is not None and panel.listener.running and not panel.shortcuts
+        press("ctrl+alt+s")
+        assert poll(lambda: stream.controls is not None and not stream.controls.state.swap)
+        # a new binding applies to the running hotkeys at once
+        panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+K"))
+        assert panel.listener is not None and panel.listener.bindings["blank"] == "Ctrl+Alt+K"
+        press("ctrl+alt+k")
+        assert poll(lambda: stream.controls is not None and stream.controls.state.blank)
+        listener = panel.listener
+    finally:
+        stream.stop()
+    assert panel.listener is None and not listener.running
