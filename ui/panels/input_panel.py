@@ -149,6 +149,7 @@ class InputPanel(QWidget):
         self.fps.activated.connect(lambda _: self.apply_format())
         self.mirror.toggled.connect(lambda _: self.apply_format())
         self._listed.connect(self._on_listed)
+        stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
         self.refresh_devices()
 
     # --- showing the config --------------------------------------------------------------
@@ -156,7 +157,9 @@ class InputPanel(QWidget):
         """Set the widgets from ``config.source``."""
         src = config.source
         kind = spec_kind(src.spec)
+        self.kind.blockSignals(True)
         self.kind.setCurrentIndex(KINDS.index(kind))
+        self.kind.blockSignals(False)
         self.pages.setCurrentIndex(KINDS.index(kind))
         if kind == "video":
             self.video.setText(src.spec)
@@ -168,11 +171,11 @@ class InputPanel(QWidget):
         if src.size in sizes:
             self.resolution.setCurrentIndex(sizes.index(src.size))
         else:  # a size of the user's own (config file or --size): shown, kept
-            self.resolution.addItem(f"{src.size[0]}x{src.size[1]}" if src.size else "?")
-            self.resolution.setCurrentIndex(self.resolution.count() - 1)
+            _select_text(self.resolution, f"{src.size[0]}x{src.size[1]}" if src.size else "?")
         if src.fps not in RATES:
-            self.fps.addItem(f"{src.fps:g} fps")
-        self.fps.setCurrentIndex(RATES.index(src.fps) if src.fps in RATES else self.fps.count() - 1)
+            _select_text(self.fps, f"{src.fps:g} fps")
+        else:
+            self.fps.setCurrentIndex(RATES.index(src.fps))
         self.mirror.blockSignals(True)
         self.mirror.setChecked(src.mirror)
         self.mirror.blockSignals(False)
@@ -286,6 +289,13 @@ class InputPanel(QWidget):
             self.message.setText(error_text(e))
             return
         self.message.clear()
+
+
+def _select_text(box: QComboBox, text: str) -> None:
+    """Select the item ``text`` of ``box``, added first when missing."""
+    if box.findText(text) < 0:
+        box.addItem(text)
+    box.setCurrentIndex(box.findText(text))
 
 
 def _row(*widgets: QWidget) -> QWidget:

@@ -147,7 +147,7 @@ class OutputPanel(QWidget):
         self.preview_only.toggled.connect(self._on_preview_only)
         self.rate.activated.connect(lambda i: self._apply(fps=RATES[i][1]))
         self._check_done.connect(self._on_checked)
-        stream.config_changed.connect(self._show_size)
+        stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
 
     # --- showing the config --------------------------------------------------------------
     def show_config(self, config: Config) -> None:
@@ -174,10 +174,10 @@ class OutputPanel(QWidget):
         for w in widgets:
             w.blockSignals(False)
         rates = [r for _, r in RATES]
-        if out.fps not in rates:
+        if out.fps not in rates and self.rate.findText(f"{out.fps:g} fps") < 0:
             self.rate.addItem(f"{out.fps:g} fps")
         self.rate.setCurrentIndex(
-            rates.index(out.fps) if out.fps in rates else self.rate.count() - 1
+            rates.index(out.fps) if out.fps in rates else self.rate.findText(f"{out.fps:g} fps")
         )
         self._show_size(config)
 
