@@ -26,6 +26,7 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "source.size": ("--size", "size"),
         "source.unpaced": ("--unpaced", "unpaced"),
         "source.loop": ("--loop", "loop"),
+        "source.mirror": ("--mirror", "mirror"),
         "source.camera_backend": ("--camera-backend", "camera_backend"),
         "source.mjpg": ("--no-mjpg", "mjpg"),
         "source.face_motion": ("--face-motion", "face_motion"),
