@@ -92,6 +92,8 @@ def take(out: Path, live_s: float) -> None:
             wait(0.5)
             if name != "idle":
                 window.start_button.click()
+                while window.stream.starting:  # the start runs on a worker thread
+                    wait(0.1)
                 wait(live_s if window.stream.running else 0.5)
             path = out / f"panel_{name}.png"
             if not window.grab().save(str(path)):

@@ -82,6 +82,12 @@ def click(qtbot: QtBot, button: object) -> None:
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
+def click_start(qtbot: QtBot, window: MainWindow) -> None:
+    """Click Start/Stop; a start runs on a worker thread: wait until it ran or failed."""
+    click(qtbot, window.start_button)
+    qtbot.waitUntil(lambda: not window.stream.starting, timeout=TIMEOUT_MS)
+
+
 def test_start_preview_stats_stop_from_the_window(
     qtbot: QtBot, settings: UiSettings, closing: list[MainWindow]
 ) -> None:
@@ -90,7 +96,7 @@ def test_start_preview_stats_stop_from_the_window(
     assert window.stream.config == settings.config  # loaded at start
     stats = window.panels["Stats"]
     assert isinstance(stats, StatsPanel)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     assert window.stream.running and window.start_button.text() == "Stop"
     assert window.message.isHidden()
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 5, timeout=TIMEOUT_MS)
@@ -104,7 +110,7 @@ def test_start_preview_stats_stop_from_the_window(
     assert float(stats.values["rss"].split()[0]) > 50  # a Python process with Qt and NumPy
     assert window.fps_label.text().startswith("fps ") and "n/a" not in window.fps_label.text()
     assert window.vcam_label.text() == "virtual camera: off"  # the null sink only
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     assert not window.stream.running and window.start_button.text() == "Start"
     assert window.preview.frame is None  # the idle text again
 
@@ -117,7 +123,7 @@ def test_the_swap_switch_changes_the_output_frames(
     plain = source_frames()  # every frame the source sends, unswapped
     frames: list[np.ndarray] = []
     window.stream.frame.connect(frames.append)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     assert window.swap_button.isChecked() and window.swap_button.text() == "Swap: on"
     qtbot.waitUntil(lambda: len(frames) >= 4, timeout=TIMEOUT_MS)
     assert not any(passed_through(f, plain) for f in frames[-3:]), "the face is swapped"
@@ -145,7 +151,7 @@ def test_a_start_error_is_shown_and_the_window_stays_usable(
     cfg = passthrough_config().with_section("pipeline", stages=("swap",))  # no face given
     window = open_window(qtbot, settings, cfg)
     closing.append(window)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     assert not window.stream.running and window.start_button.text() == "Start"
     text = window.message.text()
     assert window.message.isVisible()
@@ -154,7 +160,7 @@ def test_a_start_error_is_shown_and_the_window_stays_usable(
     # the window stays usable: switch the swap off (stopped: in the config) and start
     click(qtbot, window.swap_button)
     assert window.stream.config.pipeline.stages == ("passthrough",)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     assert window.stream.running and window.message.isHidden()
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 2, timeout=TIMEOUT_MS)
 
@@ -164,7 +170,7 @@ def test_a_live_change_that_fails_is_shown_and_the_stream_goes_on(
 ) -> None:
     window = open_window(qtbot, settings, passthrough_config())
     closing.append(window)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     with qtbot.waitSignal(window.stream.failed, timeout=TIMEOUT_MS):
         click(qtbot, window.swap_button)  # no swap stage in this stream
     assert window.message.text().startswith("swap on: ")
@@ -183,7 +189,7 @@ def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
     assert Config.load(tmp_path / "config.toml").pipeline.stages == ("swap",)
     click(qtbot, window.swap_button)
     assert Config.load(tmp_path / "config.toml").pipeline.stages == ("passthrough",)
-    click(qtbot, window.start_button)
+    click_start(qtbot, window)
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 2, timeout=TIMEOUT_MS)
     app = window.stream.app
     assert app is not None

@@ -90,3 +90,25 @@ def test_settings_round_trip_and_a_damaged_file_is_set_aside(tmp_path: Path) -> 
     (tmp_path / "panel.toml").write_text("recent_faces = [", encoding="utf-8")
     damaged = UiSettings(tmp_path)
     assert damaged.panel.recent_faces == [] and (tmp_path / "panel.toml.bad").exists()
+
+
+def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) -> None:
+    stream = StreamController(synthetic_config())
+    with qtbot.waitSignal(stream.running_changed, timeout=10000) as started:
+        stream.start_async()
+        assert stream.starting and not stream.running  # the GUI thread returned at once
+    assert started.args == [True] and stream.running and not stream.starting
+    stream.stop()
+    # a swap stage without a face cannot start: every cause comes back as a signal
+    bad = StreamController(synthetic_config().with_section("pipeline", stages=("swap",)))
+    with qtbot.waitSignal(bad.start_failed, timeout=10000) as failed:
+        bad.start_async()
+    assert isinstance(failed.args[0], LivecamError) and "swap.face" in str(failed.args[0])
+    assert not bad.running and not bad.starting
+    # closing while a start is under way: the start thread stops what it opened
+    late = StreamController(synthetic_config())
+    late.start_async()
+    late.stop()
+    assert not late.starting
+    qtbot.wait(1500)
+    assert not late.running

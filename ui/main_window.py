@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from livecam.config import Config
-from livecam.errors import LivecamError, as_livecam_error, one_line
+from livecam.errors import LivecamError, one_line
 from livecam.telemetry import Snapshot, provider_label
 from livecam.types import Event
 from ui.preview_widget import PreviewWidget
@@ -239,6 +239,7 @@ class MainWindow(QMainWindow):
         stream.failed.connect(self._on_failed)
         stream.event_received.connect(self._on_event)
         stream.stopped.connect(self._on_stopped)
+        stream.start_failed.connect(self._on_start_failed)
         self._restore_geometry()
         self._on_running(stream.running)
 
@@ -248,17 +249,15 @@ class MainWindow(QMainWindow):
         if self.stream.running:
             self.stream.stop()
             return
+        if self.stream.starting:
+            return
         self.show_message("Starting…", error=False)
         self.start_button.setEnabled(False)
-        self.repaint()
-        try:
-            self.stream.start()
-        except Exception as e:  # StartupError, or any other cause: shown, the window stays
-            self.show_message(startup_text(as_livecam_error(e, "start")))
-        else:
-            self.clear_message()
-        finally:
-            self.start_button.setEnabled(True)
+        self.stream.start_async()  # ends in running_changed(True) or start_failed
+
+    def _on_start_failed(self, error: LivecamError) -> None:
+        self.show_message(startup_text(error))
+        self.start_button.setEnabled(True)
 
     def set_swap(self, on: bool) -> None:
         """The master swap switch: live through the control plane, else in the config."""
@@ -284,6 +283,9 @@ class MainWindow(QMainWindow):
     # --- stream signals ------------------------------------------------------------------
     def _on_running(self, running: bool) -> None:
         self.start_button.setText("Stop" if running else "Start")
+        self.start_button.setEnabled(True)
+        if running:
+            self.clear_message()
         self._sync_swap()
         self.vcam_label.setText(virtualcam_text(self.stream.config, running))
         if not running:

@@ -76,7 +76,9 @@ class StreamController(QObject):
     stats = Signal(object)
     frame = Signal(object)
     stopped = Signal(str)
+    start_failed = Signal(object)
     _result = Signal(object, object, object)  # (description, Applied | None, error | None)
+    _started = Signal(object, object)  # (App, error | None) from the start thread
 
     def __init__(self, config: Config, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -92,6 +94,9 @@ class StreamController(QObject):
         self._stats.setInterval(STATS_MS)
         self._stats.timeout.connect(self._poll_stats)
         self._result.connect(self._on_result)
+        self._started.connect(self._on_started)
+        self._starting = False
+        self._abandon = threading.Event()  # stop() while a start is still under way
         self._events: list[Event] = []
         self._events_lock = threading.Lock()
 
@@ -105,6 +110,11 @@ class StreamController(QObject):
     @property
     def running(self) -> bool:
         return self._app is not None
+
+    @property
+    def starting(self) -> bool:
+        """True while ``start_async`` is opening the source, loading models and sinks."""
+        return self._starting
 
     @property
     def app(self) -> App | None:
@@ -126,8 +136,40 @@ class StreamController(QObject):
         """Start the stream with ``config`` (raises StartupError with every cause: the
         caller shows it). The configured virtual camera and files get the frames, and so
         does the panel's preview."""
-        if self._app is not None:
+        if self._app is not None or self._starting:
             return
+        app = self._make_app()
+        try:
+            app.start()
+        except BaseException:
+            self._drop_subscription()
+            raise
+        self._run(app)
+
+    def start_async(self) -> None:
+        """``start`` on a worker thread, so opening a camera, loading (or verifying) models
+        and opening a virtual camera never freeze the window; it ends in
+        ``running_changed(True)``, or ``start_failed(LivecamError)`` with every cause."""
+        if self._app is not None or self._starting:
+            return
+        app = self._make_app()
+        self._starting = True
+        self._abandon.clear()
+
+        def work() -> None:
+            try:
+                app.start()
+            except Exception as e:  # StartupError, or any cause: reported, never raised
+                self._started.emit(app, as_livecam_error(e, "start"))
+                return
+            if self._abandon.is_set():  # the window closed meanwhile
+                app.stop(STOP_TIMEOUT_S)
+                return
+            self._started.emit(app, None)
+
+        threading.Thread(target=work, name="panel-start", daemon=True).start()
+
+    def _make_app(self) -> App:
         cfg = self._config
         specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in PANEL_SINKS_IGNORED)
         sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
@@ -135,16 +177,30 @@ class StreamController(QObject):
         self._shown = 0
         app = App(cfg, sinks=[*sinks, PanelSink(self._handoff)])
         self._subscription = app.telemetry.subscribe(on_event=self._queue_event)
-        try:
-            app.start()
-        except BaseException:
-            self._subscription.unsubscribe()
-            self._subscription = None
-            raise
+        return app
+
+    def _on_started(self, app: App, error: LivecamError | None) -> None:
+        self._starting = False
+        if error is not None:
+            self._drop_subscription()
+            self.start_failed.emit(error)
+            return
+        if self._abandon.is_set():
+            app.stop(STOP_TIMEOUT_S)
+            self._drop_subscription()
+            return
+        self._run(app)
+
+    def _run(self, app: App) -> None:
         self._app = app
         self._frames.start()
         self._stats.start()
         self.running_changed.emit(True)
+
+    def _drop_subscription(self) -> None:
+        if self._subscription is not None:
+            self._subscription.unsubscribe()
+            self._subscription = None
 
     def stop(self) -> list[str]:
         """Stop the stream (threads joined within ``STOP_TIMEOUT_S``); its effective config
@@ -152,14 +208,15 @@ class StreamController(QObject):
         threads that did not stop in time."""
         app = self._app
         if app is None:
+            if self._starting:  # the start thread stops what it opened
+                self._abandon.set()
+                self._starting = False
             return []
         self._frames.stop()
         self._stats.stop()
         self._config = app.config
         stuck = app.stop(STOP_TIMEOUT_S)
-        if self._subscription is not None:
-            self._subscription.unsubscribe()
-            self._subscription = None
+        self._drop_subscription()
         self._app = None
         self.running_changed.emit(False)
         return stuck
