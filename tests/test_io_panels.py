@@ -161,6 +161,20 @@ def test_output_choices_round_trip_and_preview_only(
     assert UiSettings().config.output.sinks == ("null",)
     assert not panel.virtualcam.isChecked() and not panel.record.isChecked()
 
+    # the on-output label: off by default, on with the default text, a chosen corner
+    assert not panel.label_on.isChecked() and UiSettings().config.output.label is None
+    panel.label_position.setCurrentText("top-left")
+    panel.label_on.setChecked(True)
+    out = UiSettings().config.output
+    assert (out.label, out.label_position) == ("AI-modified", "top-left")
+    panel.label_text.setText("Face swapped live")
+    panel.label_text.editingFinished.emit()
+    assert UiSettings().config.output.label == "Face swapped live"
+    shown = OutputPanel(StreamController(UiSettings().config), UiSettings())
+    qtbot.addWidget(shown)
+    assert shown.label_on.isChecked() and shown.label_text.text() == "Face swapped live"
+    assert shown.label_position.currentText() == "top-left"
+
 
 def test_the_virtual_camera_gets_frames_and_a_failure_shows_the_fix(
     qtbot: QtBot, settings: UiSettings, vcam: RecordingStore

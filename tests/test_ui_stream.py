@@ -70,10 +70,12 @@ def test_a_face_change_while_live_keeps_frames_coming(qtbot: QtBot) -> None:
 
 
 def test_settings_round_trip_and_a_damaged_file_is_set_aside(tmp_path: Path) -> None:
-    from ui.settings import MAX_RECENT_FACES, UiSettings
+    from ui.settings import MAX_RECENT_FACES, UiSettings, first_run_config
 
     settings = UiSettings(tmp_path)
-    assert settings.config == Config() and settings.panel.recent_faces == []
+    assert settings.config == first_run_config() and settings.panel.recent_faces == []
+    assert settings.config.source.size == (1280, 720) and settings.config.source.fps == 30
+    assert settings.config.output.sinks == ("virtualcam",)
     cfg = synthetic_config(face=str(ASSETS / "grace_hopper.jpg"))
     settings.save_config(cfg)
     for i in range(MAX_RECENT_FACES + 2):

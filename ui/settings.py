@@ -1,7 +1,8 @@
 """What the panel remembers between runs, in the user config folder
 (``~/.config/livecam`` on Linux, or ``$LIVECAM_CONFIG_DIR``).
 
-* ``config.toml``: the stream's settings, the same TOML ``livecam run --config`` reads.
+* ``config.toml``: the stream's settings, the same TOML ``livecam run --config`` reads
+  (first run: ``first_run_config``).
 * ``panel.toml``: the panel's own state: recent source faces (newest first), whether the
   responsible-use notice was acknowledged, the window geometry.
 
@@ -33,6 +34,18 @@ def config_dir() -> Path:
     """``$LIVECAM_CONFIG_DIR``, else the user config folder for ``livecam``."""
     env = os.environ.get("LIVECAM_CONFIG_DIR")
     return Path(env) if env else Path(platformdirs.user_config_dir("livecam"))
+
+
+def first_run_config() -> Config:
+    """The panel's settings before the user changed any: webcam 0 at 1280x720 and 30 fps
+    (what meeting apps expect; a camera that cannot give it is cropped to that aspect,
+    never stretched) into the virtual camera."""
+    return Config.from_dict(
+        {
+            "source": {"spec": "camera:0", "size": [1280, 720], "fps": 30},
+            "output": {"sinks": ["virtualcam"]},
+        }
+    )
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -76,12 +89,12 @@ class UiSettings:
 
     def _load_config(self) -> Config:
         if not self.config_path.is_file():
-            return Config()
+            return first_run_config()
         try:
             return Config.load(self.config_path)
         except ConfigError as e:
             _set_aside(self.config_path, e.message)
-            return Config()
+            return first_run_config()
 
     def _load_panel(self) -> PanelState:
         if not self.panel_path.is_file():

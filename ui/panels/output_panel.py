@@ -11,6 +11,8 @@
   the frames.
 * **Output rate**: 30 or 60 fps, or the input's (``output.fps``). The output size is the
   input's (``source.size``, chosen in the Input panel; sources fit it without stretching).
+* **Label**: text such as "AI-modified" written into every output frame (virtual camera,
+  recording and preview alike) in a corner (``output.label``, ``label_position``).
 
 Sinks are opened at start: a change made while running applies at the next start
 (``next_start``).
@@ -21,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -38,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 from pyvirtualcam.camera import BACKENDS
 
-from livecam.config import Config, sink_file
+from livecam.config import Config, LabelPosition, sink_file
 from livecam.doctor import Check, check_virtualcam
 from livecam.errors import LivecamError
 from ui.main_window import error_text
@@ -57,6 +59,7 @@ RATES: tuple[tuple[str, float | None], ...] = (
 )
 RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
 ERROR_STYLE = "color: #b00020;"
+DEFAULT_LABEL = "AI-modified"
 
 
 def sinks_for(virtualcam: bool, record: str | None) -> tuple[str, ...]:
@@ -109,6 +112,11 @@ class OutputPanel(QWidget):
         self.preview_only = QCheckBox("Preview only (no virtual camera, no recording)")
         self.rate = QComboBox()
         self.rate.addItems([title for title, _ in RATES])
+        self.label_on = QCheckBox("Label the output (the virtual camera and recordings carry it)")
+        self.label_text = QLineEdit()
+        self.label_text.setPlaceholderText(DEFAULT_LABEL)
+        self.label_position = QComboBox()
+        self.label_position.addItems(list(get_args(LabelPosition)))
         self.size_note = QLabel()
         self.size_note.setWordWrap(True)
         self.message = QLabel()
@@ -130,6 +138,11 @@ class OutputPanel(QWidget):
         form.addRow(self.overwrite)
         form.addRow(self.preview_only)
         form.addRow("Output rate", self.rate)
+        label_row = QHBoxLayout()
+        label_row.addWidget(self.label_text, 1)
+        label_row.addWidget(self.label_position)
+        form.addRow(self.label_on)
+        form.addRow("Label text / corner", label_row)
         form.addRow(self.size_note)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -146,6 +159,9 @@ class OutputPanel(QWidget):
         self.overwrite.toggled.connect(lambda on: self._apply(overwrite=on))
         self.preview_only.toggled.connect(self._on_preview_only)
         self.rate.activated.connect(lambda i: self._apply(fps=RATES[i][1]))
+        self.label_on.toggled.connect(lambda _: self.apply_label())
+        self.label_text.editingFinished.connect(self.apply_label)
+        self.label_position.activated.connect(lambda _: self.apply_label())
         self._check_done.connect(self._on_checked)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
 
@@ -155,7 +171,7 @@ class OutputPanel(QWidget):
         out = config.output
         names = [s.strip().lower() for s in out.sinks]
         files = [s for s in out.sinks if sink_file(s) is not None]
-        widgets = (self.virtualcam, self.record, self.overwrite, self.preview_only)
+        widgets = (self.virtualcam, self.record, self.overwrite, self.preview_only, self.label_on)
         for w in widgets:
             w.blockSignals(True)
         self.virtualcam.setChecked(VIRTUALCAM in names)
@@ -171,6 +187,10 @@ class OutputPanel(QWidget):
         self.record_path.setText(files[0] if files else "")
         self.overwrite.setChecked(out.overwrite)
         self.preview_only.setChecked(VIRTUALCAM not in names and not files)
+        self.label_on.setChecked(out.label is not None)
+        if out.label is not None:
+            self.label_text.setText(out.label)
+        self.label_position.setCurrentText(out.label_position)
         for w in widgets:
             w.blockSignals(False)
         rates = [r for _, r in RATES]
@@ -253,6 +273,14 @@ class OutputPanel(QWidget):
         self.preview_only.setChecked(sinks == ("null",))
         self.preview_only.blockSignals(False)
         self._apply(sinks=sinks)
+
+    def apply_label(self) -> None:
+        """Put the label (or none) into the config."""
+        text = self.label_text.text().strip() or DEFAULT_LABEL
+        self._apply(
+            label=text if self.label_on.isChecked() else None,
+            label_position=self.label_position.currentText(),
+        )
 
     def _apply(self, **fields: Any) -> None:
         try:
