@@ -426,6 +426,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_panel(args: argparse.Namespace) -> int:
     """The desktop panel (Qt, imported here: the rest of livecam never imports it)."""
+    from livecam.errors import SinkError
+    from livecam.sinks.preview import window_problem
+
+    why = window_problem()
+    if why is not None:  # Qt would abort the process without a usable display
+        raise SinkError(
+            f"cannot open the LiveCam panel: {why}",
+            "run `livecam` in a desktop session (or under `xvfb-run`), or use "
+            "`livecam run --face PHOTO` on a terminal",
+        )
     from ui.panel_app import run_panel
 
     return run_panel()

@@ -335,3 +335,17 @@ def test_the_first_start_asks_for_the_notice_on_xvfb(xvfb: str, tmp_path: Path) 
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert UiSettings(folder).panel.notice_acknowledged
+
+
+def test_livecam_without_a_display_is_a_one_line_error(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    env["LIVECAM_CONFIG_DIR"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "livecam"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: cannot open the LiveCam panel: neither DISPLAY")
+    assert lines[1].startswith("  fix: run `livecam` in a desktop session")
+    assert "Traceback" not in proc.stderr and "qt.qpa" not in proc.stderr
