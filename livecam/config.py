@@ -339,6 +339,11 @@ class SwapConfig(_Validated):
     mask_padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # box mask: top right bottom left %
     mouth_mask: int = 0  # 0-100: how much of the user's real mouth is kept
     opacity: float = 1.0  # 0-1: how much of the swapped face shows over the camera's
+    # neural swappers: a tracked face whose aligned crop barely changed gets its last
+    # swapped face again (re-pasted where the face is now) instead of a swapper run
+    reuse: bool = True
+    reuse_similarity: float = 32.0  # least PSNR (dB) of the 32x32 grey crops for a reuse
+    reuse_max: int = 2  # reuses in a row before the swapper must run again
     # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
     map: tuple[str, ...] = pair_paths_field(())
 
@@ -375,6 +380,10 @@ class SwapConfig(_Validated):
         )
         self._require(0 <= self.mouth_mask <= 100, "mouth_mask", "an integer from 0 to 100")
         self._require(0 <= self.opacity <= 1, "opacity", "a number from 0 to 1")
+        self._require(
+            10 <= self.reuse_similarity <= 99, "reuse_similarity", "a PSNR from 10 to 99 (dB)"
+        )
+        self._require(0 <= self.reuse_max <= 30, "reuse_max", "an integer from 0 to 30")
         self._require(
             all(split_pair(m) is not None for m in self.map),
             "map",

@@ -112,7 +112,9 @@ class FramePacket:
 
     ``t_media_ns``: the frame's timestamp in its file (video sources; None for live ones).
     ``faces``: the faces found in it; ``faces_swapped``: how many of them the swap stage
-    replaced (None: no face stage worked on this frame: swap off, blank, freeze).
+    replaced (None: no face stage worked on this frame: swap off, blank, freeze);
+    ``faces_reused``: how many of those got their track's previous swapped face again
+    instead of a swapper run (``swap.reuse``).
     """
 
     frame: Frame
@@ -122,6 +124,7 @@ class FramePacket:
     faces: list[Face] = field(default_factory=list)
     t_media_ns: int | None = None
     faces_swapped: int | None = None
+    faces_reused: int = 0
 
 
 EventLevel = Literal["info", "warning", "error"]

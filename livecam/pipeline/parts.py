@@ -29,6 +29,7 @@ import numpy.typing as npt
 from livecam.types import Face, FaceWork, Frame
 
 if TYPE_CHECKING:
+    from livecam.pipeline.reuse import SwapReuse
     from livecam.pipeline.source_face import SourceFace
 
 Box = npt.NDArray[np.float32]
@@ -272,11 +273,18 @@ class FaceParts:
         frames: Sequence[FrameContext],
         faces: Sequence[FaceWork],
         sources: Sequence[object],
+        reuse: SwapReuse | None = None,
     ) -> list[FaceWork]:
         """Swap and mask ``faces`` (of any frames of ``frames``; each gets
         ``sources[work.source_index]``), each part called once on the whole list: the
-        records that got an ``output`` (the swapped faces)."""
-        works = self.swapper.swap(frames, faces, sources) if faces else []
+        records that got an ``output`` (the swapped faces). With ``reuse``, faces whose
+        track's last swapped output still fits get it again instead of a swapper run."""
+        if not faces:
+            works: list[FaceWork] = []
+        elif reuse is not None:
+            works = reuse.swap(self.swapper, frames, faces, sources)
+        else:
+            works = self.swapper.swap(frames, faces, sources)
         done = [w for w in works if w.output is not None]
         if done and self.masker is not None:
             done = self.masker.mask(frames, done)
@@ -287,11 +295,12 @@ class FaceParts:
         frames: Sequence[FrameContext],
         faces: Sequence[FaceWork],
         sources: Sequence[object],
+        reuse: SwapReuse | None = None,
     ) -> tuple[list[Frame], list[FaceWork]]:
-        """``swap_faces``, paste them back, then enhance the pasted faces and paste those:
-        one output frame per frame, in order (a frame without a swapped face is the very
-        same array), and the swapped records."""
-        done = self.swap_faces(frames, faces, sources)
+        """``swap_faces`` (with ``reuse``), paste them back, then enhance the pasted faces
+        and paste those: one output frame per frame, in order (a frame without a swapped
+        face is the very same array), and the swapped records."""
+        done = self.swap_faces(frames, faces, sources, reuse)
         if not done:
             return [f.image for f in frames], done
         out = self.blender.blend(frames, done)

@@ -18,6 +18,7 @@ from livecam.pipeline.identity import Embedding
 from livecam.pipeline.mapping import FaceMapper
 from livecam.pipeline.parts import FaceParts, FrameContext
 from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
+from livecam.pipeline.reuse import SwapReuse
 from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
 from livecam.pipeline.source_face import SourceFace, SourceFaceCache, photo_warnings
 from livecam.pipeline.tracking import FaceTracker
@@ -38,6 +39,9 @@ class FaceSwapStage:
 
     ``opacity`` (0-1) is how much of the swapped face shows: a swapped frame becomes
     ``frame + opacity * (swapped - frame)``, so pixels the swap left alone stay as they were.
+    ``reuse`` (None: off) gives a tracked face its last swapped face again while its aligned
+    crop barely changes (``packet.faces_reused`` counts them); it lives and dies with the
+    stage, so a new source or preset (a new stage) starts it empty.
     """
 
     name = "swap"
@@ -51,9 +55,11 @@ class FaceSwapStage:
         sources: Sequence[SourceFace],
         prepared: Sequence[object],
         opacity: float = 1.0,
+        reuse: SwapReuse | None = None,
     ) -> None:
         self.parts = parts
         self.opacity = opacity
+        self.reuse = reuse
         self.source = sources[0]
         self.sources = tuple(sources)
         # a small or blurry source face
@@ -84,7 +90,7 @@ class FaceSwapStage:
                 for f, s in self._selector.pick(frame, faces)
             ]
         if works:
-            outputs, done = self.parts.render_faces(frames, works, self._prepared)
+            outputs, done = self.parts.render_faces(frames, works, self._prepared, self.reuse)
             for packet, out in zip(batch, outputs, strict=True):
                 if self.opacity < 1 and out is not packet.frame:
                     out = np.asarray(
@@ -95,12 +101,17 @@ class FaceSwapStage:
         else:
             done = []
         swapped = Counter(w.frame_index for w in done)
+        hits = self.reuse.last_hits if works and self.reuse is not None else []
+        reused = Counter(w.frame_index for w in hits)
         for i, packet in enumerate(batch):
             packet.faces_swapped = swapped[i]
+            packet.faces_reused = reused[i]
         return batch
 
     def close(self) -> None:
         self._tracker.reset()
+        if self.reuse is not None:
+            self.reuse.clear()
         self.parts.close()
 
 
@@ -178,7 +189,12 @@ def build_swap_stage(
             row.name,
             "map" if cfg.map else cfg.select,
         )
-    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity)
+    reuse = (
+        SwapReuse(cfg.reuse_similarity, cfg.reuse_max)
+        if cfg.reuse and SwapReuse.supports(parts.swapper)
+        else None
+    )
+    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse)
 
 
 def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:
