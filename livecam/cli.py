@@ -495,6 +495,17 @@ def build_parser() -> argparse.ArgumentParser:
     from livecam.models_cli import add_models_command
 
     add_models_command(sub)
+    from livecam.benchmark.command import add_bench_options, cmd_bench
+
+    bench = sub.add_parser(
+        "bench",
+        help="measure the live pipeline: fps, latency, faces/s, memory (or vs a naive loop)",
+        description="Run the live pipeline on a synthetic clip (or a video file) into a null "
+        "sink and print fps, glass-to-glass latency, stage times, faces/s, peak memory and "
+        "the provider used.",
+    )
+    add_bench_options(bench, offered_presets())
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -1,0 +1,178 @@
+"""`livecam bench`: its options, the table it prints and the JSON it writes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, get_args
+
+from livecam.benchmark.run import BenchOptions, Mode, cache_supported, run_bench
+from livecam.benchmark.synthetic import SyntheticSize
+from livecam.config import Provider
+from livecam.errors import ConfigError
+from livecam.userfiles import check_output_path, write_new_file
+
+log = logging.getLogger(__name__)
+
+SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
+MODEL_ROLES = ("detector", "recognizer", "swapper", "enhancer")
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    """480p, 720p, 1080p or WxH."""
+    key = text.strip().lower()
+    if key in SIZES:
+        return SIZES[key]
+    match = re.fullmatch(r"(\d+)x(\d+)", key)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"size must be 480p, 720p, 1080p or WxH, got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def on_off(text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return text == "on"
+
+
+def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
+    """The options of `livecam bench`."""
+    p.add_argument("--preset", choices=presets, help="model set (default lite)")
+    p.add_argument("--size", type=frame_size, default=(640, 480), metavar="480p|720p|1080p|WxH")
+    p.add_argument("--faces", type=int, choices=(1, 2, 4), default=1, help="faces in the clip")
+    p.add_argument("--frames", type=int, default=150, metavar="N", help="frames captured")
+    p.add_argument("--fps", type=float, default=30.0, help="live mode: the source's rate")
+    p.add_argument(
+        "--mode",
+        choices=get_args(Mode),
+        default="live",
+        help="live: paced source, the newest frame wins (latency is a live figure); "
+        "throughput: unpaced and lossless, --batch frames per call (the ceiling)",
+    )
+    p.add_argument("--batch", type=int, default=4, metavar="N", help="throughput: batch limit")
+    p.add_argument("--fp16", type=on_off, metavar="on|off", help="the fp16 or fp32 swapper file")
+    p.add_argument(
+        "--cache",
+        type=on_off,
+        metavar="on|off",
+        help="reuse the swapped face between similar frames (swap.reuse)",
+    )
+    p.add_argument("--provider", choices=get_args(Provider), default="auto")
+    p.add_argument("--source", metavar="VIDEO", help="a video file instead of the synthetic clip")
+    p.add_argument(
+        "--compare",
+        choices=("naive",),
+        help="also run the same models in a naive loop (one face at a time, no caching)",
+    )
+    p.add_argument(
+        "--naive-frames", type=int, default=30, metavar="N", help="frames of the naive loop"
+    )
+    p.add_argument(
+        "--synthetic",
+        choices=get_args(SyntheticSize),
+        help="standard preset with models built here: SCRFD 2.5G, arcface_like and a "
+        "narrow or full-size synthetic inswapper (speed only; built once, cached)",
+    )
+    p.add_argument("--synthetic-dir", type=Path, metavar="DIR", help="where they are built")
+    for role in MODEL_ROLES:
+        p.add_argument(f"--{role}-model", metavar="PATH", help=f"your own {role} ONNX file")
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def options_from_args(args: argparse.Namespace) -> BenchOptions:
+    """The bench options of a parsed command line (ConfigError on a bad combination)."""
+    preset = args.preset or ("standard" if args.synthetic else "lite")
+    if args.synthetic and preset != "standard":
+        raise ConfigError(
+            f"--synthetic builds the standard preset's models, not {preset}'s",
+            "leave --preset out or use --preset standard",
+        )
+    for name, value in (("--frames", args.frames), ("--batch", args.batch)):
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}", f"use {name} 1 or more")
+    if args.cache is not None and not cache_supported():
+        log.warning("--cache: this build has no swap.reuse switch; the option is ignored")
+    models = tuple(
+        (f"{role}_model", str(getattr(args, f"{role}_model")))
+        for role in MODEL_ROLES
+        if getattr(args, f"{role}_model")
+    )
+    return BenchOptions(
+        preset=preset,
+        size=args.size,
+        faces=args.faces,
+        frames=args.frames,
+        fps=args.fps,
+        mode=args.mode,
+        batch=args.batch,
+        fp16=args.fp16,
+        cache=args.cache,
+        provider=args.provider,
+        source=args.source,
+        compare_naive=args.compare == "naive",
+        naive_frames=args.naive_frames,
+        synthetic=args.synthetic,
+        synthetic_dir=args.synthetic_dir,
+        models=models,
+    )
+
+
+def _ms(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def format_table(r: dict[str, Any]) -> str:
+    """The figures as an aligned two-column table."""
+    lat = r["latency_ms"]
+    w, h = r["size"]
+    vram = r["peak_vram_mb"]
+    rows = [
+        ("preset / provider", f"{r['preset']} / {r['provider']}"),
+        ("clip", f"{r['source']}, {w}x{h}, {r['frames']} frames, {r['mode']} mode"),
+        ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16']} / {r['cache']}"),
+        ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
+        (
+            "latency p50 / p99",
+            f"{_ms(lat['p50'])} / {_ms(lat['p99'])} ms (from {lat['from']}, "
+            f"{r['stamps_decoded']} decoded)",
+        ),
+        *(
+            (f"stage {n} p50 / p99", f"{_ms(p['p50'])} / {_ms(p['p99'])} ms")
+            for n, p in r["stages_ms"].items()
+        ),
+        ("processing mean", f"{_ms(r['processing_ms_mean'])} ms per frame"),
+        ("faces/s", f"{r['faces_per_s']:.1f} ({r['faces_per_frame']:.2f} per frame)"),
+        ("peak RSS", f"{r['peak_rss_mb']:.0f} MB"),
+        ("peak VRAM", vram if isinstance(vram, str) else f"{vram:.0f} MB ({r['vram_scope']})"),
+    ]
+    naive = r.get("naive")
+    if naive:
+        rows.append(
+            (
+                "naive loop",
+                f"{naive['ms_per_frame']:.1f} ms per frame, {naive['fps']:.1f} fps, "
+                f"{naive['faces_per_s']:.1f} faces/s ({naive['frames']} frames)",
+            )
+        )
+        rows.append(("pipeline / naive", f"{naive['ratio']}x ({naive['ratio_basis']})"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run `livecam bench`; 0 when frames came out."""
+    opts = options_from_args(args)
+    if args.json:
+        check_output_path(args.json, "--json")
+    figures = run_bench(opts)
+    print(format_table(figures))
+    if args.json:
+        data = (json.dumps(figures, indent=2) + "\n").encode()
+        written = write_new_file(args.json, data, overwrite=args.overwrite)
+        print(f"wrote {written}")
+    return 0 if figures["frames_out"] > 0 else 1
