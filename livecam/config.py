@@ -40,6 +40,11 @@ EnhancerModel = Literal["none", "gfpgan-1.4", "codeformer", "gpen-bfr-256", "gpe
 MaskKind = Literal["box", "insightface", "ellipse", "region"]
 LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right"]
 ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
+MemoryStrategy = Literal["low", "balanced", "high"]  # see livecam.runtime.session.MEMORY
+# adaptive quality (livecam.quality): "auto" adapts; a level of the ladder pins it
+QualityLevel = Literal[
+    "auto", "full", "small-batch", "enhance-half", "no-enhancer", "small-detector", "cpu"
+]
 
 MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
 MAX_FRAMES = 10**9  # run.frames: about a year at 30 fps
@@ -321,6 +326,12 @@ class SwapConfig(_Validated):
     threads: int = 0  # CPU threads of each ONNX model (0: ONNX Runtime's default)
     cudnn_conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE"  # CUDA: cuDNN's algorithm search
     cuda_graph: bool = False  # CUDA: replay the swapper as one CUDA graph (fixed batch of 1)
+    memory: MemoryStrategy = "balanced"  # ORT memory arenas and batch limit (low, balanced, high)
+    face_batch: int = 0  # faces (and tiles) per model call; 0: the memory strategy's limit
+    # "auto": step the quality ladder down when the fps stays below target (and back up);
+    # a level pins it (the VRAM watchdog still steps below it when memory runs out)
+    quality: QualityLevel = "full"
+    target_fps: float | None = None  # adaptive quality's target (None: the output rate)
     accept_licence: bool = False  # accept the licences of models downloaded for this run
     swapper: SwapperModel | None = None  # None: the preset's swapper
     enhancer: EnhancerModel | None = None  # None: the preset's enhancer; "none": off
@@ -365,6 +376,13 @@ class SwapConfig(_Validated):
         self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
         self._require(0 <= self.gpu <= 64, "gpu", "a GPU index from 0 to 64")
         self._require(0 <= self.threads <= 256, "threads", "0 (automatic) to 256")
+        self._require(0 <= self.face_batch <= 64, "face_batch", "0 (the memory strategy's) to 64")
+        self._require(
+            self.target_fps is None or MIN_FPS <= self.target_fps <= MAX_FPS,
+            "target_fps",
+            f"a number of frames per second from {MIN_FPS} to {MAX_FPS}, or unset for the "
+            "output rate",
+        )
         self._require(self.pixel_boost in (1, 2, 4), "pixel_boost", "1, 2 or 4")
         self._require(0 <= self.identity_weight <= 1, "identity_weight", "a number from 0 to 1")
         self._require(0 <= self.enhance_blend <= 1, "enhance_blend", "a number from 0 to 1")
