@@ -24,6 +24,7 @@ from livecam.runtime.providers import (
     wanted_provider,
 )
 from livecam.runtime.session import OnnxModel, RuntimeOptions
+from livecam.runtime.tensorrt import EngineKey, engine_cache_dir
 
 
 def _cuda_cannot_work() -> bool:
@@ -91,10 +92,14 @@ def test_provider_options_handed_to_ort(testdata: Path, tmp_path: Path) -> None:
     chain = dict(s if isinstance(s, tuple) else (s, {}) for s in model.provider_chain)
     if TENSORRT in ort.get_available_providers():
         trt = chain[TENSORRT]
-        assert trt["trt_engine_cache_path"] == str(tmp_path / "tensorrt")
-        assert trt["trt_timing_cache_path"] == str(tmp_path / "tensorrt")
+        # one engine folder per model, GPU, ORT version and precision; timing cache per GPU
+        key = EngineKey.for_model(testdata / "models/mobilefacenet.onnx", 0, fp16=False)
+        engines = engine_cache_dir(tmp_path / "tensorrt", key)
+        assert trt["trt_engine_cache_path"] == str(engines)
+        assert trt["trt_timing_cache_path"] == str(engines.parent)
+        assert engines.parent.parent == tmp_path / "tensorrt" and engines.name.endswith("-fp32")
         assert trt["trt_engine_cache_enable"] == "True" and trt["trt_fp16_enable"] == "False"
-        assert (tmp_path / "tensorrt").is_dir()
+        assert engines.is_dir()
     if CUDA in ort.get_available_providers():
         assert chain[CUDA] == {
             "device_id": "0",

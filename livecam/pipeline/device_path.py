@@ -5,7 +5,10 @@ Each frame that has a face is uploaded once (frames of one size in one tensor), 
 (all faces, all pixel-boost tiles) is warped, normalised and fed to the ONNX model on the
 device (``OnnxModel.run_torch``: DLPack in, DLPack out, no host copy on CUDA), decoded
 there, and the crops and outputs come back to the host in one download per batch (the
-records keep NumPy uint8 BGR crops, which is the blender's contract). The NumPy/OpenCV path
+records keep NumPy uint8 BGR crops, which is the blender's contract). On CUDA the upload
+and download go through the model's reused pinned buffers, and when the session was given
+a stream (``OnnxModel.compute_stream``) the whole call runs on it: torch work and the ORT
+run are ordered by the stream, with no host synchronisation before the run. The NumPy/OpenCV path
 of the parts is the reference: same outputs within the warp's rounding
 (``runtime.device``; tests/test_device_path.py states the tolerance).
 """
@@ -23,6 +26,7 @@ import numpy.typing as npt
 from livecam.errors import ConfigError
 from livecam.pipeline.parts import FrameContext
 from livecam.runtime import device
+from livecam.runtime.cuda import PinnedBuffers
 from livecam.runtime.session import OnnxModel
 from livecam.types import Affine
 
@@ -105,10 +109,12 @@ def warp_frame_crops(
     affines: Sequence[Affine],
     size: int,
     on: str,
+    buffers: PinnedBuffers | None = None,
 ) -> Tensor:
     """(N, size, size, 3) float crops on device ``on``, rounded to whole levels as
     ``align.warp_crop`` gives them: crop i of ``frames[frame_index[i]]`` under
-    ``affines[i]``. Each frame used is uploaded once, frames of one size together."""
+    ``affines[i]``. Each frame used is uploaded once, frames of one size together (through
+    ``buffers``' reused pinned memory when given and on CUDA)."""
     torch = device.require_torch()
     crops = torch.empty((len(affines), size, size, 3), dtype=torch.float32, device=on)
     by_shape: dict[tuple[int, ...], list[int]] = {}
@@ -118,7 +124,11 @@ def warp_frame_crops(
     for group in by_shape.values():
         local = {f: i for i, f in enumerate(group)}
         rows = [i for i, f in enumerate(frame_index) if f in local]
-        images = device.frames_to_tensor([frames[f].image for f in group], on)
+        images = (
+            buffers.upload(np.stack([frames[f].image for f in group]), on)
+            if buffers is not None and buffers.pinned
+            else device.frames_to_tensor([frames[f].image for f in group], on)
+        )
         warped = device.warp_crops(
             images, stacked[rows], size, [local[frame_index[i]] for i in rows]
         )
@@ -132,9 +142,14 @@ def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]
     last padded by repeating its last item, the padding dropped from the outputs)."""
     torch = device.require_torch()
     if model.device == "cuda":
-        # ORT runs on its own CUDA stream: the inputs torch wrote must be complete first
-        # (ORT synchronises its stream at the end of a run, so its outputs are ready)
-        torch.cuda.current_stream(torch_device(model)).synchronize()
+        # ORT synchronises its stream at the end of a run, so its outputs are ready; the
+        # inputs torch wrote must be complete before it starts: on the session's own
+        # stream that is a device-side wait (none when torch already runs on it), else
+        # the host waits for torch's current stream (that stream only)
+        if model.has_user_compute_stream:
+            model.stage_stream().wait_current()
+        else:
+            torch.cuda.current_stream(torch_device(model)).synchronize()
     n = len(feeds[batched[0]])
     step = model.fixed_batch
     if step is None or step == n:
@@ -151,10 +166,11 @@ def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]
     return [torch.cat(column) for column in zip(*parts, strict=True)]
 
 
-def _download(*tensors: Tensor) -> list[npt.NDArray[np.uint8]]:
-    """Equally shaped uint8 tensors as NumPy arrays, in one device-to-host copy."""
+def _download(model: OnnxModel, *tensors: Tensor) -> list[npt.NDArray[np.uint8]]:
+    """Equally shaped uint8 tensors as NumPy arrays, in one device-to-host copy (into
+    ``model``'s reused pinned buffer on CUDA)."""
     torch = device.require_torch()
-    host = torch.stack([t.to(torch.uint8) for t in tensors]).cpu().numpy()
+    host = model.host_buffers.download(torch.stack([t.to(torch.uint8) for t in tensors]))
     return [np.ascontiguousarray(a) for a in host]
 
 
@@ -176,13 +192,14 @@ def swap_crops(
     ``NeuralSwapper.run_crops`` give."""
     torch = device.require_torch()
     on, k, c = torch_device(model), pixel_boost, contract
-    crops = warp_frame_crops(frames, frame_index, affines, c.size * k, on)
-    x = device.normalise(device.split_tiles(crops, k), c.mean, c.std, c.rgb)
-    latents = torch.from_numpy(np.ascontiguousarray(vectors, np.float32)).to(on)
-    feeds = {c.image: x, source: latents.repeat_interleave(k * k, dim=0)}
-    out = run_batch(model, feeds, [c.image, source])[0]
-    swapped = device.join_tiles(device.denormalise(out, c.mean, c.std, c.rgb), k)
-    host_crops, host_out = _download(crops, swapped)
+    with model.stage_stream():
+        crops = warp_frame_crops(frames, frame_index, affines, c.size * k, on, model.host_buffers)
+        x = device.normalise(device.split_tiles(crops, k), c.mean, c.std, c.rgb)
+        latents = torch.from_numpy(np.ascontiguousarray(vectors, np.float32)).to(on)
+        feeds = {c.image: x, source: latents.repeat_interleave(k * k, dim=0)}
+        out = run_batch(model, feeds, [c.image, source])[0]
+        swapped = device.join_tiles(device.denormalise(out, c.mean, c.std, c.rgb), k)
+        host_crops, host_out = _download(model, crops, swapped)
     return host_crops, host_out
 
 
@@ -202,15 +219,17 @@ def enhance_crops(
     weight): what ``align.warp_crop`` and ``FaceEnhancer.restore`` give."""
     torch = device.require_torch()
     c = contract
-    crops = warp_frame_crops(frames, frame_index, affines, c.size, torch_device(model))
-    todo = [i for i, go in enumerate(run) if go]
-    if not todo:
-        return _download(crops)[0], []
-    picked = crops if len(todo) == len(crops) else crops[todo]
-    feeds: dict[str, Any] = {c.image: device.normalise(picked, c.mean, c.std, c.rgb)}
-    feeds.update(extra or {})
-    out = run_batch(model, feeds, [c.image])[0]
-    restored = device.denormalise(out.clamp(-1.0, 1.0), 127.5, 127.5, c.rgb)
-    host = torch.cat([crops.to(torch.uint8), restored]).cpu().numpy()
+    with model.stage_stream():
+        on = torch_device(model)
+        crops = warp_frame_crops(frames, frame_index, affines, c.size, on, model.host_buffers)
+        todo = [i for i, go in enumerate(run) if go]
+        if not todo:
+            return _download(model, crops)[0], []
+        picked = crops if len(todo) == len(crops) else crops[todo]
+        feeds: dict[str, Any] = {c.image: device.normalise(picked, c.mean, c.std, c.rgb)}
+        feeds.update(extra or {})
+        out = run_batch(model, feeds, [c.image])[0]
+        restored = device.denormalise(out.clamp(-1.0, 1.0), 127.5, 127.5, c.rgb)
+        host = model.host_buffers.download(torch.cat([crops.to(torch.uint8), restored]))
     n = len(crops)
     return np.ascontiguousarray(host[:n]), [np.ascontiguousarray(a) for a in host[n:]]

@@ -113,34 +113,55 @@ def cuda_options(
     device_id: int = 0,
     conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE",
     cuda_graph: bool = False,
+    compute_stream: int | None = None,
 ) -> dict[str, str]:
     """CUDA provider options. ``cuda_graph`` captures the whole run as one CUDA graph: only
     valid for a model with fixed input shapes run through IO binding with the same device
-    buffers every time (``OnnxModel`` guards both)."""
+    buffers every time (``OnnxModel`` guards both). ``compute_stream``: a ``cudaStream_t``
+    as an int (``torch.cuda.Stream.cuda_stream``) the session runs its kernels on
+    (``user_compute_stream``), so a stage's torch work and its ORT run share one stream."""
     if conv_algo_search not in ("EXHAUSTIVE", "HEURISTIC", "DEFAULT"):
         raise ValueError(
             f"cudnn_conv_algo_search {conv_algo_search!r}: use EXHAUSTIVE, HEURISTIC or DEFAULT"
         )
-    return {
+    out = {
         "device_id": str(device_id),
         "cudnn_conv_algo_search": conv_algo_search,
         "enable_cuda_graph": "1" if cuda_graph else "0",
     }
+    return {**out, **stream_options(compute_stream)}
+
+
+def stream_options(compute_stream: int | None) -> dict[str, str]:
+    """The CUDA/TensorRT provider options that hand ORT the stream ``compute_stream`` (none
+    for None)."""
+    if compute_stream is None:
+        return {}
+    return {"has_user_compute_stream": "1", "user_compute_stream": str(int(compute_stream))}
 
 
 def tensorrt_options(
-    cache_dir: str | os.PathLike[str], device_id: int = 0, fp16: bool = True
+    cache_dir: str | os.PathLike[str],
+    device_id: int = 0,
+    fp16: bool = True,
+    *,
+    timing_cache_dir: str | os.PathLike[str] | None = None,
+    compute_stream: int | None = None,
 ) -> dict[str, str]:
-    """TensorRT provider options: engine and timing caches in ``cache_dir`` (an engine is
-    built once per model, shape and GPU, which takes minutes), fp16 kernels."""
+    """TensorRT provider options: the engine cache in ``cache_dir`` (an engine is built
+    once per model, shape and GPU, which takes minutes; ``tensorrt.engine_cache_dir`` gives
+    a folder per model, GPU, ORT version and precision), the timing cache in
+    ``timing_cache_dir`` (default: ``cache_dir``), fp16 kernels, ``compute_stream`` as for
+    ``cuda_options``."""
     path = str(cache_dir)
     return {
         "device_id": str(device_id),
         "trt_engine_cache_enable": "True",
         "trt_engine_cache_path": path,
         "trt_timing_cache_enable": "True",
-        "trt_timing_cache_path": path,
+        "trt_timing_cache_path": str(timing_cache_dir) if timing_cache_dir is not None else path,
         "trt_fp16_enable": "True" if fp16 else "False",
+        **stream_options(compute_stream),
     }
 
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -22,8 +23,16 @@ import numpy.typing as npt
 import onnxruntime as ort
 import platformdirs
 
+from livecam.config import MemoryStrategy
 from livecam.errors import ConfigError
 from livecam.pipeline.parts import Providers
+from livecam.runtime import tensorrt
+from livecam.runtime.cuda import (
+    PinnedBuffers,
+    StageStream,
+    current_stream_event,
+    synchronize_event,
+)
 from livecam.runtime.providers import (
     CUDA,
     TENSORRT,
@@ -62,6 +71,57 @@ _CUDA_DEVICE = (CUDA, TENSORRT)
 
 
 @dataclass(frozen=True)
+class MemoryLevel:
+    """What one memory strategy (``swap.memory``) sets: ONNX Runtime's memory options and
+    LiveCam's batch limit."""
+
+    #: CUDA arena growth: ``kSameAsRequested`` (exactly what is asked) or ``kNextPowerOfTwo``
+    arena_extend_strategy: str
+    gpu_mem_limit_mb: int  # CUDA arena cap per session (``gpu_mem_limit``); 0: none
+    cudnn_max_workspace: bool  # cuDNN may take its largest workspace (faster convolutions)
+    cpu_arena: bool  # ORT's CPU memory arena (freed host memory kept for reuse)
+    batch_limit: int  # faces (and pixel-boost tiles) per model call
+
+    def cuda_options(self) -> dict[str, str]:
+        """The CUDA provider options of this level."""
+        out = {
+            "arena_extend_strategy": self.arena_extend_strategy,
+            "cudnn_conv_use_max_workspace": "1" if self.cudnn_max_workspace else "0",
+        }
+        if self.gpu_mem_limit_mb:
+            out["gpu_mem_limit"] = str(self.gpu_mem_limit_mb * 2**20)
+        return out
+
+
+#: ``low``: exact-size CUDA arena capped at 1.5 GB a session, cuDNN's small workspace, no
+#: CPU arena, one face per call. ``balanced``: ORT's defaults (power-of-two arena growth, no
+#: cap, cuDNN's largest workspace, CPU arena), 4 faces per call. ``high``: as balanced with
+#: 8 faces per call.
+MEMORY: Mapping[str, MemoryLevel] = MappingProxyType(
+    {
+        "low": MemoryLevel("kSameAsRequested", 1536, False, False, 1),
+        "balanced": MemoryLevel("kNextPowerOfTwo", 0, True, True, 4),
+        "high": MemoryLevel("kNextPowerOfTwo", 0, True, True, 8),
+    }
+)
+
+
+def memory_options(strategy: MemoryStrategy, batch: int = 0) -> dict[str, Any]:
+    """``RuntimeOptions`` fields for memory ``strategy`` (see ``MEMORY``); ``batch`` > 0
+    replaces its batch limit. A strategy that does not exist is a ConfigError."""
+    level = MEMORY.get(strategy)
+    if level is None:
+        raise ConfigError(
+            f"memory strategy {strategy!r} does not exist", f"use one of {', '.join(MEMORY)}"
+        )
+    return {
+        "provider_options": {"cuda": level.cuda_options()},
+        "cpu_arena": level.cpu_arena,
+        "max_batch": batch or level.batch_limit,
+    }
+
+
+@dataclass(frozen=True)
 class RuntimeOptions:
     """How ONNX Runtime sessions are made.
 
@@ -78,6 +138,9 @@ class RuntimeOptions:
     ``run`` binds inputs/outputs on the device when the session is on CUDA.
     ``warmup_runs``: runs of ``warmup()``. ``provider_options``: extra ORT options per
     provider (``{"cuda": {"arena_extend_strategy": "kSameAsRequested"}}``), over LiveCam's.
+    ``cpu_arena``: ORT's CPU memory arena. ``max_batch``: items per call of ``run_batch``
+    on a dynamic batch axis (0: all at once). ``memory_options`` gives the last three for a
+    memory strategy.
     """
 
     provider: Prefer = "auto"
@@ -92,9 +155,11 @@ class RuntimeOptions:
     tensorrt_fp16: bool = True
     io_binding: bool = True
     warmup_runs: int = 1
+    cpu_arena: bool = True
+    max_batch: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("threads", "inter_threads", "device_id", "warmup_runs"):
+        for name in ("threads", "inter_threads", "device_id", "warmup_runs", "max_batch"):
             if getattr(self, name) < 0:
                 raise ConfigError(
                     f"runtime.{name} is {getattr(self, name)}", "use 0 or a positive number"
@@ -128,17 +193,34 @@ class RuntimeOptions:
         if self.inter_threads > 0:
             opts.inter_op_num_threads = self.inter_threads
         opts.graph_optimization_level = _GRAPH_LEVELS[self.graph_optimization]
+        opts.enable_cpu_mem_arena = self.cpu_arena
         return opts
 
-    def provider_options_for(self, cuda_graph: bool) -> dict[str, dict[str, Any]]:
+    def provider_options_for(
+        self,
+        cuda_graph: bool,
+        compute_stream: int | None = None,
+        trt_key: tensorrt.EngineKey | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Provider options for ``provider_chain``: CUDA's (device, cuDNN search, CUDA graph
-        when ``cuda_graph``), TensorRT's (caches under ``cache_root``), then the extra
+        when ``cuda_graph``, the user stream ``compute_stream``), TensorRT's (caches under
+        ``cache_root``/tensorrt: with ``trt_key`` the engine in its own folder per model,
+        GPU, ORT version and precision, the timing cache per GPU), then the extra
         ``provider_options`` over them."""
         trt_dir = self.cache_root / "tensorrt"
-        out: dict[str, dict[str, Any]] = {
-            "cuda": dict(cuda_options(self.device_id, self.cudnn_conv_algo_search, cuda_graph)),
-            "tensorrt": dict(tensorrt_options(trt_dir, self.device_id, self.tensorrt_fp16)),
-        }
+        engines, timing = trt_dir, trt_dir
+        if trt_key is not None:
+            engines = tensorrt.engine_cache_dir(trt_dir, trt_key)
+            timing = tensorrt.timing_cache_dir(trt_dir, trt_key)
+        cuda = cuda_options(self.device_id, self.cudnn_conv_algo_search, cuda_graph, compute_stream)
+        trt = tensorrt_options(
+            engines,
+            self.device_id,
+            self.tensorrt_fp16,
+            timing_cache_dir=timing,
+            compute_stream=compute_stream,
+        )
+        out: dict[str, dict[str, Any]] = {"cuda": dict(cuda), "tensorrt": dict(trt)}
         for name, extra in self.provider_options.items():
             key = short_name(name)
             out[key] = {**out.get(key, {}), **extra}
@@ -196,6 +278,10 @@ class OnnxModel:
     batch axis and the rewrite verified (``batching.make_dynamic_batch``), else it keeps
     its fixed batch (``run_batch`` then loops); ``batch_rewritten`` says which.
     ``provider_chain`` is what was handed to ORT (names and provider options).
+    ``compute_stream``: a ``cudaStream_t`` as an int (``StageStream.handle``) that a CUDA
+    or TensorRT session runs on (``user_compute_stream``); ``compute_stream`` is None on
+    other providers. On CUDA, NumPy inputs and outputs go through reused pinned host
+    buffers when torch has CUDA.
     """
 
     def __init__(
@@ -205,6 +291,7 @@ class OnnxModel:
         *,
         model_id: str | None = None,
         dynamic_batch: bool = False,
+        compute_stream: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.options = opts = options if options is not None else RuntimeOptions()
@@ -222,9 +309,16 @@ class OnnxModel:
         )
         if opts.cuda_graph and wanted == CUDA and not self.cuda_graph:
             log.info("%s: CUDA graph off (it needs fixed input/output shapes)", self.path.name)
-        provider_opts = opts.provider_options_for(self.cuda_graph)
+        trt_key = None
         if wanted == TENSORRT and TENSORRT in available_providers():
-            (opts.cache_root / "tensorrt").mkdir(parents=True, exist_ok=True)
+            trt_key = tensorrt.EngineKey.for_model(
+                self.loaded_path, opts.device_id, opts.tensorrt_fp16
+            )
+            engines = tensorrt.engine_cache_dir(opts.cache_root / "tensorrt", trt_key)
+            engines.mkdir(parents=True, exist_ok=True)
+            tensorrt.announce_build(engines, self.path.name)
+        stream = compute_stream if wanted in _CUDA_DEVICE else None
+        provider_opts = opts.provider_options_for(self.cuda_graph, stream, trt_key)
         opened = open_session(
             self.loaded_path, opts.provider, opts.session_options(), options=provider_opts
         )
@@ -240,11 +334,29 @@ class OnnxModel:
         self.cuda_graph = self.cuda_graph and opened.used == CUDA
         #: where IO binding puts tensors: "cuda" on CUDA/TensorRT, else "cpu"
         self.device = "cuda" if opened.used in _CUDA_DEVICE else "cpu"
+        #: the stream the session runs on (``user_compute_stream``), None: ORT's own
+        self.compute_stream = stream if self.device == "cuda" else None
+        #: reused pinned host buffers for NumPy feeds and outputs (pageable without CUDA)
+        self.host_buffers = PinnedBuffers(enabled=self.device == "cuda")
         self.inputs = tuple(_spec(a) for a in self.session.get_inputs())
         self.outputs = tuple(_spec(a) for a in self.session.get_outputs())
         self._graph_binding: Any = None
         self._graph_inputs: dict[str, Any] = {}
         self._graph_outputs: list[Any] = []
+
+    @property
+    def has_user_compute_stream(self) -> bool:
+        """Whether the session runs on a stream LiveCam gave it (``compute_stream``)."""
+        return self.compute_stream is not None
+
+    def stage_stream(self) -> StageStream:
+        """The session's stream as a ``StageStream`` (inactive without one): torch work
+        entered in it is ordered with the session's runs without host synchronisation."""
+        return StageStream(
+            f"cuda:{self.options.device_id}",
+            handle=self.compute_stream,
+            enabled=self.compute_stream is not None,
+        )
 
     @property
     def input_names(self) -> list[str]:
@@ -288,6 +400,35 @@ class OnnxModel:
         binding = self.session.io_binding()
         keep: list[Any] = []  # the bound memory must outlive the run
         types = {s.name: s.dtype for s in self.inputs}
+        pinned = self.device == "cuda" and self.host_buffers.pinned
+        with self.stage_stream() as stream:
+            uploaded = self._bind_inputs(binding, feeds, types, keep, pinned)
+        if uploaded and not stream.active:
+            # the copies ran on torch's stream, ORT runs on its own: wait for them (only)
+            synchronize_event(current_stream_event(f"cuda:{self.options.device_id}"))
+        for spec in self.outputs:
+            binding.bind_output(spec.name, self.device, self.options.device_id)
+        self.session.run_with_iobinding(binding)
+        outs = binding.get_outputs()
+        if keep_on_device:
+            return list(outs)
+        if pinned:
+            import torch
+
+            return [self.host_buffers.download(torch.from_dlpack(o)) for o in outs]
+        return [o.numpy() for o in outs]
+
+    def _bind_inputs(
+        self,
+        binding: Any,
+        feeds: Mapping[str, Any],
+        types: Mapping[str, type[np.generic]],
+        keep: list[Any],
+        pinned: bool,
+    ) -> bool:
+        """Bind ``feeds`` to ``binding`` (memory to keep alive appended to ``keep``); True
+        when NumPy inputs were uploaded through pinned buffers on torch's current stream."""
+        uploaded = False
         for name, value in feeds.items():
             if isinstance(value, ort.OrtValue):
                 binding.bind_ortvalue_input(name, value)
@@ -298,19 +439,21 @@ class OnnxModel:
                 binding.bind_ortvalue_input(name, ort.OrtValue.from_dlpack(tensor))
                 continue
             array = np.ascontiguousarray(np.asarray(value), dtype=types.get(name, np.float32))
-            keep.append(array)
             if self.device == "cpu":
+                keep.append(array)
                 binding.bind_cpu_input(name, array)
+            elif pinned:
+                tensor = self.host_buffers.upload(array, f"cuda:{self.options.device_id}")
+                keep.append(tensor)
+                binding.bind_ortvalue_input(name, ort.OrtValue.from_dlpack(tensor))
+                uploaded = True
             else:
+                keep.append(array)
                 binding.bind_ortvalue_input(
                     name,
                     ort.OrtValue.ortvalue_from_numpy(array, self.device, self.options.device_id),
                 )
-        for spec in self.outputs:
-            binding.bind_output(spec.name, self.device, self.options.device_id)
-        self.session.run_with_iobinding(binding)
-        outs = binding.get_outputs()
-        return list(outs) if keep_on_device else [o.numpy() for o in outs]
+        return uploaded
 
     def run_torch(self, feeds: Mapping[str, Any]) -> list[Any]:
         """``run_bound`` with the outputs as torch tensors on the session's device (sharing
@@ -359,11 +502,14 @@ class OnnxModel:
     ) -> list[npt.NDArray[Any]]:
         """Every output for a batch: the inputs named in ``batched`` share axis 0 (the
         batch), the others are fed whole to each call. One call when the batch axis is
-        dynamic, else chunks of the fixed batch size (the last one padded by repeating its
-        last item); outputs are concatenated along axis 0, padding removed."""
+        dynamic (chunks of ``options.max_batch`` when set), else chunks of the fixed batch
+        size (the last one padded by repeating its last item); outputs are concatenated
+        along axis 0, padding removed."""
         arrays = {k: np.asarray(v) for k, v in feeds.items()}
         n = len(arrays[batched[0]])
-        step = self.fixed_batch
+        fixed = self.fixed_batch
+        limit = self.options.max_batch
+        step = fixed if fixed is not None else (limit if 0 < limit < n else None)
         if step is None or step == n:
             return self.run(arrays)
         parts: list[list[npt.NDArray[Any]]] = []
@@ -371,7 +517,7 @@ class OnnxModel:
             chunk = dict(arrays)
             for name in batched:
                 piece = arrays[name][start : start + step]
-                if len(piece) < step:
+                if fixed is not None and len(piece) < step:
                     pad = np.repeat(piece[-1:], step - len(piece), axis=0)
                     piece = np.concatenate([piece, pad])
                 chunk[name] = piece
