@@ -238,7 +238,7 @@ def _figures(
         "batch_limit": opts.batch if opts.mode == "throughput" else 1,
         "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
         "fp16": opts.fp16,
-        "cache": _cache_label(opts),
+        "cache": _cache_label(cfg),
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
         "dropped": snap.dropped,
@@ -263,10 +263,12 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _cache_label(opts: BenchOptions) -> str:
-    if not cache_supported():
+def _cache_label(cfg: Config) -> str:
+    """``on`` / ``off`` (swap.reuse), or n/a on a build without the switch."""
+    value = getattr(cfg.swap, CACHE_FIELD, None)
+    if value is None:
         return "n/a (no swap.reuse in this build)"
-    return "default" if opts.cache is None else ("on" if opts.cache else "off")
+    return "on" if value else "off"
 
 
 def _naive_figures(
