@@ -51,7 +51,7 @@ from livecam.pipeline.parts import (
 from livecam.pipeline.paste import AffineBlender, RoiBlender
 from livecam.pipeline.scrfd import START_SCORE as SCRFD_START_SCORE
 from livecam.pipeline.scrfd import ScrfdDetector
-from livecam.runtime.session import OnnxModel, RuntimeOptions
+from livecam.runtime.session import OnnxModel, RuntimeOptions, memory_options
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,7 @@ class PartBuilder:
             device_id=cfg.gpu,
             threads=cfg.threads,
             cudnn_conv_algo_search=cfg.cudnn_conv_algo_search,
+            **memory_options(cfg.memory, cfg.face_batch),  # arenas, batch limit
         )
         self._files: dict[str, Path] = {}
         self._opened: list[OnnxModel] = []
