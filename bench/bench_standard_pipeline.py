@@ -36,16 +36,16 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from scenes import PORTRAITS, background  # noqa: E402
 
+from livecam.benchmark.naive import naive_loop  # noqa: E402
 from livecam.config import SwapConfig  # noqa: E402
 from livecam.model_store import ModelStore  # noqa: E402
 from livecam.pipeline.dlib_files import DlibModels  # noqa: E402
 from livecam.pipeline.parts import FrameContext  # noqa: E402
-from livecam.pipeline.presets import photo_analyzer  # noqa: E402
 from livecam.pipeline.source_face import SourceFaceCache  # noqa: E402
 from livecam.pipeline.swap import FaceSwapStage, build_swap_stage  # noqa: E402
 from livecam.sources.image import load_image_bgr  # noqa: E402
 from livecam.synthetic_models import arcface_like, inswapper_like  # noqa: E402
-from livecam.types import FaceWork, FramePacket  # noqa: E402
+from livecam.types import FramePacket  # noqa: E402
 
 TESTDATA = REPO.parent / "shared" / "testdata"
 SOURCE = REPO / "assets" / "grace_hopper.jpg"
@@ -105,30 +105,10 @@ def pipeline_ms(stage: FaceSwapStage, frames: list[np.ndarray]) -> float:
 def naive_ms(
     stage: FaceSwapStage, frames: list[np.ndarray], cached_source: bool = False
 ) -> tuple[float, int]:
-    """ms per frame of the naive loop with the same parts, and the faces it swapped;
-    ``cached_source``: the source latent computed once (only the one-face-at-a-time and
-    detect-every-frame costs remain)."""
-    parts = stage.parts
-    analyzer = photo_analyzer(parts)
-    source_photo = load_image_bgr(SOURCE)
-    once = analyzer.analyze(source_photo, with_embedding=True)[0]
-    swapped = 0
-    start = time.perf_counter()
-    for seq, image in enumerate(frames):
-        frame = image.copy()
-        ctx = FrameContext(frame, seq)
-        for face in parts.detector.detect([ctx])[0]:
-            if face.score < parts.detector.start_score:
-                continue
-            source = once if cached_source else analyzer.analyze(source_photo, True)[0]
-            latent = parts.swapper.latent_of(source.embedding)
-            work = parts.swapper.swap([ctx], [FaceWork(0, seq, face)], [latent])[0]
-            if work.output is None:
-                continue
-            frame = parts.blender.blend([ctx], [work])[0]
-            ctx = FrameContext(frame, seq)
-            swapped += 1
-    return (time.perf_counter() - start) * 1000 / len(frames), swapped
+    """ms per frame of the naive loop (``livecam.benchmark.naive``, the one `livecam bench
+    --compare naive` runs) with the same parts, and the faces it swapped."""
+    result = naive_loop(stage.parts, frames, SOURCE, cached_source=cached_source)
+    return result.ms_per_frame, result.faces_swapped
 
 
 def main() -> None:
