@@ -40,6 +40,8 @@ from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.stage import Stage, report_stages
 from livecam.playback import Playback, plan_playback
+from livecam.quality import pinned_config
+from livecam.quality_control import QualityController, QualityOptions, QualityWorker
 from livecam.runtime.gpu import NvmlReader
 from livecam.sinks import make_sinks
 from livecam.sinks.audio import has_audio
@@ -94,6 +96,7 @@ class App:
         stages: list[Stage] | None = None,
         sinks: list[Sink] | None = None,
         faces: SourceFaceCache | None = None,
+        quality: QualityOptions | None = None,
     ) -> None:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
@@ -105,6 +108,9 @@ class App:
         self.store = ModelStore()  # model files: found, verified, downloaded
         self._stages = stages
         self._sinks = sinks
+        self._quality_options = quality
+        #: steps the quality ladder (adaptive quality, VRAM watchdog), once started
+        self.quality: QualityController | None = None
         self._stop = threading.Event()
         self._workers: list[Worker] = []
         self._output: OutputWorker | None = None
@@ -158,7 +164,7 @@ class App:
             raise
 
     def _start(self, undo: contextlib.ExitStack) -> None:
-        cfg = self._config
+        cfg = pinned_config(self._config)  # a pinned quality level's settings applied
         causes: list[LivecamError] = []
         source = _collect(causes, "source", lambda: make_source(cfg.source))
         stages = (
@@ -263,8 +269,13 @@ class App:
         self._controls = Controls(
             cfg, (width, height), inference, loader, self.telemetry, self.build_warm
         )
-        self._workers = [loader, capture, inference, self._output]
-        for worker in (loader, inference, self._output):
+        self.quality = QualityController(
+            self._controls, self.telemetry, fps, self._quality_options, base=self._config.swap
+        )
+        self._controls.quality = self.quality
+        tuner = QualityWorker(self.quality, self._stop, self.telemetry)
+        self._workers = [tuner, loader, capture, inference, self._output]
+        for worker in (tuner, loader, inference, self._output):
             worker.start()
         capture.go.set()
         log.info("running %dx%d at %.1f fps: %s", width, height, fps, self.describe())

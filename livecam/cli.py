@@ -17,7 +17,9 @@ from livecam.config import (
     FaceSelection,
     LabelPosition,
     MaskKind,
+    MemoryStrategy,
     Provider,
+    QualityLevel,
     StageName,
     SwapperModel,
 )
@@ -311,6 +313,25 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="CUDA: replay the swapper as one captured CUDA graph (fixed shapes: one face per "
         "call)",
+    )
+    neural.add_argument(
+        "--memory",
+        choices=get_args(MemoryStrategy),
+        help="memory strategy: low (exact-size CUDA arena capped per model, one face per call), "
+        "balanced (default: 4 faces per call), high (8)",
+    )
+    neural.add_argument(
+        "--quality",
+        choices=get_args(QualityLevel),
+        help="auto: step down the quality ladder when the fps stays below --target-fps (and "
+        "back up); a level pins it (default full; the VRAM watchdog still steps below it "
+        "when GPU memory runs out)",
+    )
+    neural.add_argument(
+        "--target-fps",
+        type=float,
+        metavar="FPS",
+        help="--quality auto: the frame rate to keep (default: the output rate)",
     )
     neural.add_argument(
         "--accept-licence",

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 import numpy as np
 
@@ -40,13 +40,22 @@ from livecam.types import Event, Frame, FramePacket
 log = logging.getLogger(__name__)
 
 SWAP = "swap"
-#: swap settings a running stream may change (everything but the source face itself)
+#: swap settings a running stream may change (everything but the source face itself, and
+#: the quality setting: ``set_quality``)
 TUNABLE_SWAP_FIELDS = tuple(
-    f.name for f in dataclasses.fields(SwapConfig) if f.name not in ("face", "face_index")
+    f.name
+    for f in dataclasses.fields(SwapConfig)
+    if f.name not in ("face", "face_index", "quality")
 )
 
 StageBuilder = Callable[[Config], list[Stage]]
 """Builds and warms the whole stage list for a config (runs on the loader thread)."""
+
+
+class QualityControl(Protocol):
+    """What pins a quality level (``livecam.quality_control.QualityController``)."""
+
+    def set_quality(self, setting: str) -> Change: ...
 
 
 @dataclass(frozen=True)
@@ -138,6 +147,8 @@ class Controls:
         self._telemetry = telemetry
         self._build = build
         self._state = ControlState.of(inference.state)
+        #: the quality controller of the stream (``set_quality``), set by the app
+        self.quality: QualityControl | None = None
 
     # --- reading ---------------------------------------------------------------------------
     @property
@@ -241,6 +252,21 @@ class Controls:
             )
         text = ", ".join(f"{k}={v}" for k, v in fields.items())
         return self._rebuild(f"swap {text}", fields)
+
+    def set_quality(self, setting: str) -> Change:
+        """Pin a level of the quality ladder (``livecam.quality.NAMES``: its settings over
+        the configured ones) or go back to ``auto`` (adaptive)."""
+        if self.quality is None:
+            raise ControlError(
+                "this stream has no quality control", "start it with the app (App.start)"
+            )
+        return self.quality.set_quality(setting)
+
+    def apply_quality(self, setting: str, level: str, swap_changes: Mapping[str, Any]) -> Change:
+        """Set ``swap.quality`` to ``setting`` with the swap settings of ladder level
+        ``level`` (the quality controller's own command: rebuilt like ``update_swap``)."""
+        command = f"quality {setting}" + (f" (at {level})" if setting != level else "")
+        return self._rebuild(command, {**swap_changes, "quality": setting})
 
     # --- machinery -------------------------------------------------------------------------
     def _require_stage(self, name: str) -> None:
