@@ -150,7 +150,7 @@ class QualityController:
     @property
     def level(self) -> str:
         """The level in force (or being put in place)."""
-        return quality.NAMES[self._level]
+        return quality.NAMES[self._level if self._pending is None else self._pending_level]
 
     @property
     def pinned(self) -> bool:
