@@ -183,7 +183,8 @@ class PinnedBuffers:
 
     def upload(self, array: npt.NDArray[Any], device: str) -> Any:
         """``array`` as a torch tensor on ``device``: through a reused pinned buffer and
-        an asynchronous copy on torch's current stream when pinned, else a plain copy."""
+        an asynchronous copy on torch's current stream when pinned, else a plain copy (on
+        the CPU the tensor may share ``array``'s memory: read it, don't write it)."""
         import torch
 
         if not self.pinned or not is_cuda_device(device):
