@@ -1,18 +1,20 @@
 """Swap reuse (``swap.reuse``) on a low-motion clip: frames/s with and without, and how
 far the output with it strays from the output without it (CPU figures here).
 
-    python bench/bench_reuse.py [--clip video|motion] [--frames 90] [--runs 3]
-                                [--similarity 32] [--max-reuse 2]
+    python bench/bench_reuse.py [--clip motion|video] [--frames 90] [--runs 3]
+                                [--similarity 32] [--max-reuse 3]
 
-The standard preset with the user's own model files, built by bench_standard_pipeline.py: SCRFD
-2.5G (testdata), a 512-d recognizer made from the real MobileFaceNet (``arcface_like``),
-the narrow synthetic inswapper (``inswapper_like(width=128)``: inswapper's I/O, 3.8M
-parameters; never a quality figure), insightface's paste-back, detection every 3rd frame.
-Live-like: one frame per call, in order, the tracker reset before each run.
+The standard preset with the user's own model files, built by bench_standard_pipeline.py
+(every face swapped): SCRFD 2.5G (testdata), a 512-d recognizer made from the real
+MobileFaceNet (``arcface_like``), the narrow synthetic inswapper (``inswapper_like(width=128)``:
+inswapper's I/O, 3.8M parameters; never a quality figure), insightface's paste-back,
+detection every 3rd frame. Live-like: one frame per call, in order, the tracker reset
+before each run.
 
-Clips: ``video`` is testdata's openmpf_video_01.mp4 (640x480, a person talking, 90
-frames); ``motion`` is the synthetic face-motion source (``--face-motion``: a portrait
-turning within ±6°, scaled ±5 %, moved a few % of the frame; 640x480).
+Clips: ``motion`` (the low-motion clip) is the synthetic face-motion source
+(``--face-motion`` with Obama's portrait: the head turns within ±6°, scales ±5 %, moves a
+few % of the frame; 640x480); ``video`` is testdata's openmpf_video_01.mp4 (640x480, a
+hand-held camera on five people, small faces: a harder case).
 
 Prints the median ms per frame of each mode over ``--runs``, the fps ratio, the hit rate,
 and the PSNR of each frame with reuse against the same frame without (whole frame, and
@@ -98,7 +100,7 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--clip", choices=("video", "motion"), default="video")
+    p.add_argument("--clip", choices=("motion", "video"), default="motion")
     p.add_argument("--frames", type=int, default=90)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--similarity", type=float, default=SwapConfig.reuse_similarity)

@@ -371,6 +371,26 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         help="run the enhancer every N frames and re-paste its last face between (default 1)",
     )
     neural.add_argument(
+        "--reuse",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give a tracked face its last swapped face again while it barely changes, "
+        "re-pasted where the face is now (neural swappers; default on)",
+    )
+    neural.add_argument(
+        "--reuse-similarity",
+        type=float,
+        metavar="DB",
+        help="least PSNR of the face's 32x32 aligned crop against the one last swapped for a "
+        "reuse (10-99 dB, default 32; higher reuses less)",
+    )
+    neural.add_argument(
+        "--reuse-max",
+        type=int,
+        metavar="K",
+        help="reuses in a row before the swapper runs again (0-30, default 3)",
+    )
+    neural.add_argument(
         "--codeformer-fidelity",
         type=float,
         metavar="F",

@@ -354,7 +354,7 @@ class SwapConfig(_Validated):
     # swapped face again (re-pasted where the face is now) instead of a swapper run
     reuse: bool = True
     reuse_similarity: float = 32.0  # least PSNR (dB) of the 32x32 grey crops for a reuse
-    reuse_max: int = 2  # reuses in a row before the swapper must run again
+    reuse_max: int = 3  # reuses in a row before the swapper must run again
     # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
     map: tuple[str, ...] = pair_paths_field(())
 

@@ -90,7 +90,9 @@ class Snapshot:
     Faces, over the sent frames the swap stage worked on (``frames_searched``): faces
     found and swapped in all of them, ``frames_swapped`` those with at least one swapped
     face, and ``faces_now`` (found, swapped) in the last sent frame (None when the swap
-    stage did not work on it: swap off, blank, freeze, or no frame yet).
+    stage did not work on it: swap off, blank, freeze, or no frame yet). ``faces_reused``:
+    swapped faces that got their track's previous swapped face again (``swap.reuse``);
+    ``reuse_hit_rate`` is their share of the swapped faces.
     """
 
     elapsed_s: float
@@ -114,6 +116,12 @@ class Snapshot:
     faces_swapped: int = 0
     frames_swapped: int = 0
     faces_now: tuple[int, int] | None = None
+    faces_reused: int = 0
+
+    @property
+    def reuse_hit_rate(self) -> float:
+        """Share of the swapped faces that reused their track's last swap (0 when none)."""
+        return self.faces_reused / self.faces_swapped if self.faces_swapped else 0.0
 
     def status_line(self) -> str:
         """One short line for the terminal."""
@@ -128,6 +136,7 @@ class Snapshot:
             parts.append(
                 f"faces found {self.faces_now[0]} swapped {self.faces_now[1]}, "
                 f"{share:.0%} of frames swapped"
+                + (f", {self.reuse_hit_rate:.0%} reused" if self.faces_reused else "")
             )
         if self.stages_ms:
             parts.append(" ".join(f"{n}={p.p50:.1f}" for n, p in self.stages_ms.items()))
@@ -160,6 +169,8 @@ class Snapshot:
             "faces_detected": self.faces_detected,
             "faces_swapped": self.faces_swapped,
             "frames_swapped": self.frames_swapped,
+            "faces_reused": self.faces_reused,
+            "reuse_hit_rate": round(self.reuse_hit_rate, 4),
         }
 
 
@@ -237,12 +248,14 @@ class _FaceCounts:
     found: int = 0
     swapped: int = 0
     frames_swapped: int = 0
+    reused: int = 0
     now: tuple[int, int] | None = None
 
-    def add(self, found: int, swapped: int) -> None:
+    def add(self, found: int, swapped: int, reused: int = 0) -> None:
         self.frames += 1
         self.found += found
         self.swapped += swapped
+        self.reused += reused
         self.frames_swapped += swapped > 0
         self.now = (found, swapped)
 
@@ -333,7 +346,7 @@ class Telemetry:
             self._latency.append((t_sent_ns - packet.t_capture_ns) / 1e6)
             listeners = [s for s in self._subscriptions if s.on_frame is not None]
             if packet.faces_swapped is not None:
-                self._faces.add(len(packet.faces), packet.faces_swapped)
+                self._faces.add(len(packet.faces), packet.faces_swapped, packet.faces_reused)
                 notice = self._watch(packet)
             else:  # swap off, blank or frozen: no faces to show now
                 self._faces.now = None
@@ -515,4 +528,5 @@ class Telemetry:
             faces_swapped=faces.swapped,
             frames_swapped=faces.frames_swapped,
             faces_now=faces.now,
+            faces_reused=faces.reused,
         )

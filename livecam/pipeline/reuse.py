@@ -97,7 +97,7 @@ class SwapReuse:
     records of the last ``swap`` call that got a reused output. Used by one thread.
     """
 
-    def __init__(self, similarity: float = 32.0, max_reuse: int = 2) -> None:
+    def __init__(self, similarity: float = 32.0, max_reuse: int = 3) -> None:
         if max_reuse < 0:
             raise ValueError(f"max_reuse must be >= 0, got {max_reuse}")
         self.similarity = float(similarity)
