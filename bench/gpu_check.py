@@ -326,7 +326,8 @@ class Checker:
             dev = {k: torch.from_numpy(v).to("cuda:0") for k, v in feeds.items()}
             ms = median_ms(lambda: model.run_torch(dev), self.runs)
             row.update(ms_device=round(ms, 3), faces_per_s_device=round(batch * 1e3 / ms, 1))
-            row["peak_vram_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+            free, total = torch.cuda.mem_get_info()  # ORT's arena included (torch's own
+            row["vram_used_mb"] = round((total - free) / 2**20, 1)  # counters miss it)
         return row
 
     def scene(self, size: str, faces: int, frames: int) -> tuple[list[Any], list[int], list[Any]]:

@@ -11,7 +11,8 @@
 # When every part is there (checked against the .sha256 list) they are joined under /tmp and
 # installed with pip --no-deps --target /tmp/site, ahead of the machine's own onnxruntime.
 # Results: JSON under $OUT (env.json, cases.json, summary.json, gpu_check.log), within
-# 8 minutes in all (the Python part gets what is left of 450 s after the install).
+# 8 minutes in all (the Python part gets what is left of 450 s after the install;
+# GPU_CHECK_BUDGET_S changes the 450).
 set -u
 START=$(date +%s)
 MODE=run
@@ -31,11 +32,11 @@ SITE=/tmp/site
 mkdir -p "$STASH/wheels"
 log() { echo "[gpu_check $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/gpu_check.log"; }
 
-# 1. keep what this call carried
-for f in "$CARRY"/*.whl.part-* "$CARRY"/*.sha256; do
+# 1. keep what this call carried (a dry run installs nothing)
+[ "$MODE" = dry ] || for f in "$CARRY"/*.whl.part-* "$CARRY"/*.sha256; do
   [ -e "$f" ] && cp -f "$f" "$STASH/" && log "stashed $(basename "$f")"
 done
-for f in "$CARRY"/wheels/*.whl; do
+[ "$MODE" = dry ] || for f in "$CARRY"/wheels/*.whl; do
   [ -e "$f" ] && cp -f "$f" "$STASH/wheels/"
 done
 if [ "$MODE" = stage ]; then
@@ -76,7 +77,7 @@ fi
 
 # 3. the matrix, in what is left of the budget
 ELAPSED=$(( $(date +%s) - START ))
-BUDGET=$(( 450 - ELAPSED ))
+BUDGET=$(( ${GPU_CHECK_BUDGET_S:-450} - ELAPSED ))
 ARGS=(--out "$OUT" --budget-s "$BUDGET")
 [ "$MODE" = dry ] && ARGS+=(--dry-run)
 [ -n "${LIVECAM_MODELS_DIR:-}" ] && ARGS+=(--models-dir "$LIVECAM_MODELS_DIR")
