@@ -122,8 +122,13 @@ class App:
 
     @property
     def config(self) -> Config:
-        """The effective config: the start config plus every applied live change."""
-        return self._controls.config if self._controls is not None else self._config
+        """The start config plus every applied live change (with the user's own settings
+        where a quality level's are in force: ``controls.config`` has those)."""
+        if self._controls is None:
+            return self._config
+        if self.quality is None:
+            return self._controls.config
+        return self.quality.user_config(self._controls.config)
 
     @property
     def controls(self) -> Controls:

@@ -28,11 +28,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from livecam import quality
-from livecam.config import SwapConfig
+from livecam.config import Config, SwapConfig
 from livecam.controls import Change, Controls
 from livecam.errors import LivecamError
 from livecam.runtime.gpu import NvmlReader
@@ -155,6 +155,19 @@ class QualityController:
     @property
     def pinned(self) -> bool:
         return self._controls.config.swap.quality != quality.AUTO
+
+    def user_config(self, cfg: Config) -> Config:
+        """``cfg`` (the stream's effective config) with the user's own settings where the
+        ladder's are in force: what to save and start with next time (a pinned level is
+        applied again at the start, ``auto`` starts at ``full``)."""
+        with self._lock:
+            self._settle()
+            level = self._level
+            if self._pending is not None and _fields(self._base, self._pending_level) == {
+                k: getattr(cfg.swap, k) for k in quality.FIELDS
+            }:
+                level = self._pending_level  # installed, not yet settled
+            return replace(cfg, swap=quality.rebase(self._base, cfg.swap, level))
 
     def summary(self) -> dict[str, Any]:
         """For the stats JSON: the level, whether it is pinned, and every step."""

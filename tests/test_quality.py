@@ -286,8 +286,9 @@ def test_low_free_vram_steps_down_once_and_back_up_with_hysteresis(
     first = s.steps()[0]
     assert first.level == "warning" and "step down to 'small-batch'" in first.message
     assert "free VRAM 100 MB is below 512 MB" in first.message
-    assert s.quality.level == "small-batch" and s.app.config.swap.face_batch == 1
-    assert s.app.config.swap.quality == "auto"
+    assert s.quality.level == "small-batch" and s.app.controls.config.swap.face_batch == 1
+    # what is saved and started with next time: the user's settings, not the level's
+    assert s.app.config.swap.face_batch == 0 and s.app.config.swap.quality == "auto"
     # a free reading between the low mark and the room mark: no step either way
     s.gauge.mb = 1000
     for _ in range(40):
@@ -300,7 +301,7 @@ def test_low_free_vram_steps_down_once_and_back_up_with_hysteresis(
     assert s.drive(s.settled, step_s=0)
     up = s.steps()[1]
     assert up.level == "info" and "step up to 'full'" in up.message
-    assert s.quality.level == "full" and s.app.config.swap.face_batch == 0
+    assert s.quality.level == "full" and s.app.controls.config.swap.face_batch == 0
     steps = s.quality.summary()["steps"]
     assert [(x["from"], x["to"]) for x in steps] == [
         ("full", "small-batch"),
@@ -317,7 +318,7 @@ def test_an_out_of_memory_stage_steps_down_even_when_pinned(
     assert s.drive(lambda: bool(s.steps()), step_s=0.5)
     assert "out of memory" in s.steps()[0].message and "step down" in s.steps()[0].message
     assert s.drive(s.settled, step_s=0)
-    assert s.quality.level == "small-batch" and s.app.config.swap.face_batch == 1
+    assert s.quality.level == "small-batch" and s.app.controls.config.swap.face_batch == 1
     # the rebuilt stage is the real swap stage: frames flow through it
     assert not isinstance(s.app.controls._inference.stages[0], OutOfMemoryStage)
     stage_errors = [e for e in s.app.telemetry.recent_events() if e.origin == "stage swap"]
@@ -325,7 +326,7 @@ def test_an_out_of_memory_stage_steps_down_even_when_pinned(
     # no more failures: back up to the pinned level after the up window
     assert s.drive(lambda: len(s.steps()) == 2)
     assert s.drive(s.settled, step_s=0)
-    assert s.quality.level == "full" and s.app.config.swap.face_batch == 0
+    assert s.quality.level == "full" and s.app.controls.config.swap.face_batch == 0
 
 
 def test_fps_below_target_steps_down_and_a_pinned_level_does_not(
@@ -342,7 +343,7 @@ def test_fps_below_target_steps_down_and_a_pinned_level_does_not(
     assert auto.drive(auto.settled, step_s=0)
     assert auto.quality.level == "small-batch"
     # the pinned stream started at its level and never steps
-    assert pinned.app.config.swap.face_batch == 1 and pinned.quality.level == "small-batch"
+    assert pinned.app.controls.config.swap.face_batch == 1 and pinned.quality.level == "small-batch"
     for _ in range(30):
         pinned.clock.now += 1
         pinned.quality.tick()
@@ -419,3 +420,41 @@ def test_bad_quality_options_are_one_line_errors(
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and says in lines[0], err
+
+
+# --- the panel ------------------------------------------------------------------------------
+def choose(box: Any, value: str) -> None:
+    """Pick ``value`` in a combo box as a user does."""
+    box.setCurrentIndex(box.findData(value))
+    box.activated.emit(box.currentIndex())
+
+
+def test_the_panel_pins_a_level_live_and_saves_the_memory_strategy(
+    qtbot: Any, models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui.panels.processing_panel import ProcessingPanel
+    from ui.settings import UiSettings
+    from ui.stream import StreamController
+
+    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path / "config"))
+    settings = UiSettings()
+    stream = StreamController(lite_config(quality="auto"))
+    panel = ProcessingPanel(stream, settings)
+    qtbot.addWidget(panel)
+    assert panel.quality.currentData() == "auto" and panel.memory.currentData() == "balanced"
+    stream.start()
+    try:
+        with qtbot.waitSignal(stream.applied, timeout=60000):
+            choose(panel.quality, "small-detector")
+        assert stream.controls is not None
+        swap = stream.controls.config.swap  # in force: the level's settings
+        assert swap.quality == "small-detector" and swap.detect_size == 256
+        assert panel.quality.currentData() == "small-detector"
+    finally:
+        stream.stop()
+    # kept for the next start: the pin, with the user's own detector size under it
+    assert stream.config.swap.quality == "small-detector"
+    assert stream.config.swap.detect_size == 400
+    choose(panel.memory, "low")  # stopped: saved for the next start
+    assert UiSettings().config.swap.memory == "low"
+    assert stream.config.swap.memory == "low"

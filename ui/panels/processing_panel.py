@@ -1,6 +1,7 @@
 """The Processing panel: preset and its parts (swapper, enhancer, blend, every-Nth),
 face selection and mapping, mouth mask, masks, face opacity, compute provider (with the
-provider really used and a warning on fallback) and the master swap switch.
+provider really used and a warning on fallback), the quality level (auto: adaptive, or a
+pinned level of ``livecam.quality``), the memory strategy and the master swap switch.
 
 Every change goes live through the control plane while the stream runs
 (``stream.change``), or into the saved config while it is stopped. Sliders apply when
@@ -38,7 +39,9 @@ from livecam.config import (
     EnhancerModel,
     FaceSelection,
     MaskKind,
+    MemoryStrategy,
     Provider,
+    QualityLevel,
     StageName,
     SwapperModel,
     split_pair,
@@ -135,6 +138,11 @@ class ProcessingPanel(QWidget):
         form.addRow("Enhance every Nth frame", self.enhance_every)
         self.provider = self._choices(get_args(Provider), "provider")
         form.addRow("Provider", self.provider)
+        # auto: adaptive (the ladder of livecam.quality); a level pins it
+        self.quality = self._choices(get_args(QualityLevel), "quality")
+        form.addRow("Quality (auto: adaptive)", self.quality)
+        self.memory = self._choices(get_args(MemoryStrategy), "memory")
+        form.addRow("Memory strategy", self.memory)
         self.provider_used = QLabel("not running")
         form.addRow("Running on", self.provider_used)
         self.provider_warning = QLabel("")
@@ -228,6 +236,8 @@ class ProcessingPanel(QWidget):
             self._show(self.swapper, swap.swapper or PRESET_PART)
             self._show(self.enhancer, swap.enhancer or PRESET_PART)
             self._show(self.provider, swap.provider)
+            self._show(self.quality, swap.quality)
+            self._show(self.memory, swap.memory)
             self._show(self.select, swap.select)
             self.enhance_blend.show_value(round(swap.enhance_blend * 100))
             self.enhance_every.setValue(swap.enhance_every)
@@ -422,6 +432,8 @@ def _command(controls: Controls, fields: dict[str, Any]) -> Change:
     command, anything else through ``update_swap``."""
     if set(fields) == {"preset"}:
         return controls.set_preset(fields["preset"])
+    if set(fields) == {"quality"}:
+        return controls.set_quality(fields["quality"])
     if set(fields) <= {"select", "reference"}:
         return controls.set_selection(fields["select"], fields.get("reference"))
     return controls.update_swap(**fields)
