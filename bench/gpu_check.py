@@ -418,7 +418,7 @@ class Checker:
         target = self.out / f"bench_cache_{cache}.json"
         cmd = [sys.executable, "-m", "livecam", "bench", "--preset", "lite", "--size", "1280x720"]
         cmd += ["--frames", "150", "--compare", "naive", "--json", str(target)]
-        cmd += ["--cache", cache]
+        cmd += ["--reuse" if cache == "on" else "--no-reuse"]  # swap.reuse's CLI flags
         env = {**os.environ, "LIVECAM_MODELS_DIR": str(models)}
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
         row: dict[str, Any] = {"rc": done.returncode, "tail": done.stderr[-800:]}
