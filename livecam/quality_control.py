@@ -220,7 +220,7 @@ class QualityController:
             if self._can_go_up(cfg, free, now):
                 ceiling = 0 if cfg.quality == quality.AUTO else quality.index_of(cfg.quality)
                 target = quality.step_up(self._base, self._level, ceiling)
-                self._step(target, self._up_reason(free), now, cfg)
+                self._step(target, self._up_reason(cfg, free), now, cfg)
 
     def close(self) -> None:
         self._sub.unsubscribe()
@@ -317,9 +317,12 @@ class QualityController:
             self._room_since = now
         return now - self._room_since >= self._up_window
 
-    def _up_reason(self, free: float | None) -> str:
-        room = f"free VRAM {free:.0f} MB" if free is not None else "no memory pressure"
-        return f"{room} and the pace kept for {self._up_window:g} s"
+    def _up_reason(self, cfg: SwapConfig, free: float | None) -> str:
+        why = [f"free VRAM {free:.0f} MB" if free is not None else "no memory failure"]
+        pace = self._pace()
+        if cfg.quality == quality.AUTO and pace is not None:
+            why.append(f"the stages manage {pace:.1f} fps for a target of {self._target(cfg):g}")
+        return f"{' and '.join(why)} for {self._up_window:g} s"
 
     def _step(self, target: int | None, reason: str, now: float, cfg: SwapConfig) -> None:
         before = self._level
