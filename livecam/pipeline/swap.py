@@ -100,6 +100,8 @@ class FaceSwapStage:
                 packet.frame = out
         else:
             done = []
+            if self.reuse is not None:
+                self.reuse.clear()  # no face selected: every track's entry is stale
         swapped = Counter(w.frame_index for w in done)
         hits = self.reuse.last_hits if works and self.reuse is not None else []
         reused = Counter(w.frame_index for w in hits)
