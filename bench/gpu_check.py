@@ -414,13 +414,15 @@ class Checker:
     def case_bench(self, cache: str) -> dict[str, Any]:
         models = self.args.models_dir
         if not models or not Path(models).is_dir():
-            return {"skipped": "no --models-dir with the lite models (they are not in the repo)"}
+            return {"skipped": "no --models-dir with scrfd_2.5g_kps.onnx and mobilefacenet.onnx"}
         target = self.out / f"bench_cache_{cache}.json"
-        cmd = [sys.executable, "-m", "livecam", "bench", "--preset", "lite", "--size", "1280x720"]
-        cmd += ["--frames", "150", "--compare", "naive", "--json", str(target)]
-        cmd += ["--reuse" if cache == "on" else "--no-reuse"]  # swap.reuse's CLI flags
+        # the target case: the full-size synthetic swapper (with the real SCRFD 2.5G
+        # and MobileFaceNet-based recognizer from --models-dir), 1080p, one face
+        cmd = [sys.executable, "-m", "livecam", "bench", "--synthetic", "full"]
+        cmd += ["--size", "1080p", "--faces", "1", "--frames", "150", "--compare", "naive"]
+        cmd += ["--cache", cache, "--json", str(target)]
         env = {**os.environ, "LIVECAM_MODELS_DIR": str(models)}
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
         row: dict[str, Any] = {"rc": done.returncode, "tail": done.stderr[-800:]}
         if target.exists():
             row["result"] = json.loads(target.read_text())

@@ -29,3 +29,9 @@ rm -rf "$TMP"
 mkdir -p wheels
 $PY -m pip download platformdirs "${PLATFORM[@]}" -d wheels
 ls -l ./*.whl.part-* ./*.sha256 wheels/
+# the small real models `livecam bench --synthetic` needs (SCRFD 2.5G, MobileFaceNet), from
+# the test data beside the checkout (carried with the last call; git-ignored)
+TESTDATA=${LIVECAM_TESTDATA:-../../../shared/testdata}
+mkdir -p models
+cp "$TESTDATA/models/scrfd_2.5g_kps.onnx" "$TESTDATA/models/mobilefacenet.onnx" models/
+ls -l models/

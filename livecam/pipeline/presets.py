@@ -51,6 +51,7 @@ from livecam.pipeline.parts import (
 from livecam.pipeline.paste import AffineBlender, RoiBlender
 from livecam.pipeline.scrfd import START_SCORE as SCRFD_START_SCORE
 from livecam.pipeline.scrfd import ScrfdDetector
+from livecam.runtime.cuda import StageStream
 from livecam.runtime.session import OnnxModel, RuntimeOptions, memory_options
 
 log = logging.getLogger(__name__)
@@ -293,11 +294,16 @@ class PartBuilder:
         entry = self.store.entry(name)
         path = self._files[name]
         options = replace(self.options, cuda_graph=cuda_graph)
+        # each model-running part on its own CUDA stream (inactive without CUDA): its torch
+        # pre/post-processing and its ONNX Runtime runs are ordered on the stream, with no
+        # device-wide synchronisation between parts
+        stream = StageStream(f"cuda:{self.cfg.gpu}", enabled=self.cfg.provider != "cpu")
         model = OnnxModel(
             path,
             options,
             model_id=f"{name}:{self.store.hashes.identity(path)}",
             dynamic_batch=not cuda_graph,
+            compute_stream=stream if stream.active else None,
         )
         self._opened.append(model)
         return Loaded(model, entry.contract, entry.part)

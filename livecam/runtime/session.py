@@ -278,9 +278,10 @@ class OnnxModel:
     batch axis and the rewrite verified (``batching.make_dynamic_batch``), else it keeps
     its fixed batch (``run_batch`` then loops); ``batch_rewritten`` says which.
     ``provider_chain`` is what was handed to ORT (names and provider options).
-    ``compute_stream``: a ``cudaStream_t`` as an int (``StageStream.handle``) that a CUDA
-    or TensorRT session runs on (``user_compute_stream``); ``compute_stream`` is None on
-    other providers. On CUDA, NumPy inputs and outputs go through reused pinned host
+    ``compute_stream``: a ``cudaStream_t`` as an int (``StageStream.handle``), or the
+    ``StageStream`` itself (then kept alive with the session), that a CUDA or TensorRT
+    session runs on (``user_compute_stream``); ``compute_stream`` is None on other
+    providers. On CUDA, NumPy inputs and outputs go through reused pinned host
     buffers when torch has CUDA.
     """
 
@@ -291,8 +292,13 @@ class OnnxModel:
         *,
         model_id: str | None = None,
         dynamic_batch: bool = False,
-        compute_stream: int | None = None,
+        compute_stream: int | StageStream | None = None,
     ) -> None:
+        if isinstance(compute_stream, StageStream):  # kept alive as long as the session
+            self._stage_owner: StageStream | None = compute_stream
+            compute_stream = compute_stream.handle
+        else:
+            self._stage_owner = None
         self.path = Path(path)
         self.options = opts = options if options is not None else RuntimeOptions()
         self.model_id = model_id if model_id is not None else self.path.stem
