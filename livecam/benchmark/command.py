@@ -134,7 +134,7 @@ def format_table(r: dict[str, Any]) -> str:
     rows = [
         ("preset / provider", f"{r['preset']} / {r['provider']}"),
         ("clip", f"{r['source']}, {w}x{h}, {r['frames']} frames, {r['mode']} mode"),
-        ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16']} / {r['cache']}"),
+        ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16'] or 'n/a'} / {r['cache']}"),
         ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
         (
             "latency p50 / p99",
