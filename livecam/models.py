@@ -200,11 +200,6 @@ def _shape_fits(want: tuple[Dim, ...], got: tuple[Dim, ...]) -> bool:
     )
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The sha256 (hex) of the file at ``path``."""
-    return sha256_of(path)
-
-
 class FileHashes:
     """sha256 of files, each hashed once per (path, mtime, size): a model store keeps one
     (a 550 MB model takes about a second to hash, and a live change rebuilds its parts)."""

@@ -304,6 +304,7 @@ class PartBuilder:
             model_id=f"{name}:{self.store.hashes.identity(path)}",
             dynamic_batch=not cuda_graph,
             compute_stream=stream if stream.active else None,
+            sha256=self.store.hashes.sha256(path),  # hashed once per file by the store
         )
         self._opened.append(model)
         return Loaded(model, entry.contract, entry.part)

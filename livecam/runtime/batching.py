@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from livecam.models import file_sha256
+from livecam.download import sha256_of
 
 log = logging.getLogger(__name__)
 
@@ -172,26 +172,35 @@ def verify_batching(original: str | os.PathLike[str] | bytes, rewritten: bytes) 
 
 
 def make_dynamic_batch(
-    path: str | os.PathLike[str], cache_dir: str | os.PathLike[str], *, fix_reshape: bool = True
+    path: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str],
+    *,
+    fix_reshape: bool = True,
+    sha256: str | None = None,
 ) -> Path | None:
     """The path of a verified dynamic-batch version of the ONNX file ``path``: ``path``
     itself when its batch axis is already dynamic, a rewrite in ``cache_dir`` (made once
     per file content), or None when the rewrite is refused (logged with its reason; the
     caller keeps the fixed batch and loops). ``fix_reshape=False`` refuses a Reshape
-    that hard-codes batch 1 instead of making it copy the batch."""
+    that hard-codes batch 1 instead of making it copy the batch.
+
+    A rewrite or refusal is kept in ``cache_dir`` per file content (``sha256``: the file's,
+    when the caller knows it), so a later build of the same file neither loads nor checks
+    the model again (a live change rebuilds every part)."""
     source = Path(path)
-    model = onnx.load(str(source))
-    batch = batch_size(model)
-    if isinstance(batch, str) and batch:
-        return source
     cache = Path(cache_dir)
-    stem = f"{source.stem}.{file_sha256(source)[:16]}.dynbatch{'' if fix_reshape else '-strict'}"
+    digest = sha256 if sha256 is not None else sha256_of(source)
+    stem = f"{source.stem}.{digest[:16]}.dynbatch{'' if fix_reshape else '-strict'}"
     target, refused = cache / f"{stem}.onnx", cache / f"{stem}.refused.txt"
     if target.exists():
         return target
     if refused.exists():
         log.info("%s keeps its fixed batch: %s", source.name, refused.read_text().strip())
         return None
+    model = onnx.load(str(source))
+    batch = batch_size(model)
+    if isinstance(batch, str) and batch:
+        return source
     rewrite = rewrite_and_verify(model, source, fix_reshape)
     cache.mkdir(parents=True, exist_ok=True)
     if rewrite.model is None:

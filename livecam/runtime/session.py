@@ -276,7 +276,8 @@ class OnnxModel:
     and ``fallback_fix`` what to do. ``model_id`` defaults to the file name without its
     extension. ``dynamic_batch``: a model with a fixed batch of 1 is rewritten to a dynamic
     batch axis and the rewrite verified (``batching.make_dynamic_batch``), else it keeps
-    its fixed batch (``run_batch`` then loops); ``batch_rewritten`` says which.
+    its fixed batch (``run_batch`` then loops); ``batch_rewritten`` says which. ``sha256``:
+    the file's, when the caller already knows it (the rewrite cache is keyed by it).
     ``provider_chain`` is what was handed to ORT (names and provider options).
     ``compute_stream``: a ``cudaStream_t`` as an int (``StageStream.handle``), or the
     ``StageStream`` itself (then kept alive with the session), that a CUDA or TensorRT
@@ -293,6 +294,7 @@ class OnnxModel:
         model_id: str | None = None,
         dynamic_batch: bool = False,
         compute_stream: int | StageStream | None = None,
+        sha256: str | None = None,
     ) -> None:
         if isinstance(compute_stream, StageStream):  # kept alive as long as the session
             self._stage_owner: StageStream | None = compute_stream
@@ -306,7 +308,7 @@ class OnnxModel:
         if dynamic_batch:
             from livecam.runtime.batching import make_dynamic_batch
 
-            rewritten = make_dynamic_batch(self.path, opts.cache_root / "onnx")
+            rewritten = make_dynamic_batch(self.path, opts.cache_root / "onnx", sha256=sha256)
             self.loaded_path = rewritten if rewritten is not None else self.path
         self.batch_rewritten = self.loaded_path != self.path
         wanted = wanted_provider(opts.provider)
