@@ -8,13 +8,12 @@ several runs. Frames are timed at 30 fps capture times.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from timing import default_face, median_ms
 
 from livecam.config import SourceConfig
 from livecam.pipeline.analysis import offline_analyzer
@@ -24,21 +23,6 @@ from livecam.pipeline.tracking import FaceTracker
 from livecam.sources.synthetic import SyntheticSource
 from livecam.types import FaceWork, Frame
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def default_face() -> Path:
-    env = os.environ.get("LIVECAM_TESTDATA")
-    roots = ([Path(env)] if env else []) + [p / "shared" / "testdata" for p in REPO.parents]
-    for root in roots:
-        path = root / "faces" / "obama_official_portrait_2012.jpg"
-        if path.is_file():
-            return path
-    assets = sorted((REPO / "assets").glob("*.jpg"))
-    if assets:
-        return assets[0]
-    raise SystemExit("no portrait found: pass --face PATH")
-
 
 def clip(face: Path, frames: int) -> list[Frame]:
     src = SyntheticSource(SourceConfig(spec="synthetic", size=(640, 480), face_motion=str(face)))
@@ -46,15 +30,6 @@ def clip(face: Path, frames: int) -> list[Frame]:
     out = [src.render(i) for i in range(frames)]
     src.close()
     return out
-
-
-def ms(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -74,14 +49,16 @@ def main() -> None:
     )
     det = analyzer.detector
     one = [FrameContext(frames[0])]
-    print(f"HOG detect (max_side 400)     : {ms(lambda: det.detect(one), 20):6.2f} ms")
+    print(f"HOG detect (max_side 400)     : {median_ms(lambda: det.detect(one), 20):6.2f} ms")
     if first:
         lmk, enc = analyzer.landmarker, analyzer.recognizer
         assert lmk is not None
         work = [FaceWork(0, 0, first[0])]
-        print(f"68-pt landmark fit (1 face)   : {ms(lambda: lmk.fit(one, work), 50):6.2f} ms")
+        fit = median_ms(lambda: lmk.fit(one, work), 50)
+        print(f"68-pt landmark fit (1 face)   : {fit:6.2f} ms")
         if enc is not None:
-            print(f"128-d descriptor (1 face)     : {ms(lambda: enc.embed(one, work), 5):6.2f} ms")
+            embed = median_ms(lambda: enc.embed(one, work), 5)
+            print(f"128-d descriptor (1 face)     : {embed:6.2f} ms")
     lmk_part = analyzer.landmarker
     assert isinstance(lmk_part, Dlib68Landmarker)
     for every, smoothing in [(1, 1.0), (args.detect_every, 0.0), (args.detect_every, 1.0)]:

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -28,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from face_parts_data import colour_parser, identity_enhancer, yunet_faces  # noqa: E402
+from timing import median_ms  # noqa: E402
 
 from livecam.pipeline import align  # noqa: E402
 from livecam.pipeline.analysis import offline_analyzer  # noqa: E402
@@ -87,16 +85,6 @@ def records(image: Frame, faces: list[Face]) -> list[FaceWork]:
     return BoxMasker().mask([], out)
 
 
-def ms(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--repeat", type=int, default=30)
@@ -109,7 +97,7 @@ def main() -> None:
         blender = AffineBlender(edge=edge)  # type: ignore[arg-type]
         for image, faces in ((one, faces1), (four, faces4)):
             works = records(image, faces)
-            t = ms(partial(blender.blend, [FrameContext(image)], works), args.repeat)
+            t = median_ms(partial(blender.blend, [FrameContext(image)], works), args.repeat)
             print(f"AffineBlender({edge!r}) {len(faces)} face(s): {t:.2f} ms")
     landmarked = offline_analyzer(max_side=640, with_encoder=False).analyze(one)[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +113,7 @@ def main() -> None:
         work = records(one, [landmarked])[0]
         work.mask = None
         for name, masker in maskers:
-            t = ms(lambda m=masker: m.mask([FrameContext(one)], [work]), args.repeat)
+            t = median_ms(lambda m=masker: m.mask([FrameContext(one)], [work]), args.repeat)
             print(f"{name} 1 face, 128 crop: {t:.2f} ms")
         model = OnnxModel(identity_enhancer(Path(tmp) / "id512.onnx"), cpu)
         enhancer = FaceEnhancer(model)
@@ -133,9 +121,9 @@ def main() -> None:
         for image, faces in ((one, faces1), (four, faces4)):
             frame = [FrameContext(image)]
             works = [FaceWork(0, 0, f) for f in faces]
-            t = ms(partial(enhancer.enhance, frame, works), args.repeat)
+            t = median_ms(partial(enhancer.enhance, frame, works), args.repeat)
             done = enhancer.enhance(frame, works)
-            t2 = ms(partial(blender.blend, frame, done), args.repeat)
+            t2 = median_ms(partial(blender.blend, frame, done), args.repeat)
             print(
                 f"FaceEnhancer(identity 512) {len(faces)} face(s): enhance {t:.2f} ms, "
                 f"paste {t2:.2f} ms"

@@ -36,6 +36,7 @@ import numpy as np
 from bench_standard_pipeline import TESTDATA, build
 
 from livecam.config import SourceConfig, SwapConfig
+from livecam.metrics import psnr  # noqa: E402
 from livecam.pipeline.reuse import SwapReuse
 from livecam.pipeline.swap import FaceSwapStage
 from livecam.sources.synthetic import SyntheticSource
@@ -91,11 +92,6 @@ def run(stage: FaceSwapStage, frames: list[np.ndarray], reuse: SwapReuse | None)
         reused += packet.faces_reused
     ms = (time.perf_counter() - start) * 1000 / len(frames)
     return Run(ms, outputs, swapped, reused)
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else 10 * float(np.log10(255.0**2 / mse))
 
 
 def main() -> None:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from timing import median_ms
 
 from livecam.runtime.session import OnnxModel, RuntimeOptions
 
@@ -31,16 +29,6 @@ def default_model() -> Path:
         if path.is_file():
             return path
     raise SystemExit("mobilefacenet.onnx not found: pass --model PATH")
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def bench_models(args: argparse.Namespace) -> None:

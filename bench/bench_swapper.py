@@ -13,7 +13,6 @@ The full model (~554 MB) is written once to the cache folder and reused.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import platformdirs
+from timing import default_face
 
 from livecam import synthetic_models as sm
 from livecam.pipeline.detect import YuNetDetector, bundled_yunet
@@ -28,18 +28,6 @@ from livecam.pipeline.neural_swap import InSwapper
 from livecam.pipeline.parts import FrameContext
 from livecam.runtime.session import OnnxModel, RuntimeOptions
 from livecam.types import FaceWork, Frame
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def default_face() -> Path:
-    env = os.environ.get("LIVECAM_TESTDATA")
-    roots = ([Path(env)] if env else []) + [p / "shared" / "testdata" for p in REPO.parents]
-    for root in roots:
-        path = root / "faces" / "obama_official_portrait_2012.jpg"
-        if path.is_file():
-            return path
-    raise SystemExit("no portrait found: pass --face PATH")
 
 
 def portrait(path: Path, max_side: int = 640) -> Frame:

@@ -28,17 +28,16 @@ import importlib.util
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from timing import median_ms
 
 SIZES = {"720p": (1280, 720), "1080p": (1920, 1080)}
 
@@ -216,19 +215,6 @@ class TorchGraph:
 # ---------------------------------------------------------------- measurements
 
 
-def median_ms(fn: Callable[[], Any], runs: int, warmup: int = 2) -> float:
-    """The median wall time of ``fn`` in ms over ``runs`` calls (after ``warmup``); ``fn``
-    must return only when its work is done (its outputs on the host, or synchronised)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 class Checker:
     """Holds the models and sessions the cases share, and runs one case at a time."""
 
@@ -314,17 +300,17 @@ class Checker:
                     torch.cuda.synchronize()
 
             with torch.inference_mode():
-                ms = median_ms(run_torch, self.runs)
+                ms = median_ms(run_torch, self.runs, warmup=2)
             row.update(ms_device=round(ms, 3), faces_per_s_device=round(batch * 1e3 / ms, 1))
             return row
         row["provider"] = model.providers.used[0]
-        ms = median_ms(lambda: model.run(feeds), self.runs)
+        ms = median_ms(lambda: model.run(feeds), self.runs, warmup=2)
         row.update(ms_host_io=round(ms, 3), faces_per_s_host_io=round(batch * 1e3 / ms, 1))
         if model.device == "cuda":
             import torch
 
             dev = {k: torch.from_numpy(v).to("cuda:0") for k, v in feeds.items()}
-            ms = median_ms(lambda: model.run_torch(dev), self.runs)
+            ms = median_ms(lambda: model.run_torch(dev), self.runs, warmup=2)
             row.update(ms_device=round(ms, 3), faces_per_s_device=round(batch * 1e3 / ms, 1))
             free, total = torch.cuda.mem_get_info()  # ORT's arena included (torch's own
             row["vram_used_mb"] = round((total - free) / 2**20, 1)  # counters miss it)
@@ -373,7 +359,7 @@ class Checker:
                 source="source",
             )
 
-        ms = median_ms(run, self.runs)
+        ms = median_ms(run, self.runs, warmup=2)
         return {
             "provider": model.providers.used[0],
             "user_stream": model.has_user_compute_stream,
@@ -397,7 +383,7 @@ class Checker:
                 out = model.session.run(None, {"target": x, "source": vectors[i : i + 1]})[0]
                 np.clip(out[0].transpose(1, 2, 0) * 255, 0, 255).astype(np.uint8)
 
-        ms = median_ms(run, self.runs)
+        ms = median_ms(run, self.runs, warmup=2)
         return {
             "provider": model.providers.used[0],
             "ms_per_frame": round(ms, 3),

@@ -1,5 +1,5 @@
 """Identity metrics of a face swap: does the output look like the source person, and does
-it keep the target's pose and expression?
+it keep the target's pose and expression? And ``psnr``, how close two images are.
 
 The embedding model is whatever recognizer the analyzer carries (the 128-d dlib descriptor
 in the offline preset; ONNX recognizers later): any object with
@@ -54,6 +54,14 @@ class IdentityMetrics:
     def retrieved(self) -> bool:
         """The output is closer to the source than to the target."""
         return self.cos_source > self.cos_target
+
+
+def psnr(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    """Peak signal-to-noise ratio (dB, 8-bit scale) between two images of one shape;
+    infinite for identical ones."""
+    diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    mse = float(np.mean(diff**2))
+    return math.inf if mse == 0 else 10.0 * math.log10(255.0**2 / mse)
 
 
 def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:

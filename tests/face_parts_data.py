@@ -15,6 +15,7 @@ import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper
 
+from livecam.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
 from livecam.pipeline.detect import YuNetDetector, bundled_yunet
 from livecam.pipeline.parts import FrameContext
 from livecam.runtime.session import OnnxModel
@@ -49,11 +50,6 @@ def face_works(faces: Sequence[Sequence[Face]], sources: Sequence[int]) -> list[
     for work, index in zip(works, sources, strict=True):
         work.source_index = index
     return works
-
-
-def psnr(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def _save(graph: onnx.GraphProto, path: Path) -> Path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from livecam.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
+
 
 def smooth_frames(n: int, w: int = 160, h: int = 120) -> list[np.ndarray]:
     """Smooth, distinct frames: colour gradients with a soft blob that moves each frame."""
@@ -17,8 +19,3 @@ def smooth_frames(n: int, w: int = 160, h: int = 120) -> list[np.ndarray]:
         r = 200 - 120 * xx / w + 0.5 * blob
         frames.append(np.clip(np.dstack([b, g, r]), 0, 255).astype(np.uint8))
     return frames
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from livecam.config import SwapConfig
+from livecam.metrics import psnr
 from livecam.model_store import ModelStore
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.identity import embedding_distance
@@ -66,11 +67,6 @@ def face_box(frame: np.ndarray, kps: np.ndarray, grow: float = 0.6) -> tuple[sli
     pad = grow * (hi - lo)
     (x1, y1), (x2, y2) = np.maximum(lo - pad, 0).astype(int), (hi + pad).astype(int)
     return slice(y1, min(y2, frame.shape[0])), slice(x1, min(x2, frame.shape[1]))
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def test_lite_preset_moves_the_identity_toward_the_source(testdata: Path, tmp_path: Path) -> None:

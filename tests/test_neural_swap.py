@@ -15,13 +15,12 @@ import cv2
 import numpy as np
 import onnx
 import pytest
-from face_parts_data import load_face_image, psnr
+from face_parts_data import psnr, swap_scene
 from onnx import numpy_helper
 
 from livecam import synthetic_models as sm
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline import align
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
 from livecam.pipeline.identity import DlibDescriptor
 from livecam.pipeline.neural_swap import (
     HyperSwapper,
@@ -47,8 +46,7 @@ FACES = (
 @pytest.fixture(scope="module")
 def scene(testdata: Path) -> tuple[list[FrameContext], list[list[Face]]]:
     """Three real frames and the faces YuNet finds in them (2, 1 and 1)."""
-    frames = [FrameContext(load_face_image(testdata, name), seq=i) for i, name in enumerate(FACES)]
-    faces = YuNetDetector(bundled_yunet()).detect(frames)
+    frames, faces = swap_scene(testdata, FACES)
     assert [len(f) for f in faces] == [2, 1, 1]
     return frames, faces
 

@@ -14,10 +14,11 @@ from scenes import background
 
 from livecam.config import SwapConfig
 from livecam.errors import ConfigError
+from livecam.metrics import psnr
 from livecam.model_store import ModelStore
 from livecam.pipeline.classic import ClassicSwapper
 from livecam.pipeline.dlib_files import DlibModels
-from livecam.pipeline.reuse import SwapReuse, thumb_psnr, thumbnail
+from livecam.pipeline.reuse import SwapReuse, thumbnail
 from livecam.pipeline.source_face import SourceFaceCache
 from livecam.pipeline.swap import FaceSwapStage, build_swap_stage
 from livecam.sources.image import load_image_bgr
@@ -91,11 +92,6 @@ def run(
     for i in range(0, len(packets), batch):
         stage.process(packets[i : i + batch])
     return packets
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else 10 * float(np.log10(255.0**2 / mse))
 
 
 def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
@@ -182,7 +178,7 @@ def test_a_large_change_is_a_miss(stage: FaceSwapStage, portrait: np.ndarray) ->
     packets = run(stage, [bright, bright, dark, dark], SwapReuse(32.0, max_reuse=30))
     assert [p.faces_swapped for p in packets] == [1, 1, 1, 1]
     assert [p.faces_reused for p in packets] == [0, 1, 0, 1]
-    assert thumb_psnr(thumbnail(bright[90:390, 200:440]), thumbnail(dark[90:390, 200:440])) < 32
+    assert psnr(thumbnail(bright[90:390, 200:440]), thumbnail(dark[90:390, 200:440])) < 32
 
 
 def test_hit_rate_in_the_snapshot_status_line_and_summary(

@@ -37,6 +37,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from livecam.metrics import psnr
 from livecam.pipeline import align
 from livecam.pipeline.parts import FrameContext, Swapper
 from livecam.types import Affine, Face, FaceWork, Frame
@@ -65,12 +66,6 @@ def thumbnail(crop: Frame) -> Thumb:
     grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
     small = cv2.resize(grey, (THUMB_SIZE, THUMB_SIZE), interpolation=cv2.INTER_AREA)
     return np.asarray(small, np.float32)
-
-
-def thumb_psnr(a: Thumb, b: Thumb) -> float:
-    """PSNR (dB) between two thumbnails; 99 for identical ones."""
-    mse = float(np.mean((a - b) ** 2))
-    return 99.0 if mse <= 1e-10 else float(10.0 * np.log10(255.0**2 / mse))
 
 
 @dataclass
@@ -168,7 +163,7 @@ class SwapReuse:
                 entry is not None
                 and entry.source_index == work.source_index
                 and entry.streak < self.max_reuse
-                and thumb_psnr(thumb, entry.thumb) >= self.similarity
+                and psnr(thumb, entry.thumb) >= self.similarity
             ):
                 entry.streak += 1
                 hits.append((i, _Hit(work, affine, crop, entry)))
