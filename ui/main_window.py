@@ -78,6 +78,12 @@ def error_text(error: LivecamError) -> str:
     return one_line(error.message)
 
 
+def error_line(error: LivecamError) -> str:
+    """The error on one line with its fix in brackets (a panel's or a dialog's label)."""
+    fix = f" (fix: {one_line(error.hint)})" if error.hint else ""
+    return f"{one_line(error.message)}{fix}"
+
+
 def startup_text(error: LivecamError) -> str:
     """A start-up error's text: each cause on its line with its fix."""
     causes = getattr(error, "causes", None) or [error]

@@ -30,6 +30,7 @@ from livecam.errors import LivecamError, as_livecam_error
 from livecam.model_store import ModelStore
 from livecam.models import ModelEntry
 from livecam.pipeline.presets import AUTO, resolve_preset
+from ui.main_window import error_line
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +183,7 @@ class ModelDownloadDialog(QDialog):
             return
         if error is not None:
             self.error = error.message
-            hint = f" ({error.hint})" if error.hint else ""
-            self.status.setText(f"Download failed: {error.message}{hint}")
+            self.status.setText(f"Download failed: {error_line(error)}")
             self.download_button.setText("Retry")
             return
         self.progress.setValue(1000)

@@ -35,6 +35,7 @@ from livecam.hotkeys import (
     hotkeys_available,
 )
 from livecam.types import Event
+from ui.main_window import error_line
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -109,7 +110,7 @@ class HotkeysPanel(QWidget):
         try:
             hotkeys = HotkeysConfig(**bindings, faces=self.saved.faces)
         except ConfigError as e:
-            self.error.setText(f"{e.message}. {e.hint}" if e.hint else e.message)
+            self.error.setText(error_line(e))
             return
         self.error.clear()
         if hotkeys == self.saved:

@@ -51,6 +51,7 @@ from livecam.errors import LivecamError
 from livecam.model_store import ModelStore
 from livecam.pipeline.presets import PRESETS, models_present, preset_names
 from livecam.telemetry import Snapshot
+from ui.main_window import error_line
 from ui.model_download import ModelDownloadDialog, models_to_get
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -415,9 +416,8 @@ class ProcessingPanel(QWidget):
         self.refresh()
 
     def _error(self, error: LivecamError, what: str = "") -> None:
-        hint = f" ({error.hint})" if error.hint else ""
         lead = f"{what}: " if what else ""
-        self.message.setText(f"{lead}{error.message}{hint}")
+        self.message.setText(f"{lead}{error_line(error)}")
 
 
 def _name(value: Any) -> str:
