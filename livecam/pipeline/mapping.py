@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.identity import Embedding
+from livecam.pipeline.identity import Embedding, embedding_distance
 from livecam.pipeline.parts import FrameContext, Recognizer
 from livecam.pipeline.selection import Measurement, TrackMeasurements, resolve_threshold
 from livecam.pipeline.tracking import iou
@@ -99,15 +99,10 @@ class FaceMapper:
         self.margin = self.threshold * hysteresis
         self.hold_frames = hold_frames
         self.measurements = TrackMeasurements(recognizer, targets, recheck_every)
-        self._held: dict[int, int | None] = {}  # track id -> the source it holds
-        self._seen: dict[int, tuple[npt.NDArray[np.float32], int]] = {}  # id -> last box, seq
+        # track id -> the source it holds (or None), its last box and the frame of that box
+        self._tracks: dict[int, tuple[int | None, npt.NDArray[np.float32], int]] = {}
         self._lost: list[_Lost] = []
         self._last_seq: int | None = None
-
-    @property
-    def sources(self) -> int:
-        """How many sources (targets) are mapped."""
-        return len(self.measurements.targets)
 
     @property
     def embeddings_computed(self) -> int:
@@ -124,36 +119,39 @@ class FaceMapper:
         self._last_seq = seq
         self._end_tracks(faces, seq)
         measured = self.measurements.measure(frame, faces)
-        current = [self._held.get(f.track_id) if f.track_id >= 0 else None for f in faces]
-        for i, (face, m) in enumerate(zip(faces, measured, strict=True)):
-            if face.track_id >= 0 and face.track_id not in self._held:
-                current[i] = self._take_over(face, m)
+        current = [self._held(face, m) for face, m in zip(faces, measured, strict=True)]
         distances = [m.distances for m in measured]
         chosen = assign_sources(distances, current, self.threshold, self.margin)
         for face, source in zip(faces, chosen, strict=True):
             if face.track_id >= 0:
-                self._held[face.track_id] = source
-                self._seen[face.track_id] = (face.bbox, seq)
+                self._tracks[face.track_id] = (source, face.bbox, seq)
         return [(face, s) for face, s in zip(faces, chosen, strict=True) if s is not None]
 
     def _end_tracks(self, faces: list[Face], seq: int) -> None:
         """Move the ended tracks that held a source to the lost list; drop expired ones."""
         ended = self.measurements.end_tracks(faces)
         present = {f.track_id for f in faces}
-        for tid in [t for t in self._held if t not in present]:
-            source, (box, seen) = self._held.pop(tid), self._seen.pop(tid)
+        for tid in [t for t in self._tracks if t not in present]:
+            source, box, seen = self._tracks.pop(tid)
             last = ended.get(tid)
             if source is not None and last is not None:
                 self._lost.append(_Lost(source, box, last.embedding, seen))
                 log.debug("track %d ended holding source %d", tid, source)
         self._lost = [x for x in self._lost if seq - x.seq <= self.hold_frames]
 
+    def _held(self, face: Face, measured: Measurement) -> int | None:
+        """The source ``face`` holds: its track's, or for a new track the one it takes over."""
+        if face.track_id < 0:
+            return None
+        track = self._tracks.get(face.track_id)
+        return self._take_over(face, measured) if track is None else track[0]
+
     def _take_over(self, face: Face, measured: Measurement) -> int | None:
         """The source of the lost track this new face continues, if any (it is removed
         from the lost list): near its last box or like its last embedding, the most alike
         first."""
         candidates = [
-            (float(np.linalg.norm(x.embedding - measured.embedding)), i)
+            (embedding_distance(x.embedding, measured.embedding), i)
             for i, x in enumerate(self._lost)
         ]
         fits = [
