@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from livecam.types import Frame
-from ui.preview_window import fit_rect
+from ui.preview_window import bgr_image, fit_rect
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,8 @@ class PreviewWidget(QWidget):
 
     def show_frame(self, frame: np.ndarray) -> None:
         """Show ``frame`` (uint8 BGR, H x W x 3) at the next repaint."""
-        frame = np.ascontiguousarray(frame)
-        h, w = frame.shape[:2]
-        self._frame = frame
-        self._image = QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
+        self._frame = np.ascontiguousarray(frame)
+        self._image = bgr_image(self._frame)
         self.frames_received += 1
         self.update()
 

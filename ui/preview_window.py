@@ -64,6 +64,13 @@ def render_text(text: str, scale: float = 0.5) -> Frame:
     return box
 
 
+def bgr_image(frame: Frame) -> QImage:
+    """A QImage over ``frame``'s pixels (uint8 BGR, rows contiguous), not copied: keep
+    ``frame`` alive while the image is used."""
+    h, w = frame.shape[:2]
+    return QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
+
+
 def fit_rect(width: int, height: int, area: QRect) -> QRect:
     """The largest ``width`` x ``height`` rectangle with that aspect, centred in ``area``."""
     scale = min(area.width() / width, area.height() / height)
@@ -131,10 +138,8 @@ class PreviewWindow(QWidget):
             self.update()
 
     def _set_frame(self, frame: Frame) -> None:
-        frame = np.ascontiguousarray(frame)
-        h, w = frame.shape[:2]
-        self._frame = frame
-        self._image = QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
+        self._frame = np.ascontiguousarray(frame)
+        self._image = bgr_image(self._frame)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
@@ -164,10 +169,8 @@ class PreviewWindow(QWidget):
         text = info_text(snapshot)
         if text != self.info:
             self.info = text
-            pixels = render_text(text)
-            h, w = pixels.shape[:2]
-            self._info_pixels = pixels
-            self._info_image = QImage(pixels.data, w, h, w * 3, QImage.Format.Format_BGR888)
+            self._info_pixels = render_text(text)
+            self._info_image = bgr_image(self._info_pixels)
             if self.show_info:
                 self.update()
 

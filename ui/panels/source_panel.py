@@ -20,7 +20,6 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDropEvent,
     QIcon,
-    QImage,
     QImageReader,
     QMouseEvent,
     QPixmap,
@@ -43,6 +42,7 @@ from livecam.sources.image import IMAGE_EXTENSIONS
 from livecam.types import Frame
 from ui.main_window import error_text
 from ui.panels.photo_faces import PhotoFaceFinder, PhotoFaces, thumbnail
+from ui.preview_window import bgr_image
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -56,9 +56,7 @@ CHANGE_PREFIX = "face "  # what the panel's live changes are called (``stream.ch
 
 def to_pixmap(frame: Frame) -> QPixmap:
     """A QPixmap of a uint8 BGR frame (copied)."""
-    h, w = frame.shape[:2]
-    image = QImage(frame.data, w, h, frame.strides[0], QImage.Format.Format_BGR888)
-    return QPixmap.fromImage(image.copy())
+    return QPixmap.fromImage(bgr_image(frame).copy())
 
 
 def with_face(config: Config, path: str, index: int | None) -> Config:
