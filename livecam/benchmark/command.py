@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 from pathlib import Path
 from typing import Any, get_args
 
-from livecam.benchmark.run import BenchOptions, Mode, cache_supported, run_bench
+from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
 from livecam.config import Provider
 from livecam.errors import ConfigError
 from livecam.userfiles import check_output_path, write_new_file
-
-log = logging.getLogger(__name__)
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
 MODEL_ROLES = ("detector", "recognizer", "swapper", "enhancer")
@@ -68,7 +65,11 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
         help="also run the same models in a naive loop (one face at a time, no caching)",
     )
     p.add_argument(
-        "--naive-frames", type=int, default=30, metavar="N", help="frames of the naive loop"
+        "--naive-frames",
+        type=int,
+        default=NAIVE_FRAMES,
+        metavar="N",
+        help="frames of the naive loop",
     )
     p.add_argument(
         "--synthetic",
@@ -95,8 +96,6 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
     for name, value in (("--frames", args.frames), ("--batch", args.batch)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}", f"use {name} 1 or more")
-    if args.cache is not None and not cache_supported():
-        log.warning("--cache: this build has no swap.reuse switch; the option is ignored")
     models = tuple(
         (f"{role}_model", str(getattr(args, f"{role}_model")))
         for role in MODEL_ROLES

@@ -19,8 +19,8 @@ from livecam import __version__
 from livecam.app import App, build_stages
 from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink
 from livecam.benchmark.naive import NaiveResult, naive_loop
-from livecam.benchmark.synthetic import SyntheticSize, synthetic_models
-from livecam.config import Config, SwapConfig
+from livecam.benchmark.synthetic import SyntheticSize, require_present, synthetic_models
+from livecam.config import Config
 from livecam.demo import demo_portraits
 from livecam.errors import ConfigError
 from livecam.model_store import ModelStore
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 Mode = Literal["live", "throughput"]
 FP16_PAIRS = {"inswapper-128": "inswapper-128-fp16", "inswapper-128-fp16": "inswapper-128"}
 NAIVE_FRAMES = 30  # the naive loop's frames at most (it is slow by design)
-CACHE_FIELD = "reuse"  # swap.reuse: reuse the swapped face between similar frames
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class BenchOptions:
     mode: Mode = "live"
     batch: int = 4
     fp16: bool | None = None  # None: the preset's own swapper file
-    cache: bool | None = None  # None: swap.reuse as configured
+    cache: bool | None = None  # swap.reuse: reuse the swapped face (None: as configured)
     provider: str = "auto"
     source: str | None = None  # a video file instead of the synthetic clip
     compare_naive: bool = False
@@ -61,11 +60,6 @@ class BenchOptions:
     synthetic: SyntheticSize | None = None
     synthetic_dir: Path | None = None
     models: tuple[tuple[str, str], ...] = ()  # (swap field, path): --*-model files
-
-
-def cache_supported() -> bool:
-    """Whether this build's swap config has the reuse-between-frames switch."""
-    return CACHE_FIELD in {f.name for f in dataclasses.fields(SwapConfig)}
 
 
 def _swapper_choice(opts: BenchOptions, models: dict[str, str]) -> str | None:
@@ -100,8 +94,8 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
     swapper = _swapper_choice(opts, models)
     if swapper is not None:
         swap["swapper"] = swapper
-    if opts.cache is not None and cache_supported():
-        swap[CACHE_FIELD] = opts.cache
+    if opts.cache is not None:
+        swap["reuse"] = opts.cache
     source: dict[str, Any] = {"fps": opts.fps, "unpaced": throughput, "size": list(opts.size)}
     if motion is not None:
         source.update(spec="synthetic", face_motion=str(motion), stamp=True)
@@ -140,12 +134,9 @@ def _scene(opts: BenchOptions, tmp: Path) -> Iterator[tuple[Path, Path | None]]:
 
 
 def _check_models(cfg: Config, store: ModelStore) -> None:
-    """The usual ModelError when the preset's manifest models are not on this machine
-    (a bench never downloads: `livecam models fetch` does)."""
+    """The usual ModelError when the preset's manifest models are not on this machine."""
     row = resolve_preset(cfg.swap.preset, store, cfg.swap)
-    missing = [n for n in row.model_names(cfg.swap) if store.locate(n) is None]
-    if missing:
-        raise store.missing_error([(store.entry(n), "") for n in missing], tried=False)
+    require_present(store, row.model_names(cfg.swap))
 
 
 def _naive_frames(cfg: Config, count: int) -> list[Frame]:
@@ -158,7 +149,8 @@ def _naive_frames(cfg: Config, count: int) -> list[Frame]:
 
 
 def run_bench(opts: BenchOptions) -> dict[str, Any]:
-    """Run the bench and return its figures (see ``livecam.benchmark.report``)."""
+    """Run the bench and return its figures (``_figures``; ``command.format_table``
+    prints them)."""
     if opts.compare_naive and opts.source is not None:
         raise ConfigError(
             "--compare naive runs on the synthetic clip", "leave --source out to compare"
@@ -238,7 +230,7 @@ def _figures(
         "batch_limit": opts.batch if opts.mode == "throughput" else 1,
         "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
         "fp16": opts.fp16,
-        "cache": _cache_label(cfg),
+        "cache": "on" if cfg.swap.reuse else "off",
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
         "dropped": snap.dropped,
@@ -261,14 +253,6 @@ def _figures(
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def _cache_label(cfg: Config) -> str:
-    """``on`` / ``off`` (swap.reuse), or n/a on a build without the switch."""
-    value = getattr(cfg.swap, CACHE_FIELD, None)
-    if value is None:
-        return "n/a (no swap.reuse in this build)"
-    return "on" if value else "off"
 
 
 def _naive_figures(

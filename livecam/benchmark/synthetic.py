@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -46,6 +46,14 @@ def _build_once(path: Path, build: Callable[[Path], object]) -> Path:
     return path
 
 
+def require_present(store: ModelStore, names: Sequence[str]) -> None:
+    """The store's ModelError naming the models of ``names`` not on this machine (a bench
+    never downloads: `livecam models fetch` does)."""
+    missing = [n for n in names if store.locate(n) is None]
+    if missing:
+        raise store.missing_error([(store.entry(n), "") for n in missing], tried=False)
+
+
 def synthetic_models(
     size: SyntheticSize, fp16: bool, store: ModelStore, folder: Path | None = None
 ) -> dict[str, str]:
@@ -53,9 +61,7 @@ def synthetic_models(
     ``recognizer_model``, ``swapper_model``. The detector and MobileFaceNet come from
     ``store`` (a ModelError names the missing ones and the fix)."""
     folder = folder or default_folder()
-    missing = [n for n in (DETECTOR, RECOGNIZER_BASE) if store.locate(n) is None]
-    if missing:
-        raise store.missing_error([(store.entry(n), "") for n in missing], tried=False)
+    require_present(store, (DETECTOR, RECOGNIZER_BASE))
     detector, base = store.locate(DETECTOR), store.locate(RECOGNIZER_BASE)
     assert detector is not None and base is not None
     width = WIDTHS[size]
