@@ -188,7 +188,7 @@ def nms(found: Found, score_threshold: float, iou: float) -> list[int]:
     return [int(i) for i in np.asarray(keep).reshape(-1)]
 
 
-def channel_values(value: float | Sequence[float], what: str) -> Floats:
+def channel_values(value: npt.ArrayLike, what: str) -> Floats:
     """A scalar or per-channel (3) normalisation constant, shaped to broadcast over NCHW."""
     arr = np.asarray(value, np.float32).reshape(-1)
     if arr.size not in (1, 3):

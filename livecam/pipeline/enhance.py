@@ -21,6 +21,7 @@ from livecam.errors import ModelError
 from livecam.pipeline import align, device_path
 from livecam.pipeline.device_path import Compute
 from livecam.pipeline.masks import box_mask
+from livecam.pipeline.onnx_input import to_blob
 from livecam.pipeline.parts import FrameContext, Providers
 from livecam.runtime.session import OnnxModel, TensorSpec
 from livecam.types import FaceWork, Frame, Mask
@@ -197,10 +198,7 @@ class FaceEnhancer:
         one model call (chunks of its batch size when that is fixed)."""
         if not crops:
             return []
-        batch = align.stack_crops(crops).astype(np.float32)
-        if self.color == "rgb":
-            batch = batch[..., ::-1]
-        blob = ((batch - self.mean) / self.std).transpose(0, 3, 1, 2)
+        blob = to_blob(crops, self.mean, self.std, self.color)
         feeds: dict[str, npt.ArrayLike] = {self._image: blob}
         if self._weight is not None:
             feeds[self._weight] = np.array([self.fidelity], np.float64)

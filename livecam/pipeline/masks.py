@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from livecam.errors import ModelError
 from livecam.pipeline import align
+from livecam.pipeline.onnx_input import to_blob
 from livecam.pipeline.parts import CpuPart, FrameContext, Masker, Providers
 from livecam.runtime.session import OnnxModel
 from livecam.types import FaceWork, Mask
@@ -265,14 +266,12 @@ class RegionMasker(CropMasker):
         if not todo:
             return out
         s = self.input_size
-        batch = np.empty((len(todo), s, s, 3), np.float32)
+        resized = np.empty((len(todo), s, s, 3), np.uint8)
         for row, i in enumerate(todo):
             image = faces[i].output if faces[i].output is not None else faces[i].crop
             assert image is not None
-            batch[row] = cv2.resize(image, (s, s), interpolation=cv2.INTER_LINEAR)
-        if self.color == "rgb":
-            batch = batch[..., ::-1]
-        blob = ((batch - self.mean) / self.std).transpose(0, 3, 1, 2)
+            resized[row] = cv2.resize(image, (s, s), interpolation=cv2.INTER_LINEAR)
+        blob = to_blob(resized, self.mean, self.std, self.color)
         scores = self.model.run_batch(
             {self.model.input_names[0]: blob}, [self.model.input_names[0]]
         )[0]

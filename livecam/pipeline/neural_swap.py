@@ -25,6 +25,7 @@ from onnx import numpy_helper
 from livecam.errors import ConfigError, ModelError
 from livecam.pipeline import align, device_path
 from livecam.pipeline.device_path import Compute
+from livecam.pipeline.onnx_input import to_blob
 from livecam.pipeline.parts import FrameContext, Recognizer
 from livecam.runtime.session import OnnxModel, TensorSpec
 from livecam.types import Affine, Face, FaceWork
@@ -289,11 +290,8 @@ class NeuralSwapper:
         level (insightface truncates: up to one level darker)."""
         k = self.pixel_boost
         tiles = split_tiles(crops, k)
-        if self.color == "rgb":
-            tiles = tiles[..., ::-1]
-        x = (tiles.astype(np.float32) - self.mean) / self.std
         feeds = {
-            self._target.name: np.ascontiguousarray(x.transpose(0, 3, 1, 2)),
+            self._target.name: to_blob(tiles, self.mean, self.std, self.color),
             self._source.name: np.repeat(vectors.astype(np.float32), k * k, axis=0),
         }
         out = self.model.run_batch(feeds, [self._target.name, self._source.name])[0]

@@ -1,5 +1,6 @@
-"""What the crop-based ONNX parts (landmarkers, recognizers) share: crops of all faces as
-one normalised NCHW batch, and the model's image input checked against its contract."""
+"""What the crop-based ONNX parts (landmarkers, recognizers, swappers, enhancers, the face
+parser) share: crops of all faces as one normalised NCHW batch, and the model's image input
+checked against its contract."""
 
 from __future__ import annotations
 
@@ -43,15 +44,16 @@ def image_input(model: OnnxModel, size: int, what: str) -> TensorSpec:
 
 
 def to_blob(
-    crops: Sequence[Frame],
-    mean: float | Sequence[float],
-    std: float | Sequence[float],
+    crops: Sequence[Frame] | npt.NDArray[np.uint8],
+    mean: npt.ArrayLike,
+    std: npt.ArrayLike,
     color: str,
 ) -> npt.NDArray[np.float32]:
-    """(N, 3, H, W) float32 ``(pixel - mean) / std`` of BGR uint8 crops, channels in
-    ``color`` order ('rgb' swaps them)."""
-    batch = np.stack([np.asarray(c, np.uint8) for c in crops])
+    """(N, 3, H, W) float32 ``(pixel - mean) / std`` of BGR uint8 crops (a list or an
+    (N, H, W, 3) array), channels in ``color`` order ('rgb' swaps them)."""
+    batch = np.asarray(crops, np.uint8)
     if color == "rgb":
         batch = batch[..., ::-1]
     blob = batch.transpose(0, 3, 1, 2).astype(np.float32)
-    return np.ascontiguousarray((blob - channel_values(mean, "mean")) / channel_values(std, "std"))
+    normalised = (blob - channel_values(mean, "mean")) / channel_values(std, "std")
+    return np.ascontiguousarray(normalised, dtype=np.float32)
