@@ -58,7 +58,7 @@ LADDER: tuple[Level, ...] = (
 )
 NAMES = tuple(level.name for level in LADDER)
 #: the swap fields any level changes
-FIELDS = ("face_batch", "enhance_every", "enhancer", "detect_size", "provider")
+FIELDS = tuple(dict.fromkeys(k for level in LADDER for k in level.settings(SwapConfig())))
 _ENHANCER_LEVELS = ("enhance-half", "no-enhancer")
 
 
