@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from livecam.config import Config
-from livecam.errors import ConfigError, as_livecam_error
+from livecam.errors import ConfigError, LivecamError
 from ui.main_window import startup_text
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -54,7 +54,9 @@ class NextStartChanges(QObject):
         row.addWidget(self.note, 1)
         row.addWidget(self.restart_button)
         self.bar.hide()
+        self._restarting = False  # restart() started the stream; its outcome not seen yet
         stream.running_changed.connect(self._on_running)
+        stream.start_failed.connect(self._on_start_failed)
 
     def merged(self, config: Config) -> Config:
         """``config`` with the pending changes."""
@@ -76,23 +78,34 @@ class NextStartChanges(QObject):
         return candidate
 
     def restart(self) -> None:
-        """Stop and start again with the pending changes (an error is ``restarted``)."""
+        """Stop, then start again with the pending changes on the stream's start thread
+        (the window stays responsive); ``restarted`` tells how it ended."""
         if self.stream.running:
             self.stream.stop()  # running_changed(False) applies the pending changes
-        try:
-            self.stream.start()
-        except Exception as e:  # StartupError or any cause: shown, the panel stays
-            text = startup_text(as_livecam_error(e, "restart"))
-            self.note.setText(text)
-            self.bar.show()
-            self.restart_button.hide()
-            self.restarted.emit(text)
+        if self.stream.starting:
             return
-        self.restarted.emit("")
+        self._restarting = True
+        self.restart_button.setEnabled(False)
+        self.stream.start_async()  # ends in running_changed(True) or start_failed
+
+    def _on_start_failed(self, error: LivecamError) -> None:
+        if not self._restarting:  # a start of the main window: it shows the error
+            return
+        self._restarting = False
+        text = startup_text(error)
+        self.note.setText(text)
+        self.bar.show()
+        self.restart_button.setEnabled(True)
+        self.restart_button.hide()
+        self.restarted.emit(text)
 
     def _on_running(self, running: bool) -> None:
         if running:
             self.bar.hide()
+            self.restart_button.setEnabled(True)
+            if self._restarting:
+                self._restarting = False
+                self.restarted.emit("")
             return
         self.note.setText(RESTART_NOTE)
         self.restart_button.show()
