@@ -42,7 +42,7 @@ from pyvirtualcam.camera import BACKENDS
 
 from livecam.config import Config, LabelPosition, sink_file
 from livecam.doctor import Check, check_virtualcam
-from livecam.errors import LivecamError
+from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
 from ui.panels.next_start import NextStartChanges
 from ui.settings import UiSettings
@@ -72,8 +72,8 @@ def check_text(check: Check) -> str:
     """A doctor check as the panel shows it: the state, and the fix when it fails."""
     if check.ok:
         return f"Virtual camera available: {check.detail}"
-    text = f"No virtual camera: {' '.join(check.detail.split())}"
-    return f"{text}\nfix: {' '.join(check.fix.split())}" if check.fix else text
+    text = f"No virtual camera: {one_line(check.detail)}"
+    return f"{text}\nfix: {one_line(check.fix)}" if check.fix else text
 
 
 class OutputPanel(QWidget):
