@@ -90,11 +90,6 @@ def level_config(base: SwapConfig, index: int) -> SwapConfig:
     return replace(base, **level_settings(base, index))
 
 
-def changes_to(current: SwapConfig, target: SwapConfig) -> dict[str, Any]:
-    """The ladder fields that differ between ``current`` and ``target`` (target's values)."""
-    return {k: getattr(target, k) for k in FIELDS if getattr(current, k) != getattr(target, k)}
-
-
 def rebase(base: SwapConfig, current: SwapConfig, index: int) -> SwapConfig:
     """The user's config after changes made while level ``index`` was in force: every field
     of ``current`` that differs from what the level set is the user's new choice."""

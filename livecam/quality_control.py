@@ -163,10 +163,9 @@ class QualityController:
         with self._lock:
             self._settle()
             level = self._level
-            if self._pending is not None and _fields(self._base, self._pending_level) == {
-                k: getattr(cfg.swap, k) for k in quality.FIELDS
-            }:
-                level = self._pending_level  # installed, not yet settled
+            pending = self._pending_level
+            if self._pending is not None and _fields(self._base, pending) == _ladder(cfg.swap):
+                level = pending  # installed, not yet settled
             return replace(cfg, swap=quality.rebase(self._base, cfg.swap, level))
 
     def summary(self) -> dict[str, Any]:
@@ -340,7 +339,6 @@ class QualityController:
         if not down:
             self._last_up = now
         base = quality.rebase(self._base, cfg, before)
-        changed = quality.changes_to(cfg, quality.level_config(base, target))
         self._base = base
         step = Step(now - self._started, quality.NAMES[before], quality.NAMES[target], reason)
         self.steps.append(step)
@@ -353,8 +351,8 @@ class QualityController:
                 "pin a level with --quality LEVEL" if down and cfg.quality == "auto" else "",
             )
         )
-        if changed:
-            fields = _fields(base, target)
+        fields = _fields(base, target)
+        if fields != _ladder(cfg):
             self._track(self._controls.apply_quality(cfg.quality, step.after, fields), target)
         else:
             self._level = target
@@ -364,7 +362,11 @@ class QualityController:
 def _fields(base: SwapConfig, level: int) -> dict[str, Any]:
     """Every ladder field at ``level`` for the user's ``base`` (all of them, so a change
     queued behind another still lands on exactly this level)."""
-    cfg = quality.level_config(base, level)
+    return _ladder(quality.level_config(base, level))
+
+
+def _ladder(cfg: SwapConfig) -> dict[str, Any]:
+    """The ladder fields of ``cfg``."""
     return {k: getattr(cfg, k) for k in quality.FIELDS}
 
 
