@@ -198,16 +198,17 @@ class HotkeyActions:
 
     # --- the actions --------------------------------------------------------------------
     def _swap(self) -> Change:
-        on = not self._current("swap", self.controls.state.swap)
-        return self._give("swap", on, self.controls.set_swap(on))
+        return self._toggle("swap", self.controls.state.swap, self.controls.set_swap)
 
     def _blank(self) -> Change:
-        on = not self._current("blank", self.controls.state.blank)
-        return self._give("blank", on, self.controls.set_blank(on))
+        return self._toggle("blank", self.controls.state.blank, self.controls.set_blank)
 
     def _freeze(self) -> Change:
-        on = not self._current("freeze", self.controls.state.frozen)
-        return self._give("freeze", on, self.controls.set_freeze(on))
+        return self._toggle("freeze", self.controls.state.frozen, self.controls.set_freeze)
+
+    def _toggle(self, action: str, now: bool, turn: Callable[[bool], Change]) -> Change:
+        on = not self._current(action, now)
+        return self._give(action, on, turn(on))
 
     def _enhancer(self) -> Change | None:
         cfg = self.controls.config
