@@ -267,15 +267,7 @@ class MainWindow(QMainWindow):
 
     def set_swap(self, on: bool) -> None:
         """The master swap switch: live through the control plane, else in the config."""
-        if self.stream.running:
-            self.stream.change(f"swap {'on' if on else 'off'}", lambda c: c.set_swap(on))
-            return
-        cfg = self.stream.config
-        stages = [s for s in cfg.pipeline.stages if s not in ("swap", "passthrough")]
-        stages = [*stages, "swap"] if on else stages
-        self.stream.set_config(
-            cfg.with_section("pipeline", stages=tuple(stages or ["passthrough"]))
-        )
+        self.stream.set_swap(on)
 
     def show_message(self, text: str, error: bool = True) -> None:
         self.message.setText(text)
@@ -300,12 +292,7 @@ class MainWindow(QMainWindow):
             self.latency_label.setText("latency n/a")
 
     def _sync_swap(self) -> None:
-        controls = self.stream.controls
-        on = (
-            controls.state.swap
-            if controls is not None
-            else "swap" in self.stream.config.pipeline.stages
-        )
+        on = self.stream.swap_on
         self.swap_button.blockSignals(True)
         self.swap_button.setChecked(on)
         self.swap_button.setText("Swap: on" if on else "Swap: off")

@@ -38,6 +38,15 @@ STOP_TIMEOUT_S = 1.5  # the app joins its threads within this (closing the windo
 PANEL_SINKS_IGNORED = ("window", "auto")  # the panel's own preview replaces these
 
 
+def with_swap(config: Config, on: bool) -> Config:
+    """``config`` with the swap stage on (last; ``passthrough`` dropped) or off (removed;
+    ``passthrough`` when no stage is left)."""
+    kept = tuple(s for s in config.pipeline.stages if s not in ("swap", "passthrough"))
+    return config.with_section(
+        "pipeline", stages=(*kept, "swap") if on else kept or ("passthrough",)
+    )
+
+
 class PanelSink(Sink):
     """Hands the newest output frame to the panel (never waits on the GUI)."""
 
@@ -125,6 +134,21 @@ class StreamController(QObject):
     def controls(self) -> Controls | None:
         """The running stream's control plane (None when stopped)."""
         return self._app.controls if self._app is not None else None
+
+    @property
+    def swap_on(self) -> bool:
+        """The master swap switch: the live state while running, else the config's stages."""
+        controls = self.controls
+        return (
+            controls.state.swap if controls is not None else "swap" in self.config.pipeline.stages
+        )
+
+    def set_swap(self, on: bool) -> None:
+        """Turn the swap on or off: live (``change``) while running, else in the config."""
+        if self.running:
+            self.change(f"swap {'on' if on else 'off'}", lambda c: c.set_swap(on))
+        else:
+            self.set_config(with_swap(self._config, on))
 
     def set_config(self, config: Config) -> None:
         """The config of the next start (while running, only kept for after the stop)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -42,7 +41,6 @@ from livecam.config import (
     MemoryStrategy,
     Provider,
     QualityLevel,
-    StageName,
     SwapperModel,
     split_pair,
 )
@@ -59,8 +57,6 @@ from ui.stream import StreamController
 log = logging.getLogger(__name__)
 
 PRESET_PART = "(preset's)"  # swapper/enhancer: the preset's own choice
-SWAP_STAGES: tuple[StageName, ...] = ("swap",)
-OFF_STAGES: tuple[StageName, ...] = ("passthrough",)
 
 
 def provider_text(providers: Mapping[str, Mapping[str, Any]]) -> tuple[str, str | None]:
@@ -255,9 +251,8 @@ class ProcessingPanel(QWidget):
             self.mapping.clear()
             self.mapping.addItems(list(swap.map))
             controls = self.stream.controls
-            on = controls.state.swap if controls is not None else "swap" in cfg.pipeline.stages
             self.swap_on.blockSignals(True)
-            self.swap_on.setChecked(on)
+            self.swap_on.setChecked(self.stream.swap_on)
             self.swap_on.blockSignals(False)
             if controls is not None:
                 self._show_providers({k: vars(v) for k, v in controls.state.providers.items()})
@@ -402,14 +397,10 @@ class ProcessingPanel(QWidget):
             self.apply("mask padding", mask_padding=padding)
 
     def _on_swap_toggled(self, on: bool) -> None:
-        if self.stream.running:
-            self.stream.change(f"swap {'on' if on else 'off'}", lambda c: c.set_swap(on))
-            return
-        cfg = self.stream.config
-        kept = tuple(s for s in cfg.pipeline.stages if s not in SWAP_STAGES + OFF_STAGES)
-        stages = (*kept, *SWAP_STAGES) if on else (kept or OFF_STAGES)
-        self._save(replace(cfg, pipeline=replace(cfg.pipeline, stages=stages)))
-        self.message.setText(f"Saved: swap {'on' if on else 'off'}")
+        self.stream.set_swap(on)
+        if not self.stream.running:
+            self.settings.save_config(self.stream.config)
+            self.message.setText(f"Saved: swap {'on' if on else 'off'}")
 
     def _on_failed(self, what: str, error: LivecamError) -> None:
         self._error(error, what)

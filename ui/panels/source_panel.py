@@ -44,7 +44,7 @@ from ui.main_window import error_text
 from ui.panels.photo_faces import PhotoFaceFinder, PhotoFaces, thumbnail
 from ui.preview_window import bgr_image
 from ui.settings import UiSettings
-from ui.stream import StreamController
+from ui.stream import StreamController, with_swap
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,7 @@ def to_pixmap(frame: Frame) -> QPixmap:
 def with_face(config: Config, path: str, index: int | None) -> Config:
     """``config`` swapping in face ``index`` of photo ``path`` (the swap stage added)."""
     new = config.with_section("swap", face=path, face_index=index)
-    if "swap" not in new.pipeline.stages:
-        kept = [s for s in new.pipeline.stages if s != "passthrough"]
-        new = new.with_section("pipeline", stages=(*kept, "swap"))
-    return new
+    return new if "swap" in new.pipeline.stages else with_swap(new, True)
 
 
 def _icon(path: str) -> QIcon | None:
