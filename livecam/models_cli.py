@@ -15,7 +15,7 @@ def preset_models(preset: str) -> list[str] | None:
     preset with models."""
     from livecam.pipeline.presets import PRESETS, preset_model_names
 
-    return preset_model_names(preset) if preset in PRESETS and preset_model_names(preset) else None
+    return (preset_model_names(preset) or None) if preset in PRESETS else None
 
 
 def add_models_command(sub: Any) -> None:
@@ -73,9 +73,12 @@ def _expand(store: ModelStore, names: Sequence[str]) -> list[str]:
             continue
         models = preset_models(name)
         if models is None:
+            from livecam.pipeline.presets import PRESETS
+
+            presets = ", ".join(n for n in PRESETS if preset_models(n))
             raise ModelError(
                 f"{name!r} is neither a model nor a preset with models",
-                f"models: {', '.join(store.manifest)}; presets: lite, standard, quality",
+                f"models: {', '.join(store.manifest)}; presets: {presets}",
             )
         out.extend(models)
     return list(dict.fromkeys(out))
