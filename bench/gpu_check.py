@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from timing import median_ms
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: also when loaded by path
+from timing import median_ms  # noqa: E402
 
 SIZES = {"720p": (1280, 720), "1080p": (1920, 1080)}
 
