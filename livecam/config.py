@@ -324,6 +324,7 @@ class SwapConfig(_Validated):
     provider: Provider = "auto"  # compute provider of every ONNX model
     gpu: int = 0  # which GPU (CUDA, TensorRT, DirectML device id)
     threads: int = 0  # CPU threads of each ONNX model (0: ONNX Runtime's default)
+    spin_wait: bool = False  # CPU: ONNX Runtime's threads busy-wait between ops (faster alone)
     cudnn_conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE"  # CUDA: cuDNN's algorithm search
     cuda_graph: bool = False  # CUDA: replay the swapper as one CUDA graph (fixed batch of 1)
     memory: MemoryStrategy = "balanced"  # ORT memory arenas and batch limit (low, balanced, high)

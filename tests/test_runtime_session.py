@@ -120,6 +120,13 @@ def test_thread_counts_and_graph_level_reach_the_session_options() -> None:
     assert so.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
 
 
+def test_spin_waiting_is_off_unless_asked_for() -> None:
+    spin = "session.intra_op.allow_spinning"
+    assert RuntimeOptions().session_options().get_session_config_entry(spin) == "0"
+    on = RuntimeOptions(spin_wait=True).session_options()
+    assert on.get_session_config_entry(spin) == "1"
+
+
 def test_bad_runtime_options_name_the_field() -> None:
     with pytest.raises(ConfigError, match="runtime.threads"):
         RuntimeOptions(threads=-1)

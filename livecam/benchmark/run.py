@@ -60,6 +60,7 @@ class BenchOptions:
     synthetic: SyntheticSize | None = None
     synthetic_dir: Path | None = None
     models: tuple[tuple[str, str], ...] = ()  # (swap field, path): --*-model files
+    overrides: tuple[tuple[str, str, Any], ...] = ()  # (section, field, value): bench scripts
 
 
 def _swapper_choice(opts: BenchOptions, models: dict[str, str]) -> str | None:
@@ -102,7 +103,7 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
     else:
         assert opts.source is not None
         source["spec"] = opts.source
-    return Config.from_dict(
+    cfg = Config.from_dict(
         {
             "source": source,
             "buffer": {
@@ -116,6 +117,9 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
             "run": {"frames": opts.frames},
         }
     )
+    for section, name, value in opts.overrides:
+        cfg = cfg.with_section(section, **{name: value})
+    return cfg
 
 
 @contextlib.contextmanager

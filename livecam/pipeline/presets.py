@@ -261,6 +261,7 @@ class PartBuilder:
             provider=cfg.provider,
             device_id=cfg.gpu,
             threads=cfg.threads,
+            spin_wait=cfg.spin_wait,
             cudnn_conv_algo_search=cfg.cudnn_conv_algo_search,
             **memory_options(cfg.memory, cfg.face_batch),  # arenas, batch limit
         )

@@ -1,0 +1,87 @@
+"""The live pipeline (`livecam bench`'s run) with one config field set to each of several
+values, alternating, several runs each: median frames/s out, glass-to-glass latency
+p50/p99 and swap-stage ms per value, and each value's fps against the first's.
+
+    LIVECAM_MODELS_DIR=../shared/testdata/models \\
+    python bench/bench_live_options.py --vary swap.spin_wait=false,true \\
+        [--preset standard --synthetic narrow] [--size 640x480] [--faces 1] [--frames 90]
+        [--fps 30] [--mode live|throughput] [--runs 3]
+
+Values are read as TOML scalars (``true``, ``4``, ``0.5``, anything else as text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tomllib
+from typing import Any
+
+from livecam.benchmark.run import BenchOptions, run_bench
+
+
+def parse_vary(text: str) -> tuple[str, str, list[Any]]:
+    """``section.field=v1,v2`` -> (section, field, values)."""
+    key, _, values = text.partition("=")
+    section, _, name = key.partition(".")
+    if not (section and name and values):
+        raise SystemExit(f"--vary {text!r}: write SECTION.FIELD=VALUE1,VALUE2")
+    return section, name, [_scalar(v) for v in values.split(",")]
+
+
+def _scalar(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vary", required=True, help="SECTION.FIELD=V1,V2[,...]")
+    parser.add_argument("--preset", default="standard")
+    parser.add_argument("--synthetic", choices=("narrow", "full", "none"), default="narrow")
+    parser.add_argument("--size", default="640x480")
+    parser.add_argument("--faces", type=int, default=1)
+    parser.add_argument("--frames", type=int, default=90)
+    parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--mode", choices=("live", "throughput"), default="live")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    section, name, values = parse_vary(args.vary)
+    width, height = (int(v) for v in args.size.split("x"))
+    results: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(values))}
+    for run in range(args.runs):
+        for i, value in enumerate(values):
+            opts = BenchOptions(
+                preset=args.preset,
+                size=(width, height),
+                faces=args.faces,
+                frames=args.frames,
+                fps=args.fps,
+                mode=args.mode,
+                synthetic=None if args.synthetic == "none" else args.synthetic,
+                overrides=((section, name, value),),
+            )
+            results[i].append(run_bench(opts))
+            print(f"run {run + 1}/{args.runs} {section}.{name}={value}: done", flush=True)
+    print(
+        f"\n{args.preset} ({args.synthetic} synthetic swapper), {args.size}, {args.faces} "
+        f"face(s), {args.mode}, {args.frames} frames at {args.fps:g} fps, {args.runs} runs"
+    )
+    print(f"{section + '.' + name:<24}{'fps out':>9}{'lat p50':>9}{'lat p99':>9}{'swap p50':>10}")
+    base_fps = statistics.median(r["fps_out"] for r in results[0])
+    for i, value in enumerate(values):
+        runs = results[i]
+        fps = statistics.median(r["fps_out"] for r in runs)
+        p50 = statistics.median(r["latency_ms"]["p50"] or 0.0 for r in runs)
+        p99 = statistics.median(r["latency_ms"]["p99"] or 0.0 for r in runs)
+        swap = statistics.median(r["stages_ms"].get("swap", {}).get("p50") or 0.0 for r in runs)
+        ratio = fps / base_fps if base_fps else 0.0
+        print(f"{value!s:<24}{fps:>9.1f}{p50:>9.1f}{p99:>9.1f}{swap:>10.1f}   x{ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
