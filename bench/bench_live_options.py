@@ -5,7 +5,7 @@ p50/p99 and swap-stage ms per value, and each value's fps against the first's.
     LIVECAM_MODELS_DIR=../shared/testdata/models \\
     python bench/bench_live_options.py --vary swap.spin_wait=false,true \\
         [--preset standard --synthetic narrow] [--size 640x480] [--faces 1] [--frames 90]
-        [--fps 30] [--mode live|throughput] [--runs 3]
+        [--fps 30] [--mode live|throughput] [--runs 3] [--cache off|on]
 
 Values are read as TOML scalars (``true``, ``4``, ``0.5``, anything else as text).
 """
@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--fps", type=float, default=30.0)
     parser.add_argument("--mode", choices=("live", "throughput"), default="live")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cache", choices=("on", "off"), default="off", help="swap.reuse")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     section, name, values = parse_vary(args.vary)
@@ -63,24 +64,35 @@ def main() -> None:
                 fps=args.fps,
                 mode=args.mode,
                 synthetic=None if args.synthetic == "none" else args.synthetic,
+                cache=args.cache == "on",
                 overrides=((section, name, value),),
             )
             results[i].append(run_bench(opts))
             print(f"run {run + 1}/{args.runs} {section}.{name}={value}: done", flush=True)
     print(
         f"\n{args.preset} ({args.synthetic} synthetic swapper), {args.size}, {args.faces} "
-        f"face(s), {args.mode}, {args.frames} frames at {args.fps:g} fps, {args.runs} runs"
+        f"face(s), {args.mode}, {args.frames} frames at {args.fps:g} fps, cache {args.cache}, "
+        f"{args.runs} runs"
     )
-    print(f"{section + '.' + name:<24}{'fps out':>9}{'lat p50':>9}{'lat p99':>9}{'swap p50':>10}")
+    print(
+        f"{section + '.' + name:<24}{'fps out':>9}{'lat p50':>9}{'lat p99':>9}"
+        f"{'track p50':>11}{'swap p50':>10}"
+    )
     base_fps = statistics.median(r["fps_out"] for r in results[0])
     for i, value in enumerate(values):
         runs = results[i]
         fps = statistics.median(r["fps_out"] for r in runs)
         p50 = statistics.median(r["latency_ms"]["p50"] or 0.0 for r in runs)
         p99 = statistics.median(r["latency_ms"]["p99"] or 0.0 for r in runs)
-        swap = statistics.median(r["stages_ms"].get("swap", {}).get("p50") or 0.0 for r in runs)
+        track, swap = (
+            statistics.median(r["stages_ms"].get(n, {}).get("p50") or 0.0 for r in runs)
+            for n in ("track", "swap")
+        )
         ratio = fps / base_fps if base_fps else 0.0
-        print(f"{value!s:<24}{fps:>9.1f}{p50:>9.1f}{p99:>9.1f}{swap:>10.1f}   x{ratio:.2f}")
+        print(
+            f"{value!s:<24}{fps:>9.1f}{p50:>9.1f}{p99:>9.1f}{track:>11.1f}{swap:>10.1f}"
+            f"   x{ratio:.2f}"
+        )
 
 
 if __name__ == "__main__":

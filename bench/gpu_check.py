@@ -10,10 +10,10 @@ batch 1/4/8 (faces/s, host in/out through pinned buffers and device-resident), t
 path (crop, normalise, swap, decode, one download) for 720p/1080p frames with 1 and 4
 faces and a batch limit of 1/4/8 frames, on ORT's own stream and on a LiveCam stage stream,
 the naive loop (one face at a time, host round trips, no IO binding) for the ratio,
-TensorRT if it loads, and ``livecam bench`` (cache on/off) when it exists. When ORT's CUDA
-provider cannot run, the swapper is run by torch (``TorchGraph``: the ONNX graph executed
-op by op with torch on the GPU) and every row says so. ``plan_matrix`` keeps the cases
-that fit the time budget; the rest are listed as skipped.
+TensorRT if it loads, and ``livecam bench`` (cache on/off, overlap on/off) when it exists.
+When ORT's CUDA provider cannot run, the swapper is run by torch (``TorchGraph``: the ONNX
+graph executed op by op with torch on the GPU) and every row says so. ``plan_matrix`` keeps
+the cases that fit the time budget; the rest are listed as skipped.
 
     python bench/gpu_check.py --out DIR [--budget-s 420] [--dry-run]
 
@@ -140,8 +140,16 @@ def build_cases(engines: list[str], dry: bool, has_bench: bool) -> list[Case]:
     if main == "ort-cuda":
         cases.append(Case("trt/fp16/b4", "trt", {"batch": 4}, est_s=240, priority=60))
     if has_bench:
-        for cache in ("on", "off"):
-            cases.append(Case(f"bench/lite/cache-{cache}", "bench", {"cache": cache}, 40, 70))
+        for cache, overlap in (("on", "on"), ("off", "on"), ("off", "off")):
+            cases.append(
+                Case(
+                    f"bench/full/cache-{cache}/overlap-{overlap}",
+                    "bench",
+                    {"cache": cache, "overlap": overlap},
+                    40,
+                    70,
+                )
+            )
     return cases
 
 
@@ -399,16 +407,16 @@ class Checker:
             return {"skipped": f"TensorRT did not load: {model.fallback_reason}"}
         return self.case_swapper("ort-trt", "fp16", batch)
 
-    def case_bench(self, cache: str) -> dict[str, Any]:
+    def case_bench(self, cache: str, overlap: str) -> dict[str, Any]:
         models = self.args.models_dir
         if not models or not Path(models).is_dir():
             return {"skipped": "no --models-dir with scrfd_2.5g_kps.onnx and mobilefacenet.onnx"}
-        target = self.out / f"bench_cache_{cache}.json"
+        target = self.out / f"bench_cache_{cache}_overlap_{overlap}.json"
         # the target case: the full-size synthetic swapper (with the real SCRFD 2.5G
         # and MobileFaceNet-based recognizer from --models-dir), 1080p, one face
         cmd = [sys.executable, "-m", "livecam", "bench", "--synthetic", "full"]
         cmd += ["--size", "1080p", "--faces", "1", "--frames", "150", "--compare", "naive"]
-        cmd += ["--cache", cache, "--json", str(target)]
+        cmd += ["--cache", cache, "--overlap", overlap, "--json", str(target)]
         env = {**os.environ, "LIVECAM_MODELS_DIR": str(models)}
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
         row: dict[str, Any] = {"rc": done.returncode, "tail": done.stderr[-800:]}

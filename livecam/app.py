@@ -38,7 +38,7 @@ from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
 from livecam.pipeline.dlib_files import DlibModels
 from livecam.pipeline.runner import InferenceWorker
 from livecam.pipeline.source_face import SourceFaceCache
-from livecam.pipeline.stage import Stage, report_stages
+from livecam.pipeline.stage import Stage, report_stages, uses_accelerator
 from livecam.playback import Playback, plan_playback
 from livecam.quality import pinned_config
 from livecam.quality_control import QualityController, QualityOptions, QualityWorker
@@ -119,6 +119,8 @@ class App:
         self.source: Source | None = None  # the source, once started
         self.playback: Playback | None = None  # real time or a conversion, once started
         self.frame_size: tuple[int, int] | None = None
+        #: whether tracking runs beside the swap (``pipeline.overlap``), once started
+        self.overlap = False
 
     @property
     def config(self) -> Config:
@@ -259,6 +261,9 @@ class App:
             self.telemetry,
             cfg.buffer.batch_limit,
             lossless=lossless,
+            overlap=uses_accelerator(stages)
+            if cfg.pipeline.overlap is None
+            else cfg.pipeline.overlap,
         )
         self._output = OutputWorker(
             opened,
@@ -283,7 +288,15 @@ class App:
         for worker in (tuner, loader, inference, self._output):
             worker.start()
         capture.go.set()
-        log.info("running %dx%d at %.1f fps: %s", width, height, fps, self.describe())
+        self.overlap = inference.overlap
+        log.info(
+            "running %dx%d at %.1f fps: %s%s",
+            width,
+            height,
+            fps,
+            self.describe(),
+            " (tracking beside the swap: overlap)" if self.overlap else "",
+        )
 
     def describe(self) -> str:
         cfg = self.config

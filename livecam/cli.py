@@ -171,6 +171,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="another YuNet 2023mar model for the facebox stage (default: the bundled one)",
     )
     pipe.add_argument(
+        "--overlap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="find and track the faces of the next frame while this one is swapped, on a "
+        "second thread (default: when a model runs on a GPU)",
+    )
+    pipe.add_argument(
         "--batch",
         type=int,
         metavar="N",

@@ -416,6 +416,10 @@ class PipelineConfig(_Validated):
 
     SECTION: ClassVar[str] = "pipeline"
     stages: tuple[StageName, ...] = ("passthrough",)
+    # find and track the faces of the next frame while this one is swapped (a render
+    # thread); None: when a model of the stages runs on a GPU (on a CPU the two halves
+    # only share the cores)
+    overlap: bool | None = None
     # facebox stage: path to face_detection_yunet_2023mar.onnx
     yunet_model: str | None = path_field(None)
 

@@ -333,7 +333,12 @@ class Controls:
         state.disabled &= names
         self._config = config
         report_stages(stages, self._telemetry)
-        self._loader.submit(f"closing the replaced stages of '{change.command}'", _closer(old))
+        # the render thread may still be running a batch through them (overlap)
+        self._inference.after_inflight(
+            lambda: self._loader.submit(
+                f"closing the replaced stages of '{change.command}'", _closer(old)
+            )
+        )
         self._applied(change, state)
 
     def _applied(self, change: Change, state: LiveState) -> None:

@@ -41,6 +41,7 @@ FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "output.label_position": ("--label-position", "label_position"),
         "output.label_size": ("--label-size", "label_size"),
         "pipeline.yunet_model": ("--yunet", "yunet"),
+        "pipeline.overlap": ("--overlap", "overlap"),
         "buffer.batch_limit": ("--batch", "batch"),
         "buffer.lossless": ("--lossless", "lossless"),
         "swap.face": ("--face", "face"),

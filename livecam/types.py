@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -114,7 +114,8 @@ class FramePacket:
     ``faces``: the faces found in it; ``faces_swapped``: how many of them the swap stage
     replaced (None: no face stage worked on this frame: swap off, blank, freeze);
     ``faces_reused``: how many of those got their track's previous swapped face again
-    instead of a swapper run (``swap.reuse``).
+    instead of a swapper run (``swap.reuse``). ``analysis``: what a stage's ``prepare``
+    found in the frame, by stage name, until its ``process`` takes it.
     """
 
     frame: Frame
@@ -125,6 +126,7 @@ class FramePacket:
     t_media_ns: int | None = None
     faces_swapped: int | None = None
     faces_reused: int = 0
+    analysis: dict[str, Any] = field(default_factory=dict)
 
 
 EventLevel = Literal["info", "warning", "error"]

@@ -37,10 +37,16 @@ def target(testdata: Path) -> Path:
     return testdata / "faces" / "obama_small_320x240.jpg"
 
 
-@pytest.fixture
-def live(vcam: RecordingStore, target: Path, tmp_path: Path) -> Iterator[tuple[App, list[Event]]]:
-    """A running stream: the still photo at 30 fps -> offline swap -> virtual camera."""
-    app, events = start_app(vcam, {"spec": str(target), "fps": 30})
+OVERLAP = [pytest.param(False, id="serial"), pytest.param(True, id="overlap")]
+
+
+@pytest.fixture(params=OVERLAP)
+def live(
+    vcam: RecordingStore, target: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[App, list[Event]]]:
+    """A running stream: the still photo at 30 fps -> offline swap -> virtual camera, with
+    the tracking on the inference thread before the swap, or beside it (overlap)."""
+    app, events = start_app(vcam, {"spec": str(target), "fps": 30}, request.param)
     yield app, events
     assert app.stop() == []
 
@@ -48,10 +54,13 @@ def live(vcam: RecordingStore, target: Path, tmp_path: Path) -> Iterator[tuple[A
 SYNTHETIC = {"spec": "synthetic", "face_motion": str(ASSETS / "astronaut.png"), "size": [512, 512]}
 
 
-@pytest.fixture
-def synthetic(vcam: RecordingStore) -> Iterator[tuple[App, list[Event]]]:
-    """A running stream: the synthetic face-motion clip at 30 fps -> offline swap."""
-    app, events = start_app(vcam, {**SYNTHETIC, "fps": 30})
+@pytest.fixture(params=OVERLAP)
+def synthetic(
+    vcam: RecordingStore, request: pytest.FixtureRequest
+) -> Iterator[tuple[App, list[Event]]]:
+    """A running stream: the synthetic face-motion clip at 30 fps -> offline swap (serial
+    or overlapped)."""
+    app, events = start_app(vcam, {**SYNTHETIC, "fps": 30}, request.param)
     yield app, events
     assert app.stop() == []
 
@@ -67,7 +76,9 @@ def passed_through(frame: np.ndarray, plain: set[bytes]) -> bool:
     return hashlib.sha1(frame.tobytes()).digest() in plain
 
 
-def start_app(vcam: RecordingStore, source: dict[str, object]) -> tuple[App, list[Event]]:
+def start_app(
+    vcam: RecordingStore, source: dict[str, object], overlap: bool = False
+) -> tuple[App, list[Event]]:
     """Start ``source`` at 30 fps -> offline swap (Grace Hopper's face) -> virtual camera."""
     events: list[Event] = []
     telemetry = Telemetry()
@@ -76,12 +87,13 @@ def start_app(vcam: RecordingStore, source: dict[str, object]) -> tuple[App, lis
         {
             "source": source,
             "output": {"sinks": ["virtualcam"], "virtualcam_backend": vcam.name},
-            "pipeline": {"stages": ["swap"]},
+            "pipeline": {"stages": ["swap"], "overlap": overlap},
             "swap": {"face": str(ASSETS / "grace_hopper.jpg")},
         }
     )
     app = App(cfg, telemetry=telemetry)
     app.start()
+    assert app.overlap is overlap
     return app, events
 
 
@@ -95,10 +107,11 @@ def next_frames(vcam: RecordingStore, count: int = 4) -> list[np.ndarray]:
     """The next ``count`` frames the virtual camera receives from now on."""
     start = len(vcam.frames)
     deadline = time.monotonic() + APPLY_TIMEOUT_S
-    while len(vcam.frames) < start + count + 2 and time.monotonic() < deadline:
+    while len(vcam.frames) < start + count + 3 and time.monotonic() < deadline:
         time.sleep(0.02)
-    # skip the first two: they may have left the inference thread before the change
-    return [f.frame for f in vcam.frames[start + 2 : start + 2 + count]]
+    # skip the first three: two may wait for the output thread and, with overlap, one may
+    # be rendering with the stages of before the change
+    return [f.frame for f in vcam.frames[start + 3 : start + 3 + count]]
 
 
 def face_changed(frame: np.ndarray, original: np.ndarray) -> float:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import logging
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +29,7 @@ from livecam.runtime.cuda import (
 )
 from livecam.runtime.providers import CUDA, TENSORRT, cuda_options, tensorrt_options
 from livecam.runtime.session import OnnxModel, RuntimeOptions
-from livecam.runtime.tensorrt import EngineKey, announce_build, engine_cache_dir
+from livecam.runtime.tensorrt import EngineKey, announce_build, build_progress, engine_cache_dir
 from livecam.synthetic_models import inswapper_like
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,6 +175,27 @@ def test_the_first_build_is_announced_and_a_cached_engine_is_not(
     with caplog.at_level(logging.WARNING, logger="livecam.runtime.tensorrt"):
         assert not announce_build(tmp_path / "e", "inswapper.onnx")
     assert caplog.text == ""
+
+
+def test_a_first_build_shows_its_elapsed_time_until_the_session_is_made(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    shown = io.StringIO()
+    with (
+        caplog.at_level(logging.INFO, logger="livecam.runtime.tensorrt"),
+        build_progress(tmp_path / "e", "inswapper.onnx", shown),
+    ):
+        time.sleep(1.3)  # the session being made: the line is redrawn meanwhile
+    text = shown.getvalue()
+    assert "building TensorRT engine for inswapper.onnx: 00:0" in text
+    assert text.count("building TensorRT engine") >= 2, "redrawn while building"
+    assert "ready after" in caplog.text
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "TensorrtExecutionProvider_x.engine").write_bytes(b"engine")
+    quiet = io.StringIO()
+    with build_progress(tmp_path / "e", "inswapper.onnx", quiet):
+        pass
+    assert quiet.getvalue() == "", "a cached engine: nothing to show"
 
 
 def test_the_device_check_plans_within_its_budget(gpu_check: ModuleType) -> None:

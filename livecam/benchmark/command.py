@@ -57,6 +57,13 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
         metavar="on|off",
         help="reuse the swapped face between similar frames (swap.reuse)",
     )
+    p.add_argument(
+        "--overlap",
+        type=on_off,
+        metavar="on|off",
+        help="track the next frame while this one is swapped (pipeline.overlap; default: "
+        "on when a model runs on a GPU)",
+    )
     p.add_argument("--provider", choices=get_args(Provider), default="auto")
     p.add_argument("--source", metavar="VIDEO", help="a video file instead of the synthetic clip")
     p.add_argument(
@@ -111,6 +118,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         batch=args.batch,
         fp16=args.fp16,
         cache=args.cache,
+        overlap=args.overlap,
         provider=args.provider,
         source=args.source,
         compare_naive=args.compare == "naive",
@@ -134,6 +142,7 @@ def format_table(r: dict[str, Any]) -> str:
         ("preset / provider", f"{r['preset']} / {r['provider']}"),
         ("clip", f"{r['source']}, {w}x{h}, {r['frames']} frames, {r['mode']} mode"),
         ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16'] or 'n/a'} / {r['cache']}"),
+        ("overlap", "on" if r["overlap"] else "off"),
         ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
         (
             "latency p50 / p99",

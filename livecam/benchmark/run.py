@@ -53,6 +53,7 @@ class BenchOptions:
     batch: int = 4
     fp16: bool | None = None  # None: the preset's own swapper file
     cache: bool | None = None  # swap.reuse: reuse the swapped face (None: as configured)
+    overlap: bool | None = None  # pipeline.overlap (None: as configured)
     provider: str = "auto"
     source: str | None = None  # a video file instead of the synthetic clip
     compare_naive: bool = False
@@ -112,7 +113,7 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
                 "capacity": max(8, opts.batch),
             },
             "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"]},
+            "pipeline": {"stages": ["swap"], "overlap": opts.overlap},
             "swap": swap,
             "run": {"frames": opts.frames},
         }
@@ -198,7 +199,9 @@ def _run_live(
         app.stop()
         sampler.stop()
     snap = app.snapshot()
-    return _figures(opts, cfg, snap, sink, times, sampler, naive)
+    figures = _figures(opts, cfg, snap, sink, times, sampler, naive)
+    figures["overlap"] = app.overlap
+    return figures
 
 
 def _figures(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from livecam.pipeline.parts import Providers
 from livecam.telemetry import Telemetry
@@ -36,6 +37,39 @@ class Stage(Protocol):
         """Release models and buffers."""
 
 
+@runtime_checkable
+class PreparingStage(Stage, Protocol):
+    """A stage whose ``process`` starts with work that only reads the camera frames
+    (finding and tracking faces). ``prepare`` does that part and keeps what it found on the
+    packets (``packet.analysis[name]``); ``process`` does the rest (and the whole when the
+    batch was not prepared). The runner calls ``prepare`` before ``process``, with overlap
+    on another thread while ``process`` runs on the previous batch: the two halves must not
+    share state that one of them changes.
+    """
+
+    prepare_name: str  # its time's name in the stats (e.g. "track")
+
+    def prepare(self, batch: list[FramePacket]) -> None:
+        """Analyse the batch's camera frames and keep the findings on its packets."""
+
+
+@dataclass(frozen=True)
+class PrepareFailed:
+    """What ``prepare`` raised, kept on a packet for ``process`` to raise."""
+
+    error: Exception
+
+
+def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
+    """Each packet's ``analysis[name]``, taken off it; None unless every packet has one.
+    Raises the error of a failed ``prepare`` (``PrepareFailed``)."""
+    found = [p.analysis.pop(name, None) for p in batch]
+    for item in found:
+        if isinstance(item, PrepareFailed):
+            raise item.error
+    return found if all(item is not None for item in found) else None
+
+
 def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
     """Tell telemetry about newly built stages: which compute provider each model-running
     stage asked for and really uses (its ``providers``), and what it warns about (its
@@ -51,3 +85,13 @@ def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
             )
         for text in getattr(stage, "warnings", ()):
             telemetry.event(Event("warning", f"stage {stage.name}", text))
+
+
+def uses_accelerator(stages: list[Stage]) -> bool:
+    """Whether a model of ``stages`` really runs on something other than the CPU."""
+    return any(
+        name != "cpu"
+        for stage in stages
+        if (providers := getattr(stage, "providers", None)) is not None
+        for name in providers.used
+    )

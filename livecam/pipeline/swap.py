@@ -21,6 +21,7 @@ from livecam.pipeline.presets import build_parts, photo_analyzer, resolve_preset
 from livecam.pipeline.reuse import SwapReuse
 from livecam.pipeline.selection import FaceSelector, ModeSelector, ReferenceMatcher
 from livecam.pipeline.source_face import SourceFace, SourceFaceCache, photo_warnings
+from livecam.pipeline.stage import take_analysis
 from livecam.pipeline.tracking import FaceTracker
 from livecam.types import FaceWork, FramePacket
 
@@ -45,6 +46,7 @@ class FaceSwapStage:
     """
 
     name = "swap"
+    prepare_name = "track"
     required = True
 
     def __init__(
@@ -78,17 +80,27 @@ class FaceSwapStage:
             part.warmup()
         self._tracker.reset()
 
-    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
-        frames = [FrameContext(p.frame, p.seq, p.t_capture_ns / 1e9) for p in batch]
-        works: list[FaceWork] = []
-        for i, (packet, frame, faces) in enumerate(
-            zip(batch, frames, self._tracker.update(frames), strict=True)
-        ):
+    def prepare(self, batch: list[FramePacket]) -> None:
+        """Find and track the faces of each frame (``packet.faces``) and pick the ones to
+        swap, each with its source (kept for ``process``). Reads only the camera frames:
+        the runner may run it on another thread, one batch ahead of ``process``."""
+        frames = _contexts(batch)
+        for packet, frame, faces in zip(batch, frames, self._tracker.update(frames), strict=True):
             packet.faces = faces
-            works += [
-                FaceWork(i, packet.seq, f, source_index=s)
-                for f, s in self._selector.pick(frame, faces)
-            ]
+            packet.analysis[self.name] = self._selector.pick(frame, faces)
+
+    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+        picks = take_analysis(batch, self.name)
+        if picks is None:
+            self.prepare(batch)
+            picks = take_analysis(batch, self.name)
+            assert picks is not None
+        frames = _contexts(batch)
+        works = [
+            FaceWork(i, packet.seq, face, source_index=source)
+            for i, (packet, pick) in enumerate(zip(batch, picks, strict=True))
+            for face, source in pick
+        ]
         if works:
             outputs, done = self.parts.render_faces(frames, works, self._prepared, self.reuse)
             for packet, out in zip(batch, outputs, strict=True):
@@ -115,6 +127,10 @@ class FaceSwapStage:
         if self.reuse is not None:
             self.reuse.clear()
         self.parts.close()
+
+
+def _contexts(batch: list[FramePacket]) -> list[FrameContext]:
+    return [FrameContext(p.frame, p.seq, p.t_capture_ns / 1e9) for p in batch]
 
 
 def check_swap_config(cfg: SwapConfig) -> None:

@@ -10,6 +10,7 @@ keeps inputs and outputs on the device (OrtValues, or torch tensors via DLPack).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -333,12 +334,17 @@ class OnnxModel:
             )
             engines = tensorrt.engine_cache_dir(opts.cache_root / "tensorrt", trt_key)
             engines.mkdir(parents=True, exist_ok=True)
-            tensorrt.announce_build(engines, self.path.name)
         stream = compute_stream if wanted in _CUDA_DEVICE else None
         provider_opts = opts.provider_options_for(self.cuda_graph, stream, trt_key)
-        opened = open_session(
-            self.loaded_path, opts.provider, opts.session_options(), options=provider_opts
+        building = (
+            tensorrt.build_progress(engines, self.path.name)
+            if trt_key is not None
+            else contextlib.nullcontext()
         )
+        with building:
+            opened = open_session(
+                self.loaded_path, opts.provider, opts.session_options(), options=provider_opts
+            )
         self.session = opened.session
         self.provider_chain: tuple[ProviderSpec, ...] = opened.chain
         self.providers = Providers(

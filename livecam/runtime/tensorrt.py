@@ -5,7 +5,8 @@ capability) and the TensorRT/ORT build, and fp16 engines differ from fp32 ones; 
 one takes minutes. ``EngineKey`` names all of that and ``engine_cache_dir`` gives the
 folder the TensorRT provider keeps its engine in (the timing cache, valid across models
 on one GPU, is shared one level up). ``announce_build`` says so when no engine is cached
-yet, so the first use does not look like a hang.
+yet, and ``build_progress`` shows the build's elapsed time while the session is made, so
+the first use does not look like a hang.
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
+
+from tqdm import tqdm
 
 from livecam.download import sha256_of
 
@@ -96,3 +105,37 @@ def announce_build(folder: str | os.PathLike[str], model_name: str) -> bool:
         "building TensorRT engine for %s (minutes on first use; cached in %s)", model_name, folder
     )
     return True
+
+
+@contextmanager
+def build_progress(
+    folder: str | os.PathLike[str], model_name: str, stream: IO[str] | None = None
+) -> Iterator[None]:
+    """Around the making of a TensorRT session: when ``folder`` has no engine yet, announce
+    the build and keep a line on ``stream`` (stderr) with the time it has taken so far,
+    redrawn every second, then log how long it took."""
+    if not announce_build(folder, model_name):
+        yield
+        return
+    bar = tqdm(
+        desc=f"building TensorRT engine for {model_name}",
+        bar_format="{desc}: {elapsed}",
+        file=stream or sys.stderr,
+        leave=True,
+    )
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, name="livecam-trt-build", daemon=True)
+    t0 = time.monotonic()
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        bar.close()
+        log.info("TensorRT engine for %s ready after %.0f s", model_name, time.monotonic() - t0)
