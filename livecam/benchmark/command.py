@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
-from livecam.config import Provider
+from livecam.config import MemoryStrategy, Provider
 from livecam.errors import ConfigError
 from livecam.userfiles import check_output_path, write_new_file
 
@@ -63,6 +63,11 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
         metavar="on|off",
         help="track the next frame while this one is swapped (pipeline.overlap; default: "
         "on when a model runs on a GPU)",
+    )
+    p.add_argument(
+        "--memory",
+        choices=get_args(MemoryStrategy),
+        help="memory strategy (swap.memory; default balanced)",
     )
     p.add_argument("--provider", choices=get_args(Provider), default="auto")
     p.add_argument("--source", metavar="VIDEO", help="a video file instead of the synthetic clip")
@@ -119,6 +124,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         fp16=args.fp16,
         cache=args.cache,
         overlap=args.overlap,
+        memory=args.memory,
         provider=args.provider,
         source=args.source,
         compare_naive=args.compare == "naive",
@@ -142,7 +148,7 @@ def format_table(r: dict[str, Any]) -> str:
         ("preset / provider", f"{r['preset']} / {r['provider']}"),
         ("clip", f"{r['source']}, {w}x{h}, {r['frames']} frames, {r['mode']} mode"),
         ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16'] or 'n/a'} / {r['cache']}"),
-        ("overlap", "on" if r["overlap"] else "off"),
+        ("overlap / memory", f"{'on' if r['overlap'] else 'off'} / {r['memory']}"),
         ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
         (
             "latency p50 / p99",

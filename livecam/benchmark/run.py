@@ -54,6 +54,7 @@ class BenchOptions:
     fp16: bool | None = None  # None: the preset's own swapper file
     cache: bool | None = None  # swap.reuse: reuse the swapped face (None: as configured)
     overlap: bool | None = None  # pipeline.overlap (None: as configured)
+    memory: str | None = None  # swap.memory (None: as configured)
     provider: str = "auto"
     source: str | None = None  # a video file instead of the synthetic clip
     compare_naive: bool = False
@@ -98,6 +99,8 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
         swap["swapper"] = swapper
     if opts.cache is not None:
         swap["reuse"] = opts.cache
+    if opts.memory is not None:
+        swap["memory"] = opts.memory
     source: dict[str, Any] = {"fps": opts.fps, "unpaced": throughput, "size": list(opts.size)}
     if motion is not None:
         source.update(spec="synthetic", face_motion=str(motion), stamp=True)
@@ -238,6 +241,7 @@ def _figures(
         "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
         "fp16": opts.fp16,
         "cache": "on" if cfg.swap.reuse else "off",
+        "memory": cfg.swap.memory,
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
         "dropped": snap.dropped,
