@@ -212,7 +212,10 @@ def test_the_device_check_plans_within_its_budget(gpu_check: ModuleType) -> None
         )
         assert [c.priority for c in planned] == sorted(c.priority for c in planned)
     few, _ = gpu_check.plan_matrix(cases, 60.0, reserve_s=15)
-    assert few[0].name == "frames/ort-cuda/fp16/1080p/f1/bl1/ort"  # the headline first
+    assert few[0].name == "bench/cache-off/overlap-on"  # the live headline first
+    no_bench = gpu_check.build_cases(["ort-cuda"], dry=False, has_bench=False)
+    few, _ = gpu_check.plan_matrix(no_bench, 60.0, reserve_s=15)
+    assert few[0].name == "frames/ort-cuda/fp16/1080p/f1/bl1/ort"  # then the device path
     everything, none = gpu_check.plan_matrix(cases, 1e6)
     assert len(everything) == len(cases) and none == []
     torch_only = gpu_check.build_cases(["torch"], dry=False, has_bench=False)
