@@ -126,6 +126,27 @@ def test_an_input_change_while_running_applies_on_restart(
         stream.stop()
 
 
+def test_a_restart_abandoned_before_it_started_is_forgotten(
+    qtbot: QtBot, settings: UiSettings
+) -> None:
+    stream = StreamController(synthetic_config((320, 240)))
+    panel = input_panel(qtbot, stream, settings)
+    stream.start()
+    panel.resolution.setCurrentIndex(1)
+    panel.apply_format()
+    panel.changes.restart_button.click()  # stops, then starts again off the GUI thread
+    assert stream.starting
+    stream.stop()  # the window closes before that start is done
+    assert panel.changes.restart_button.isEnabled() and not stream.starting
+    restarted: list[str] = []
+    panel.changes.restarted.connect(restarted.append)
+    # a later start of the main window that fails is not taken for the restart's outcome
+    stream.set_config(stream.config.with_section("pipeline", stages=("swap",)))  # no face
+    with qtbot.waitSignal(stream.start_failed, timeout=10000):
+        stream.start_async()
+    assert restarted == []
+
+
 def test_output_choices_round_trip_and_preview_only(
     qtbot: QtBot, settings: UiSettings, tmp_path: Path, vcam: RecordingStore
 ) -> None:

@@ -111,7 +111,9 @@ def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) 
     # closing while a start is under way: the start thread stops what it opened
     late = StreamController(synthetic_config())
     late.start_async()
-    late.stop()
+    with qtbot.waitSignal(late.running_changed, timeout=1000) as abandoned:
+        late.stop()
+    assert abandoned.args == [False], "listeners learn that the start ended"
     assert not late.starting
     qtbot.wait(1500)
     assert not late.running

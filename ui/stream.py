@@ -235,6 +235,7 @@ class StreamController(QObject):
             if self._starting:  # the start thread stops what it opened
                 self._abandon.set()
                 self._starting = False
+                self.running_changed.emit(False)  # the start ends here: not running
             return []
         self._frames.stop()
         self._stats.stop()

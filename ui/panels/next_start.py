@@ -100,13 +100,14 @@ class NextStartChanges(QObject):
         self.restarted.emit(text)
 
     def _on_running(self, running: bool) -> None:
+        self.restart_button.setEnabled(True)
         if running:
             self.bar.hide()
-            self.restart_button.setEnabled(True)
             if self._restarting:
                 self._restarting = False
                 self.restarted.emit("")
             return
+        self._restarting = False  # stopped (or a restart abandoned before it started)
         self.note.setText(RESTART_NOTE)
         self.restart_button.show()
         if not self.pending:
