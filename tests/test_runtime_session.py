@@ -20,11 +20,13 @@ from livecam.runtime.providers import (
     DIRECTML,
     PREFERENCES,
     TENSORRT,
+    open_session,
     provider_chain,
     wanted_provider,
 )
 from livecam.runtime.session import OnnxModel, RuntimeOptions
 from livecam.runtime.tensorrt import EngineKey, engine_cache_dir
+from livecam.synthetic_models import inswapper_like
 
 
 def _cuda_cannot_work() -> bool:
@@ -64,6 +66,24 @@ def test_cuda_request_is_a_fallback_with_its_cause(
     assert model.session.get_providers() == [CPU]
     assert model.device == "cpu"
     assert any(model.fallback_reason in r.getMessage() for r in caplog.records)
+
+
+def test_a_cuda_graph_request_falls_back_once_and_says_so_once(
+    testdata: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ORT refuses a CUDA graph for some models: the first try is quiet, the retry without
+    # the graph is the one that warns; here CUDA itself cannot load, so one warning
+    if not _cuda_cannot_work():
+        pytest.skip("needs onnxruntime-gpu on a machine without a working CUDA")
+    options = RuntimeOptions(provider="cuda", cuda_graph=True)
+    with caplog.at_level(logging.WARNING, logger="livecam"):
+        quiet = open_session(testdata / "models/mobilefacenet.onnx", "cuda", announce=False)
+        assert quiet.used == CPU and quiet.fallback_reason is not None
+        assert caplog.records == []
+        model = OnnxModel(testdata / "models/mobilefacenet.onnx", options)
+    assert model.providers.used == ("cpu",) and not model.cuda_graph
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "NOT CUDA" in warnings[0], warnings
 
 
 def test_auto_requests_the_concrete_accelerator(testdata: Path) -> None:
@@ -156,6 +176,29 @@ def test_torch_tensors_in_and_out(testdata: Path, face_input: np.ndarray) -> Non
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
     assert out.shape == (1, 128)
     np.testing.assert_allclose(out.numpy(), plain, rtol=0, atol=1e-6)
+
+
+def test_an_fp16_model_gets_float16_inputs_from_every_kind_of_feed(tmp_path: Path) -> None:
+    # on CUDA a torch feed is bound by pointer: it must already be float16 and contiguous
+    path = tmp_path / "swapper_fp16.onnx"
+    inswapper_like(path, 16, fp16=True)
+    model = OnnxModel(path, RuntimeOptions(provider="cpu"))
+    assert [s.dtype for s in model.inputs] == [np.float16, np.float16]
+    rng = np.random.default_rng(4)
+    latent = rng.standard_normal((2, 512)).astype(np.float32)
+    feeds = {
+        "target": rng.random((2, 3, 128, 128)).astype(np.float32),
+        "source": latent / np.linalg.norm(latent, axis=1, keepdims=True),
+    }
+    (from_numpy,) = model.run(feeds)
+    (from_plain,) = model.session.run(None, {k: v.astype(np.float16) for k, v in feeds.items()})
+    wide = {k: torch.from_numpy(v.astype(np.float64)) for k, v in feeds.items()}
+    wide["target"] = wide["target"].permute(0, 1, 3, 2).transpose(2, 3)  # not contiguous
+    (from_torch,) = model.run_torch(wide)
+    assert from_numpy.dtype == np.float16 and from_torch.dtype == torch.float16
+    np.testing.assert_array_equal(from_numpy, from_plain)
+    np.testing.assert_array_equal(from_torch.numpy(), from_plain)
+    assert float(np.std(from_plain.astype(np.float32))) > 1e-3  # a real image
 
 
 def test_warmup_runs_and_close(testdata: Path) -> None:

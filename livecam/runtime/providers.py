@@ -10,7 +10,10 @@ available provider for ``livecam doctor``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import importlib.util
+import io
 import logging
 import os
 import sys
@@ -220,6 +223,28 @@ def provider_library_error(provider: str) -> str | None:
     return None
 
 
+def load_cuda_libraries() -> str | None:
+    """Why ORT's CUDA provider library cannot load (None: it loads), after letting ORT
+    load the CUDA and cuDNN libraries of NVIDIA's pip packages when they are installed
+    (``onnxruntime-gpu[cuda,cudnn]``, as ``CUDA_FIX`` suggests): the provider library has
+    no search path to them, so on Linux it finds them only after
+    ``onnxruntime.preload_dlls`` (ORT 1.21+) or an ``import torch`` built for the same
+    CUDA major version. Does nothing when the library already loads."""
+    error = provider_library_error(CUDA)
+    preload = getattr(ort, "preload_dlls", None)
+    if error is None or preload is None or importlib.util.find_spec("nvidia") is None:
+        return error
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):  # it prints each library it cannot load
+            preload()
+    except Exception as e:  # a broken install must not stop the fallback to the CPU
+        log.debug("onnxruntime.preload_dlls failed: %r", e)
+    if said.getvalue().strip():
+        log.debug("onnxruntime.preload_dlls: %s", said.getvalue().strip())
+    return provider_library_error(CUDA)
+
+
 def _reason(provider: str, error: str | None = None) -> str:
     found = provider_library_error(provider) or error  # the missing library says it best
     return found.strip() if found else "ONNX Runtime did not enable it (see its log above)"
@@ -246,6 +271,8 @@ def open_session(
     sess_options: ort.SessionOptions | None = None,
     trt_cache_dir: str | os.PathLike[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    announce: bool = True,
 ) -> OpenedSession:
     """Create a session on the best provider for ``prefer`` (``options``: provider options
     per provider, as for ``provider_chain``).
@@ -253,13 +280,15 @@ def open_session(
     A provider that fails to create the session is skipped (its error kept) and the next
     one is tried. When the provider in use is not the one asked for (``auto``: the best
     accelerator in this build), a loud warning names the one requested, the one used and
-    why, and the result carries that reason. A model no provider can load raises
-    ModelError.
+    why (unless ``announce`` is off: the caller retries with other options), and the
+    result carries that reason. A model no provider can load raises ModelError.
     """
     model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
     what = "<model bytes>" if isinstance(model, bytes) else Path(model).name
     chain = provider_chain(prefer, trt_cache_dir=trt_cache_dir, options=options)
     wanted = wanted_provider(prefer)
+    if wanted in (CUDA, TENSORRT):
+        load_cuda_libraries()
     errors: dict[str, str] = {}
     if wanted not in {_name(s) for s in chain}:
         errors[wanted] = f"not in this ONNX Runtime build (available: {available_providers()})"
@@ -287,6 +316,8 @@ def open_session(
         return OpenedSession(session, wanted, used, tuple(chain))
     reason = _reason(wanted, errors.get(wanted))
     fix = fix_for(wanted)
+    if not announce:
+        return OpenedSession(session, wanted, used, tuple(chain), reason, fix)
     log.warning(
         "%s: ONNX Runtime is running on %s, NOT %s as requested (prefer=%s): %s. "
         "Expect much lower speed. Fix: %s",
@@ -342,6 +373,8 @@ def probe_providers(providers: list[str] | None = None) -> list[ProviderProbe]:
     import numpy as np
 
     names = available_providers() if providers is None else providers
+    if CUDA in names or TENSORRT in names:
+        load_cuda_libraries()
     model = tiny_model_bytes()
     x = np.arange(4, dtype=np.float32).reshape(1, 4)
     opts = ort.SessionOptions()

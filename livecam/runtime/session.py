@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -69,6 +71,9 @@ _GRAPH_LEVELS = {
 }
 #: providers whose tensors live in CUDA memory (IO binding puts OrtValues there)
 _CUDA_DEVICE = (CUDA, TENSORRT)
+#: warm-up runs that leave a CUDA graph captured: ORT captures it on the thread that runs
+#: the session after one or two regular runs there (two in recent versions)
+GRAPH_CAPTURE_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -343,8 +348,23 @@ class OnnxModel:
         )
         with building:
             opened = open_session(
+                self.loaded_path,
+                opts.provider,
+                opts.session_options(),
+                options=provider_opts,
+                announce=not self.cuda_graph,
+            )
+        if self.cuda_graph and opened.used != CUDA:
+            # ORT refuses a CUDA graph when a compute node is not on the CUDA provider or
+            # the model has control flow: then CUDA without the graph, not the CPU
+            refused = opened.fallback_reason
+            self.cuda_graph = False
+            provider_opts = opts.provider_options_for(False, stream, trt_key)
+            opened = open_session(
                 self.loaded_path, opts.provider, opts.session_options(), options=provider_opts
             )
+            if opened.used == CUDA:
+                log.warning("%s: CUDA graph off, ORT refused it: %s", self.path.name, refused)
         self.session = opened.session
         self.provider_chain: tuple[ProviderSpec, ...] = opened.chain
         self.providers = Providers(
@@ -366,6 +386,8 @@ class OnnxModel:
         self._graph_binding: Any = None
         self._graph_inputs: dict[str, Any] = {}
         self._graph_outputs: list[Any] = []
+        self._graph_lock = threading.Lock()  # one run at a time through the fixed buffers
+        self._graph_thread: ThreadPoolExecutor | None = None
 
     @property
     def has_user_compute_stream(self) -> bool:
@@ -417,41 +439,54 @@ class OnnxModel:
         with ``keep_on_device`` they come back as OrtValues (``torch.from_dlpack`` takes
         them), else as NumPy arrays (one download each). With a CUDA graph the device
         buffers are the same every run: the next run overwrites returned OrtValues.
+        On CUDA the run comes after the work already queued on torch's current stream (the
+        inputs' producer): on the session's stream (``compute_stream``) by a device-side
+        wait, without one by the host waiting for torch's stream (that stream only).
         """
         if self.cuda_graph:
-            return self._run_graph(feeds, keep_on_device)
+            return self._run_graph(feeds, None if keep_on_device else _to_numpy)
         binding = self.session.io_binding()
         keep: list[Any] = []  # the bound memory must outlive the run
-        types = {s.name: s.dtype for s in self.inputs}
         pinned = self.device == "cuda" and self.host_buffers.pinned
-        with self.stage_stream() as stream:
-            uploaded = self._bind_inputs(binding, feeds, types, keep, pinned)
-        if uploaded and not stream.active:
-            # the copies ran on torch's stream, ORT runs on its own: wait for them (only)
-            synchronize_event(current_stream_event(f"cuda:{self.options.device_id}"))
-        for spec in self.outputs:
-            binding.bind_output(spec.name, self.device, self.options.device_id)
-        self.session.run_with_iobinding(binding)
-        outs = binding.get_outputs()
-        if keep_on_device:
-            return list(outs)
-        if pinned:
-            import torch
+        with self._ordered(feeds) as stream:
+            if self._bind_inputs(binding, feeds, keep, pinned) and not stream.active:
+                self._wait_for_torch()  # ORT's own stream does not wait for torch's
+            for spec in self.outputs:
+                binding.bind_output(spec.name, self.device, self.options.device_id)
+            self.session.run_with_iobinding(binding)
+            outs = binding.get_outputs()
+            if keep_on_device:
+                return list(outs)
+            if pinned:  # on the session's stream: another thread's downloads never wait
+                import torch
 
-            return [self.host_buffers.download(torch.from_dlpack(o)) for o in outs]
-        return [o.numpy() for o in outs]
+                return [self.host_buffers.download(torch.from_dlpack(o)) for o in outs]
+            return _to_numpy(outs)
+
+    @contextlib.contextmanager
+    def _ordered(self, feeds: Mapping[str, Any]) -> Iterator[StageStream]:
+        """The session's stream (inactive without one), made torch's current stream on
+        this thread; first, when a feed is a torch tensor, made to wait (on the device) for
+        the caller's current stream, which wrote it."""
+        stream = self.stage_stream()
+        if any(_is_torch(v) for v in feeds.values()):
+            stream.wait_current()
+        with stream:
+            yield stream
+
+    def _wait_for_torch(self) -> None:
+        """Block the host until torch's current stream on the session's GPU is done (that
+        stream only): a session on ORT's own stream reads what torch wrote only then."""
+        synchronize_event(current_stream_event(f"cuda:{self.options.device_id}"))
 
     def _bind_inputs(
-        self,
-        binding: Any,
-        feeds: Mapping[str, Any],
-        types: Mapping[str, type[np.generic]],
-        keep: list[Any],
-        pinned: bool,
+        self, binding: Any, feeds: Mapping[str, Any], keep: list[Any], pinned: bool
     ) -> bool:
         """Bind ``feeds`` to ``binding`` (memory to keep alive appended to ``keep``); True
-        when NumPy inputs were uploaded through pinned buffers on torch's current stream."""
-        uploaded = False
+        when an input is GPU memory torch writes on its current stream (a CUDA tensor, or a
+        NumPy input uploaded through a pinned buffer)."""
+        types = {s.name: s.dtype for s in self.inputs}
+        written = False
         for name, value in feeds.items():
             if isinstance(value, ort.OrtValue):
                 binding.bind_ortvalue_input(name, value)
@@ -460,6 +495,7 @@ class OnnxModel:
                 tensor = _torch_cast(value, types.get(name, np.float32))
                 keep.append(tensor)
                 binding.bind_ortvalue_input(name, ort.OrtValue.from_dlpack(tensor))
+                written = written or tensor.device.type == "cuda"
                 continue
             array = np.ascontiguousarray(np.asarray(value), dtype=types.get(name, np.float32))
             if self.device == "cpu":
@@ -469,26 +505,52 @@ class OnnxModel:
                 tensor = self.host_buffers.upload(array, f"cuda:{self.options.device_id}")
                 keep.append(tensor)
                 binding.bind_ortvalue_input(name, ort.OrtValue.from_dlpack(tensor))
-                uploaded = True
+                written = True
             else:
                 keep.append(array)
                 binding.bind_ortvalue_input(
                     name,
                     ort.OrtValue.ortvalue_from_numpy(array, self.device, self.options.device_id),
                 )
-        return uploaded
+        return written
 
     def run_torch(self, feeds: Mapping[str, Any]) -> list[Any]:
         """``run_bound`` with the outputs as torch tensors on the session's device (sharing
         ORT's memory; copies when a CUDA graph reuses its buffers)."""
         import torch
 
-        outs = [torch.from_dlpack(o) for o in self.run_bound(feeds, keep_on_device=True)]
-        return [o.clone() for o in outs] if self.cuda_graph else outs
+        if self.cuda_graph:
+            return self._run_graph(feeds, lambda outs: [torch.from_dlpack(o).clone() for o in outs])
+        return [torch.from_dlpack(o) for o in self.run_bound(feeds, keep_on_device=True)]
 
-    def _run_graph(self, feeds: Mapping[str, Any], keep_on_device: bool) -> list[Any]:
-        """A run through the fixed device buffers a CUDA graph was captured with."""
-        if self._graph_binding is None:
+    def _run_graph(
+        self, feeds: Mapping[str, Any], take: Callable[[list[Any]], list[Any]] | None
+    ) -> list[Any]:
+        """A run through the fixed device buffers a CUDA graph was captured with, on the
+        session's graph thread (ORT keeps a captured graph per thread). ``take`` turns the
+        output buffers into what is returned while no other run can overwrite them (None:
+        the buffers themselves). Inputs are copied into the bound buffers on the session's
+        stream, so the replay reads them after the copies."""
+        with self._graph_lock, self._ordered(feeds) as stream:
+            runner = self._graph_runner()
+            if self._fill_graph_inputs(feeds) and not stream.active:
+                self._wait_for_torch()  # ORT's own stream does not wait for torch's
+            runner.submit(self.session.run_with_iobinding, self._graph_binding).result()
+            outs = list(self._graph_outputs)
+            if take is None:
+                return outs
+            taken = take(outs)
+            if not stream.active:
+                self._wait_for_torch()  # copies out on torch's stream end before a replay
+            return taken
+
+    def _graph_runner(self) -> ThreadPoolExecutor:
+        """The thread every run of the CUDA graph happens on, with the binding of fixed
+        device buffers (both made on first use). One thread: ORT captures and replays the
+        graph per thread, and ``warmup`` then captures it before the stream starts rather
+        than on the pipeline's threads, where another thread's CUDA calls would break the
+        capture (ORT captures in cudaStreamCaptureModeGlobal)."""
+        if self._graph_thread is None:
             binding = self.session.io_binding()
             dev = self.options.device_id
             for spec in self.inputs:
@@ -504,7 +566,14 @@ class OnnxModel:
                 self._graph_outputs.append(value)
                 binding.bind_ortvalue_output(out.name, value)
             self._graph_binding = binding
+            self._graph_thread = ThreadPoolExecutor(1, thread_name_prefix="livecam-cuda-graph")
+        return self._graph_thread
+
+    def _fill_graph_inputs(self, feeds: Mapping[str, Any]) -> bool:
+        """Copy ``feeds`` into the graph's input buffers (same addresses every run); True
+        when torch copied on its current stream (a NumPy feed is a synchronous ORT copy)."""
         types = {s.name: s.dtype for s in self.inputs}
+        written = False
         for name, value in feeds.items():
             target = self._graph_inputs[name]
             if _is_torch(value) or isinstance(value, ort.OrtValue):
@@ -512,13 +581,12 @@ class OnnxModel:
 
                 source = value if _is_torch(value) else torch.from_dlpack(value)
                 torch.from_dlpack(target).copy_(source.reshape(target.shape()))
+                written = True
             else:
                 target.update_inplace(
                     np.ascontiguousarray(np.asarray(value), dtype=types.get(name, np.float32))
                 )
-        self.session.run_with_iobinding(self._graph_binding)
-        outs = self._graph_outputs
-        return list(outs) if keep_on_device else [o.numpy() for o in outs]
+        return written
 
     def run_batch(
         self, feeds: Mapping[str, npt.ArrayLike], batched: Sequence[str]
@@ -551,7 +619,8 @@ class OnnxModel:
     def warmup(self) -> None:
         """``options.warmup_runs`` runs on zeros of the declared shapes (dynamic axes: 1,
         or 64 for spatial axes), so the first real call does not pay for allocation,
-        kernel choice (cuDNN search) or CUDA graph capture."""
+        kernel choice (cuDNN search) or CUDA graph capture (a CUDA-graph model runs at
+        least ``GRAPH_CAPTURE_RUNS`` times, so its graph is captured here)."""
         feeds: dict[str, npt.NDArray[Any]] = {}
         for spec in self.inputs:
             dims = [
@@ -559,16 +628,28 @@ class OnnxModel:
                 for i, d in enumerate(spec.shape)
             ]
             feeds[spec.name] = np.zeros(dims, spec.dtype)
-        for _ in range(self.options.warmup_runs):
+        runs = self.options.warmup_runs
+        if self.cuda_graph:  # capture now, not during the first frames of the stream
+            runs = max(runs, GRAPH_CAPTURE_RUNS)
+        for _ in range(runs):
             self.run(feeds)
 
     def close(self) -> None:
         """Drop the session and its device buffers (ORT frees its memory when the last
-        reference goes)."""
+        reference goes) and the pinned host buffers."""
+        thread, self._graph_thread = self._graph_thread, None
+        if thread is not None:
+            thread.shutdown(wait=True)
         self._graph_binding = None
         self._graph_inputs = {}
         self._graph_outputs = []
+        self.host_buffers.clear()
         self.session = None
+
+
+def _to_numpy(outs: list[Any]) -> list[Any]:
+    """OrtValues as NumPy arrays (a device-to-host copy each on CUDA)."""
+    return [o.numpy() for o in outs]
 
 
 def _torch_cast(tensor: Any, dtype: type[np.generic]) -> Any:
