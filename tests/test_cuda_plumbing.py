@@ -10,6 +10,7 @@ import importlib.util
 import io
 import logging
 import sys
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
@@ -19,7 +20,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from face_parts_data import load_face_image, yunet_faces
 
+from livecam.pipeline import align
+from livecam.runtime import device
 from livecam.runtime.cuda import (
     PinnedBuffers,
     StageStream,
@@ -27,7 +31,13 @@ from livecam.runtime.cuda import (
     current_stream_event,
     synchronize_event,
 )
-from livecam.runtime.providers import CUDA, TENSORRT, cuda_options, tensorrt_options
+from livecam.runtime.providers import (
+    CUDA,
+    TENSORRT,
+    cuda_options,
+    load_cuda_libraries,
+    tensorrt_options,
+)
 from livecam.runtime.session import OnnxModel, RuntimeOptions
 from livecam.runtime.tensorrt import EngineKey, announce_build, build_progress, engine_cache_dir
 from livecam.synthetic_models import inswapper_like
@@ -93,6 +103,58 @@ def test_pinned_buffers_reuse_one_buffer_per_shape_and_round_trip_a_frame(
     assert np.array_equal(back, original)
     buffers.clear()
     assert buffers.get(frame.shape, np.uint8) is not first
+
+
+def test_two_threads_never_share_a_host_buffer(testdata: Path) -> None:
+    # overlap runs one model (the recognizer) on two threads: each uploads through its own
+    # buffer, so one thread's frame never lands in the buffer the other is copying from
+    frame = cv2.imread(str(next((testdata / "faces").glob("*.jpg"))))
+    assert frame is not None
+    buffers = PinnedBuffers(enabled=False)
+    mine = buffers.get(frame.shape, np.uint8)
+    mine.numpy()[...] = frame
+    theirs: list[torch.Tensor] = []
+
+    def other_thread() -> None:
+        buffer = buffers.get(frame.shape, np.uint8)
+        buffer.numpy()[...] = 255 - frame
+        theirs.append(buffer)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert theirs[0] is not mine and buffers.get(frame.shape, np.uint8) is mine
+    assert np.array_equal(mine.numpy(), frame), "the other thread's write is not in mine"
+    assert np.array_equal(theirs[0].numpy(), 255 - frame)
+    buffers.clear()  # every thread's buffers
+    assert buffers.get(frame.shape, np.uint8) is not mine
+
+
+def test_warp_crops_take_affines_as_an_array_or_a_tensor_alike(testdata: Path) -> None:
+    # the inverse affines and the crop regions are computed on the host (no device sync):
+    # affines given as a tensor are read back once and give the same crops
+    image = load_face_image(testdata, "obama_biden_two_people.jpg")
+    affines = np.stack([align.align_affine(f.kps, "arcface_112", 112) for f in yunet_faces(image)])
+    frames = device.frames_to_tensor([image])
+    from_array = device.warp_crops(frames, affines, 112)
+    from_tensor = device.warp_crops(frames, torch.from_numpy(affines), 112)
+    assert from_array.shape == (2, 112, 112, 3)
+    torch.testing.assert_close(from_tensor, from_array, rtol=0, atol=1e-3)
+    for crop, affine in zip(from_array, affines, strict=True):
+        reference = align.warp_crop(image, affine, 112).astype(np.float64)
+        assert np.abs(crop.round().numpy() - reference).mean() < 0.5
+
+
+def test_missing_cuda_libraries_are_named_without_printing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if CUDA not in ort.get_available_providers():
+        pytest.skip("this ONNX Runtime has no CUDA provider")
+    error = load_cuda_libraries()
+    if error is None:
+        pytest.skip("the CUDA provider library loads here")
+    assert ".so" in error or ".dll" in error, error  # the library that is missing
+    assert capsys.readouterr().out == ""
 
 
 def test_the_user_stream_is_a_cuda_and_tensorrt_option_only_when_given(tmp_path: Path) -> None:

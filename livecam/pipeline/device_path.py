@@ -132,24 +132,17 @@ def warp_frame_crops(
         warped = device.warp_crops(
             images, stacked[rows], size, [local[frame_index[i]] for i in rows]
         )
-        crops[torch.as_tensor(rows, device=on)] = warped
+        crops[device.to_device(rows, on)] = warped
     return torch.round(crops.clamp(0.0, 255.0))
 
 
 def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]) -> list[Any]:
     """``OnnxModel.run_batch`` for torch feeds, outputs as torch tensors on the model's
     device: one call when the batch axis is dynamic, else chunks of the fixed batch (the
-    last padded by repeating its last item, the padding dropped from the outputs)."""
+    last padded by repeating its last item, the padding dropped from the outputs). Each
+    run comes after the torch work that wrote its inputs (``OnnxModel.run_bound``), and
+    its outputs are new tensors (a CUDA graph's are copied out), so no chunk is cloned."""
     torch = device.require_torch()
-    if model.device == "cuda":
-        # ORT synchronises its stream at the end of a run, so its outputs are ready; the
-        # inputs torch wrote must be complete before it starts: on the session's own
-        # stream that is a device-side wait (none when torch already runs on it), else
-        # the host waits for torch's current stream (that stream only)
-        if model.has_user_compute_stream:
-            model.stage_stream().wait_current()
-        else:
-            torch.cuda.current_stream(torch_device(model)).synchronize()
     n = len(feeds[batched[0]])
     step = model.fixed_batch
     if step is None or step == n:
@@ -162,7 +155,7 @@ def run_batch(model: OnnxModel, feeds: Mapping[str, Any], batched: Sequence[str]
             if len(piece) < step:
                 piece = torch.cat([piece, piece[-1:].expand(step - len(piece), *piece.shape[1:])])
             chunk[name] = piece
-        parts.append([o[: min(step, n - start)].clone() for o in model.run_torch(chunk)])
+        parts.append([o[: min(step, n - start)] for o in model.run_torch(chunk)])
     return [torch.cat(column) for column in zip(*parts, strict=True)]
 
 
@@ -190,12 +183,12 @@ def swap_crops(
     source vector ``vectors[i]`` (fed as ``source``), all faces and pixel-boost tiles in
     one model call on ``model``'s device: what ``align.warp_crop`` and
     ``NeuralSwapper.run_crops`` give."""
-    torch = device.require_torch()
+    device.require_torch()
     on, k, c = torch_device(model), pixel_boost, contract
     with model.stage_stream():
         crops = warp_frame_crops(frames, frame_index, affines, c.size * k, on, model.host_buffers)
         x = device.normalise(device.split_tiles(crops, k), c.mean, c.std, c.rgb)
-        latents = torch.from_numpy(np.ascontiguousarray(vectors, np.float32)).to(on)
+        latents = device.to_device(np.asarray(vectors, np.float32), on)
         feeds = {c.image: x, source: latents.repeat_interleave(k * k, dim=0)}
         out = run_batch(model, feeds, [c.image, source])[0]
         swapped = device.join_tiles(device.denormalise(out, c.mean, c.std, c.rgb), k)
@@ -225,7 +218,7 @@ def enhance_crops(
         todo = [i for i, go in enumerate(run) if go]
         if not todo:
             return _download(model, crops)[0], []
-        picked = crops if len(todo) == len(crops) else crops[todo]
+        picked = crops if len(todo) == len(crops) else crops[device.to_device(todo, on)]
         feeds: dict[str, Any] = {c.image: device.normalise(picked, c.mean, c.std, c.rgb)}
         feeds.update(extra or {})
         out = run_batch(model, feeds, [c.image])[0]

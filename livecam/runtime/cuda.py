@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -50,7 +51,9 @@ class StageStream:
 
     ``device``: ``cuda:N`` (or N); anything else, ``enabled=False`` or no CUDA gives an
     inactive stream whose methods do nothing. ``handle``: wrap an existing stream (an ORT
-    ``user_compute_stream`` pointer) instead of creating one.
+    ``user_compute_stream`` pointer) instead of creating one. torch's current stream is
+    per thread, so entering makes it current on the calling thread only; enter one
+    instance from one thread at a time (``OnnxModel.stage_stream`` gives one per call).
     """
 
     def __init__(
@@ -151,27 +154,32 @@ def synchronize_event(event: Event) -> None:
 
 
 class PinnedBuffers:
-    """Reusable page-locked host buffers, one per (shape, dtype), for the frame upload and
-    the result download.
+    """Reusable page-locked host buffers, one per (thread, shape, dtype), for the frame
+    upload and the result download.
 
     ``enabled`` and CUDA: ``get`` gives a pinned torch tensor (allocated once, reused);
     otherwise an ordinary torch tensor, or a NumPy array without torch. A buffer is reused
-    by the next ``get`` of the same shape: copy what must outlive it.
+    by the next ``get`` of the same shape on the same thread: copy what must outlive it.
+    Each thread has its own buffers, so two threads running one model (overlap: the
+    recognizer in tracking and in the swap) never write into a buffer the other is still
+    copying from or reading.
     """
 
     def __init__(self, enabled: bool = True) -> None:
         self.pinned = enabled and cuda_available()
-        self._buffers: dict[tuple[tuple[int, ...], str], Any] = {}
+        self._lock = threading.Lock()
+        self._buffers: dict[tuple[int, tuple[int, ...], str], Any] = {}
         self._in_flight: dict[int, Event] = {}  # id(buffer) -> event after its last copy
 
     def get(self, shape: tuple[int, ...], dtype: npt.DTypeLike) -> Any:
-        """A host buffer of ``shape`` and NumPy ``dtype`` (contents undefined)."""
-        key = (tuple(int(d) for d in shape), np.dtype(dtype).str)
-        buffer = self._buffers.get(key)
-        if buffer is None:
-            buffer = self._allocate(key[0], np.dtype(dtype))
-            self._buffers[key] = buffer
-        return buffer
+        """This thread's host buffer of ``shape`` and NumPy ``dtype`` (contents undefined)."""
+        key = (threading.get_ident(), tuple(int(d) for d in shape), np.dtype(dtype).str)
+        with self._lock:
+            buffer = self._buffers.get(key)
+            if buffer is None:
+                buffer = self._allocate(key[1], np.dtype(dtype))
+                self._buffers[key] = buffer
+            return buffer
 
     def _allocate(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
         if importlib.util.find_spec("torch") is None:
@@ -180,6 +188,23 @@ class PinnedBuffers:
 
         wanted = torch.from_numpy(np.empty(0, dtype)).dtype
         return torch.empty(shape, dtype=wanted, pin_memory=self.pinned)
+
+    def _reuse(self, host: Any) -> None:
+        """Wait (host) until the last asynchronous copy from or into ``host`` is done."""
+        with self._lock:
+            event = self._in_flight.pop(id(host), None)
+        synchronize_event(event)
+
+    def _copying(self, host: Any, device: Any) -> Event:
+        """An event after the copy just queued on torch's current stream of ``device``,
+        kept as ``host``'s copy in flight."""
+        import torch
+
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device))
+        with self._lock:
+            self._in_flight[id(host)] = event
+        return event
 
     def upload(self, array: npt.NDArray[Any], device: str) -> Any:
         """``array`` as a torch tensor on ``device``: through a reused pinned buffer and
@@ -190,12 +215,10 @@ class PinnedBuffers:
         if not self.pinned or not is_cuda_device(device):
             return torch.from_numpy(np.ascontiguousarray(array)).to(device)
         host = self.get(array.shape, array.dtype)
-        synchronize_event(self._in_flight.pop(id(host), None))  # its last copy is done
+        self._reuse(host)  # its last copy is done
         host.numpy()[...] = array
         out = host.to(device, non_blocking=True)
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(out.device))
-        self._in_flight[id(host)] = event
+        self._copying(host, out.device)
         return out
 
     def download(self, tensor: Any) -> npt.NDArray[Any]:
@@ -208,16 +231,16 @@ class PinnedBuffers:
 
         dtype = torch.empty(0, dtype=tensor.dtype).numpy().dtype
         host = self.get(tuple(tensor.shape), dtype)
-        synchronize_event(self._in_flight.pop(id(host), None))
+        self._reuse(host)
         host.copy_(tensor, non_blocking=True)
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(tensor.device))
-        event.synchronize()
+        self._copying(host, tensor.device).synchronize()
         return np.array(host.numpy())
 
     def clear(self) -> None:
-        """Free every buffer (after the copies in flight)."""
-        for event in self._in_flight.values():
+        """Free every thread's buffers (after the copies in flight)."""
+        with self._lock:
+            events = list(self._in_flight.values())
+            self._in_flight.clear()
+            self._buffers.clear()
+        for event in events:
             synchronize_event(event)
-        self._in_flight.clear()
-        self._buffers.clear()

@@ -58,19 +58,33 @@ def frames_to_tensor(frames: Sequence[npt.NDArray[np.uint8]], device: str = "cpu
     return stacked.to(device)
 
 
+def to_device(values: npt.ArrayLike | Tensor, device: Any, dtype: Any = None) -> Tensor:
+    """Host ``values`` (NumPy-like or a CPU tensor) as a tensor on ``device`` (``dtype``:
+    a torch dtype, default kept). On CUDA the copy is made from pinned memory without
+    blocking: a copy from pageable memory makes the host wait for the whole stream."""
+    torch = require_torch()
+    host = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if dtype is not None:
+        host = host.to(dtype)
+    if torch.device(device).type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
 def _affines(affines: npt.ArrayLike | Tensor, like: Tensor) -> Tensor:
     torch = require_torch()
-    a = affines if isinstance(affines, torch.Tensor) else torch.as_tensor(np.asarray(affines))
-    return a.to(device=like.device, dtype=torch.float64).reshape(-1, 2, 3)
+    return to_device(affines, like.device, torch.float64).reshape(-1, 2, 3)
 
 
-def _inverse(forward: Tensor) -> Tensor:
-    """Inverses of (N, 2, 3) affines (float64)."""
+def _host_inverses(affines: npt.ArrayLike | Tensor) -> npt.NDArray[np.float64]:
+    """Inverses of (N, 2, 3) affines, on the host (float64). Not ``torch.linalg.inv`` on
+    the device: that synchronises the device with the CPU (its documented error check)."""
     torch = require_torch()
-    full = torch.zeros((len(forward), 3, 3), dtype=forward.dtype, device=forward.device)
-    full[:, :2] = forward
-    full[:, 2, 2] = 1
-    return torch.linalg.inv(full)[:, :2]
+    a = affines.detach().cpu().numpy() if isinstance(affines, torch.Tensor) else affines
+    forward = np.asarray(a, np.float64).reshape(-1, 2, 3)
+    full = np.zeros((len(forward), 3, 3))
+    full[:, :2], full[:, 2, 2] = forward, 1
+    return np.asarray(np.linalg.inv(full)[:, :2], np.float64)
 
 
 def _points(inverse: Tensor, out_size: tuple[int, int]) -> Tensor:
@@ -87,12 +101,24 @@ def _points(inverse: Tensor, out_size: tuple[int, int]) -> Tensor:
     return torch.einsum("hwk,njk->nhwj", base, inverse.to(torch.float32))
 
 
-def _normalised(points: Tensor, in_size: tuple[int, int]) -> Tensor:
+def _corners(inverse: npt.NDArray[np.float64], out_size: tuple[int, int]) -> npt.NDArray[Any]:
+    """(N, 4, 2) input pixel coordinates (on the host) that (N, 2, 3) ``inverse`` (output
+    pixel -> input pixel) maps the corner pixels of the ``out_size`` (w, h) output to."""
+    w, h = out_size
+    corners = np.array([[0, 0, 1], [w - 1, 0, 1], [0, h - 1, 1], [w - 1, h - 1, 1]], np.float64)
+    out: npt.NDArray[Any] = np.einsum("ck,njk->ncj", corners, inverse)
+    return out
+
+
+def _normalised(
+    points: Tensor, in_size: tuple[int, int], origin: tuple[int, int] = (0, 0)
+) -> Tensor:
     """grid_sample coordinates of input pixel ``points`` in a (W, H) = ``in_size`` image
-    (align_corners=False: pixel i's centre is at (2 i + 1) / W - 1)."""
+    whose pixel (0, 0) is input pixel ``origin`` (align_corners=False: pixel i's centre is
+    at (2 i + 1) / W - 1). Plain numbers, no host data copied to the device."""
     torch = require_torch()
-    scale = torch.tensor(in_size, dtype=points.dtype, device=points.device)
-    return (2 * points + 1) / scale - 1
+    axes = [(2 * (points[..., k] - origin[k]) + 1) / in_size[k] - 1 for k in range(2)]
+    return torch.stack(axes, dim=-1)
 
 
 def _grid(inverse: Tensor, out_size: tuple[int, int], in_size: tuple[int, int]) -> Tensor:
@@ -127,30 +153,33 @@ def warp_crops(
     ``half``: float16 crops (sampled in float32: float16 sampling positions are off by up
     to half a pixel on a 1080p frame)."""
     torch = require_torch()
-    forward = _affines(affines, frames)
+    inverse = _host_inverses(affines)  # affines on the device are copied to the host
     if frame_index is None:
-        index = [0] * len(forward) if len(frames) == 1 else list(range(len(forward)))
+        index = [0] * len(inverse) if len(frames) == 1 else list(range(len(inverse)))
     else:
         index = list(frame_index)
-    if len(index) != len(forward):
-        raise ValueError(f"{len(forward)} affines but {len(index)} frame indices")
+    if len(index) != len(inverse):
+        raise ValueError(f"{len(inverse)} affines but {len(index)} frame indices")
     w, h = (size, size) if isinstance(size, int) else size
-    points = _points(_inverse(forward), (w, h))
+    points = _points(to_device(inverse, frames.device), (w, h))
+    corners = _corners(inverse, (w, h))
     crops = torch.empty(
         (len(index), h, w, frames.shape[3]), dtype=torch.float32, device=frames.device
     )
     big_h, big_w = frames.shape[1], frames.shape[2]
     # one sample per frame, its crops stacked along the grid's height, from the part of the
-    # frame they read (every bilinear tap inside it; clipped to the frame): no frame copies
+    # frame they read (every bilinear tap inside it; clipped to the frame): no frame copies.
+    # The part is found on the host from the affines (the sampled points of an affine map
+    # of a rectangle lie within its corners' bounds): no wait for the device here.
     for b in sorted(set(index)):
-        rows = torch.as_tensor([i for i, f in enumerate(index) if f == b], device=frames.device)
+        members = [i for i, f in enumerate(index) if f == b]
+        rows = to_device(members, frames.device)
         pts = points[rows]
-        lo = torch.floor(pts.reshape(-1, 2).amin(0)).long() - 1
-        hi = torch.ceil(pts.reshape(-1, 2).amax(0)).long() + 2
-        x0, y0 = int(lo[0].clamp(0, big_w - 1)), int(lo[1].clamp(0, big_h - 1))
-        x1, y1 = int(hi[0].clamp(x0 + 1, big_w)), int(hi[1].clamp(y0 + 1, big_h))
-        offset = torch.tensor([x0, y0], dtype=pts.dtype, device=pts.device)
-        grid = _normalised(pts - offset, (x1 - x0, y1 - y0)).reshape(1, len(rows) * h, w, 2)
+        lo = np.floor(corners[members].reshape(-1, 2).min(0)).astype(int) - 1
+        hi = np.ceil(corners[members].reshape(-1, 2).max(0)).astype(int) + 2
+        x0, y0 = int(np.clip(lo[0], 0, big_w - 1)), int(np.clip(lo[1], 0, big_h - 1))
+        x1, y1 = int(np.clip(hi[0], x0 + 1, big_w)), int(np.clip(hi[1], y0 + 1, big_h))
+        grid = _normalised(pts, (x1 - x0, y1 - y0), (x0, y0)).reshape(1, len(rows) * h, w, 2)
         region = frames[b : b + 1, y0:y1, x0:x1]
         crops[rows] = _sample(region, grid, padding, torch.float32).reshape(len(rows), h, w, -1)
     return crops.to(torch.float16) if half else crops
@@ -170,8 +199,8 @@ def normalise(
     x = crops.to(torch.float32)
     if rgb:
         x = x.flip(-1)
-    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
-    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
+    m = to_device(mean, x.device, torch.float32)
+    s = to_device(std, x.device, torch.float32)
     out = ((x - m) / s).permute(0, 3, 1, 2).contiguous()
     return out.to(torch.float16) if half else out
 
@@ -206,7 +235,7 @@ def paste_back(
         alpha = _sample(ones, _grid(to_crop, roi, (w, h)), "zeros", dtype)[0, ..., 0]
     else:
         mh, mw = mask.shape[:2]
-        scale = torch.tensor([[mw / w], [mh / h]], dtype=to_crop.dtype, device=frame.device)
+        scale = to_device([[mw / w], [mh / h]], frame.device, to_crop.dtype)
         to_mask = to_crop * scale  # crop pixel -> mask pixel is a per-axis scale
         alpha = _sample(mask.reshape(1, mh, mw, 1), _grid(to_mask, roi, (mw, mh)), "zeros", dtype)
         alpha = alpha[0, ..., 0]
@@ -242,7 +271,7 @@ def denormalise(
     ``np.rint``), then BGR when ``rgb``. The inverse of ``normalise``."""
     torch = require_torch()
     x = output.to(torch.float32).permute(0, 2, 3, 1)
-    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
-    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
+    m = to_device(mean, x.device, torch.float32)
+    s = to_device(std, x.device, torch.float32)
     pixels = torch.round((x * s + m).clamp(0.0, 255.0)).to(torch.uint8)
     return pixels.flip(-1) if rgb else pixels
