@@ -59,14 +59,14 @@ def frames_to_tensor(frames: Sequence[npt.NDArray[np.uint8]], device: str = "cpu
 
 
 def to_device(values: npt.ArrayLike | Tensor, device: Any, dtype: Any = None) -> Tensor:
-    """Host ``values`` (NumPy-like or a CPU tensor) as a tensor on ``device`` (``dtype``:
-    a torch dtype, default kept). On CUDA the copy is made from pinned memory without
+    """``values`` (NumPy-like or a tensor) as a tensor on ``device`` (``dtype``: a torch
+    dtype, default kept). From the host to CUDA the copy is made from pinned memory without
     blocking: a copy from pageable memory makes the host wait for the whole stream."""
     torch = require_torch()
     host = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
     if dtype is not None:
         host = host.to(dtype)
-    if torch.device(device).type != "cuda":
+    if host.device.type != "cpu" or torch.device(device).type != "cuda":
         return host.to(device)
     return host.pin_memory().to(device, non_blocking=True)
 
