@@ -102,12 +102,16 @@ def _type_name(hint: Any) -> str:
     if origin is Literal:
         return " | ".join(repr(a) for a in get_args(hint))
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in get_args(hint))
+        named = [_type_name(a) for a in get_args(hint) if a is not type(None)]
+        optional = len(named) < len(get_args(hint))  # TOML has no none: leave the field out
+        return " or ".join(named) + (" (or leave the field out)" if optional else "")
     if origin is tuple:
         args = get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
             return f"list of ({_type_name(args[0])})"
         return f"list of {len(args)} values"
+    if hint is bool:
+        return "true or false"
     return "none" if hint is type(None) else getattr(hint, "__name__", str(hint))
 
 

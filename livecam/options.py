@@ -196,6 +196,12 @@ SCOPES = (
         "a file in output.sinks or run.stats_json",
     ),
     Scope(
+        ("pipeline.overlap",),
+        lambda c: "swap" in c.pipeline.stages,
+        "the swap stage (--face PHOTO, or --stage swap): it overlaps tracking and swapping",
+        "'swap' in pipeline.stages",
+    ),
+    Scope(
         ("pipeline.yunet_model",),
         lambda c: "facebox" in c.pipeline.stages,
         "--stage facebox",

@@ -140,6 +140,16 @@ CASES = [
     ),
     Case("yunet without facebox", lambda t: ["--yunet", "x.onnx"], ("--stage facebox",)),
     Case(
+        "overlap without a swap",
+        lambda t: ["--overlap"],
+        ("--overlap applies only with the swap stage",),
+    ),
+    Case(
+        "config overlap not a bool",
+        lambda t: config(t, '[pipeline]\noverlap = "yes"\n'),
+        ("'pipeline.overlap'", "true or false (or leave the field out)"),
+    ),
+    Case(
         "face on passthrough",
         lambda t: ["--face", str(FACE), "--stage", "passthrough"],
         ("--face",),

@@ -37,7 +37,7 @@ def test_config_is_frozen() -> None:
         ({"buffer": {"batch_limit": 9}}, "buffer.batch_limit", "1 to capacity"),
         ({"swap": {"select": "biggest"}}, "swap.select", "'reference'"),
         ({"run": {"frames": -5}}, "run.frames", "from 1 to 1000000000"),
-        ({"buffer": {"lossless": "yes"}}, "buffer.lossless", "bool"),
+        ({"buffer": {"lossless": "yes"}}, "buffer.lossless", "true or false (or leave"),
     ],
 )
 def test_bad_values_name_field_and_allowed(data: dict, field: str, allowed: str) -> None:
