@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from typing import NoReturn, get_args
 
 from livecam import __version__
@@ -58,9 +59,20 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports a bad command line like every other LiveCam error: one
     ``error:`` line and a ``fix:`` line (no usage dump), exit status 2."""
 
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message}\n  fix: see `{self.prog} --help`", file=sys.stderr)
+    def error(self, message: str, prog: str | None = None) -> NoReturn:
+        print(f"error: {message}\n  fix: see `{prog or self.prog} --help`", file=sys.stderr)
         raise SystemExit(2)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse, but words left over point to the help of the command typed."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else None
+            self.error(f"unrecognized arguments: {' '.join(extras)}", prog)
+        return parsed
 
 
 def offered_presets() -> list[str]:

@@ -60,7 +60,8 @@ def test_lite_bench_reports_every_figure_and_the_naive_ratio(
     assert r["faces_per_frame"] > 0.5 and r["faces_per_s"] > 0, "the astronaut is swapped"
     assert r["peak_rss_mb"] > 50
     assert r["peak_vram_mb"] == "n/a" or r["peak_vram_mb"] > 0
-    assert r["cache"] in ("on", "off")
+    assert r["cache"] == "off (this swapper cannot reuse)", "lite's classic swapper"
+    assert r["faces_reused"] == 0 and r["frames_captured"] == 40
     naive = r["naive"]
     assert naive["frames"] == 4 and naive["faces_swapped"] >= 3
     assert naive["ms_per_frame"] > 0 and naive["ratio"] > 0
@@ -131,6 +132,13 @@ def test_a_preset_whose_models_are_missing_is_a_one_line_error(
         (["--size", "big"], "size must be 480p, 720p, 1080p or WxH"),
         (["--frames", "0"], "--frames must be at least 1"),
         (["--source", "clip.mp4", "--compare", "naive"], "--compare naive runs on the synthetic"),
+        (["--naive-frames", "5"], "--naive-frames applies only with --compare naive"),
+        (["--compare", "naive", "--naive-frames", "0"], "--naive-frames must be at least 1"),
+        (["--source", "clip.mp4", "--faces", "2"], "--faces applies only with the synthetic"),
+        (["--mode", "throughput", "--fps", "60"], "--fps applies only with --mode live"),
+        (["--batch", "8"], "--batch applies only with --mode throughput"),
+        (["--size", "10x10"], "--size 10x10 is invalid"),
+        (["--fps", "0"], "--fps 0 is invalid"),
     ],
 )
 def test_bad_bench_options_are_one_line_errors(

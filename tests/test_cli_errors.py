@@ -115,7 +115,11 @@ CASES = [
     Case("frames 0", lambda t: ["--frames", "0"], ("--frames 0 is invalid",)),
     Case("frames 1e10", lambda t: ["--frames", "10000000000"], ("--frames", "1000000000")),
     Case("fps word", lambda t: ["--fps", "fast"], ("argument --fps", "'fast'")),
-    Case("unknown option", lambda t: ["--fsp", "30"], ("unrecognized arguments: --fsp",)),
+    Case(
+        "unknown option",
+        lambda t: ["--fsp", "30"],
+        ("unrecognized arguments: --fsp", "see `livecam run --help`"),
+    ),
     Case(
         "neural preset, licences not accepted",
         lambda t: ["--face", str(FACE), "--preset", "standard"],

@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
-from livecam.config import MemoryStrategy, Provider
+from livecam.config import MemoryStrategy, Provider, SourceConfig
 from livecam.errors import ConfigError
 from livecam.userfiles import check_output_path, write_new_file
 
@@ -39,9 +39,11 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
     """The options of `livecam bench`."""
     p.add_argument("--preset", choices=presets, help="model set (default lite)")
     p.add_argument("--size", type=frame_size, default=(640, 480), metavar="480p|720p|1080p|WxH")
-    p.add_argument("--faces", type=int, choices=(1, 2, 4), default=1, help="faces in the clip")
+    p.add_argument(
+        "--faces", type=int, choices=(1, 2, 4), help="faces in the synthetic clip (default 1)"
+    )
     p.add_argument("--frames", type=int, default=150, metavar="N", help="frames captured")
-    p.add_argument("--fps", type=float, default=30.0, help="live mode: the source's rate")
+    p.add_argument("--fps", type=float, help="live mode: the source's rate (default 30)")
     p.add_argument(
         "--mode",
         choices=get_args(Mode),
@@ -49,7 +51,9 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
         help="live: paced source, the newest frame wins (latency is a live figure); "
         "throughput: unpaced and lossless, --batch frames per call (the ceiling)",
     )
-    p.add_argument("--batch", type=int, default=4, metavar="N", help="throughput: batch limit")
+    p.add_argument(
+        "--batch", type=int, metavar="N", help="throughput: frames per call at most (default 4)"
+    )
     p.add_argument("--fp16", type=on_off, metavar="on|off", help="the fp16 or fp32 swapper file")
     p.add_argument(
         "--cache",
@@ -67,7 +71,8 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
     p.add_argument(
         "--memory",
         choices=get_args(MemoryStrategy),
-        help="memory strategy (swap.memory; default balanced)",
+        help="low: exact-size CUDA arena capped per session, one face per swapper call; "
+        "balanced (default): ONNX Runtime's arenas, 4 faces per call; high: 8 faces per call",
     )
     p.add_argument("--provider", choices=get_args(Provider), default="auto")
     p.add_argument("--source", metavar="VIDEO", help="a video file instead of the synthetic clip")
@@ -79,9 +84,8 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
     p.add_argument(
         "--naive-frames",
         type=int,
-        default=NAIVE_FRAMES,
         metavar="N",
-        help="frames of the naive loop",
+        help=f"--compare naive: frames of the naive loop (default {NAIVE_FRAMES})",
     )
     p.add_argument(
         "--synthetic",
@@ -98,16 +102,30 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
-    """The bench options of a parsed command line (ConfigError on a bad combination)."""
+    """The bench options of a parsed command line (ConfigError on a bad combination or an
+    option that would have no effect)."""
     preset = args.preset or ("standard" if args.synthetic else "lite")
     if args.synthetic and preset != "standard":
         raise ConfigError(
             f"--synthetic builds the standard preset's models, not {preset}'s",
             "leave --preset out or use --preset standard",
         )
-    for name, value in (("--frames", args.frames), ("--batch", args.batch)):
+    unused = (
+        ("--naive-frames", args.naive_frames, args.compare != "naive", "--compare naive"),
+        ("--faces", args.faces, args.source is not None, "the synthetic clip (no --source)"),
+        ("--fps", args.fps, args.mode == "throughput", "--mode live"),
+        ("--batch", args.batch, args.mode == "live", "--mode throughput"),
+    )
+    for name, value, ignored, needs in unused:
+        if value is not None and ignored:
+            raise ConfigError(f"{name} applies only with {needs}", f"leave out {name}")
+    frames, batch = args.frames, 4 if args.batch is None else args.batch
+    naive_frames = NAIVE_FRAMES if args.naive_frames is None else args.naive_frames
+    for name, value in (("--frames", frames), ("--batch", batch), ("--naive-frames", naive_frames)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}", f"use {name} 1 or more")
+    fps = 30.0 if args.fps is None else args.fps
+    _check_source(args.size, fps)
     models = tuple(
         (f"{role}_model", str(getattr(args, f"{role}_model")))
         for role in MODEL_ROLES
@@ -116,11 +134,11 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
     return BenchOptions(
         preset=preset,
         size=args.size,
-        faces=args.faces,
-        frames=args.frames,
-        fps=args.fps,
+        faces=args.faces or 1,
+        frames=frames,
+        fps=fps,
         mode=args.mode,
-        batch=args.batch,
+        batch=batch,
         fp16=args.fp16,
         cache=args.cache,
         overlap=args.overlap,
@@ -128,11 +146,23 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         provider=args.provider,
         source=args.source,
         compare_naive=args.compare == "naive",
-        naive_frames=args.naive_frames,
+        naive_frames=naive_frames,
         synthetic=args.synthetic,
         synthetic_dir=args.synthetic_dir,
         models=models,
     )
+
+
+def _check_source(size: tuple[int, int], fps: float) -> None:
+    """The synthetic source's own checks of ``--size`` and ``--fps``, naming the option."""
+    options = {"source.size": f"--size {size[0]}x{size[1]}", "source.fps": f"--fps {fps:g}"}
+    try:
+        SourceConfig(spec="synthetic", size=size, fps=fps)
+    except ConfigError as e:
+        option = options.get(e.field or "")
+        if option is None:
+            raise
+        raise ConfigError(f"{option} is invalid", e.hint) from None
 
 
 def _ms(value: Any) -> str:
@@ -146,8 +176,9 @@ def format_table(r: dict[str, Any]) -> str:
     vram = r["peak_vram_mb"]
     rows = [
         ("preset / provider", f"{r['preset']} / {r['provider']}"),
-        ("clip", f"{r['source']}, {w}x{h}, {r['frames']} frames, {r['mode']} mode"),
+        ("clip", f"{r['source']}, {w}x{h}, {r['frames_captured']} frames, {r['mode']} mode"),
         ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16'] or 'n/a'} / {r['cache']}"),
+        ("reused faces", f"{r['faces_reused']} ({r['reuse_hit_rate']:.0%} of those swapped)"),
         ("overlap / memory", f"{'on' if r['overlap'] else 'off'} / {r['memory']}"),
         ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
         (

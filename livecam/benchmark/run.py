@@ -177,9 +177,21 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
             if opts.compare_naive:
                 width, height = opts.size
                 stage.warmup(width, height)
-                frames = _naive_frames(cfg, min(opts.naive_frames, opts.frames))
-                naive = naive_loop(stage.parts, frames, face)
-            return _run_live(opts, cfg, stages, faces, naive)
+                naive = _run_naive(stage, cfg, opts.naive_frames, face)
+            figures = _run_live(opts, cfg, stages, faces, naive)
+            figures["cache"] = "on" if stage.reuse is not None else _cache_off(cfg)
+            return figures
+
+
+def _run_naive(stage: FaceSwapStage, cfg: Config, count: int, face: Path) -> NaiveResult:
+    """The naive loop over ``count`` frames of the clip (freed before the live run, so its
+    frames do not count in the live run's peak memory)."""
+    return naive_loop(stage.parts, _naive_frames(cfg, count), face)
+
+
+def _cache_off(cfg: Config) -> str:
+    """Why no swapped face is reused: turned off, or a swapper it does not work with."""
+    return "off" if not cfg.swap.reuse else "off (this swapper cannot reuse)"
 
 
 def _run_live(
@@ -236,11 +248,11 @@ def _figures(
         "size": list(opts.size),
         "faces": opts.faces,
         "frames": opts.frames,
+        "frames_captured": snap.frames_in,
         "fps_source": opts.fps if opts.mode == "live" else None,
         "batch_limit": opts.batch if opts.mode == "throughput" else 1,
         "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
         "fp16": opts.fp16,
-        "cache": "on" if cfg.swap.reuse else "off",
         "memory": cfg.swap.memory,
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
@@ -252,6 +264,8 @@ def _figures(
         "processing_ms_mean": _round(times.mean_total_ms()),
         "faces_per_frame": round(per_face, 3),
         "faces_per_s": round(per_face * snap.fps_out, 2),
+        "faces_reused": snap.faces_reused,
+        "reuse_hit_rate": round(snap.reuse_hit_rate, 4),
         "peak_rss_mb": round(sampler.peak_rss_mb, 1),
         "peak_vram_mb": _round(sampler.peak_vram_mb) if sampler.peak_vram_mb is not None else "n/a",
         "vram_scope": sampler.vram_scope,
