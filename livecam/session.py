@@ -159,6 +159,7 @@ def run_pipeline(
     summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
     summary["signal"] = signal.Signals(received[0]).name if received else None
     summary["errors"] = ([app.failure] if app.failure else []) + app.crashes
+    summary["overlap"] = app.overlap  # tracking beside the swap (pipeline.overlap)
     if app.quality is not None:  # the quality level and every step of the ladder
         summary["quality"] = app.quality.summary()
     if cfg.run.stats_json:

@@ -353,6 +353,7 @@ def test_cli_run_writes_stats_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert summary["frames_out"] + summary["dropped"] == 50
     assert set(summary["latency_ms"]) == {"p50", "p99"}
     assert "passthrough" in summary["stages_ms"]
+    assert summary["overlap"] is False, "nothing to overlap on a CPU"
     assert out_png.exists() and summary["files"] == [str(out_png)]
     printed = capsys.readouterr().out
     assert "frames in 50" in printed and f"wrote {out_png}" in printed

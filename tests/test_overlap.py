@@ -3,6 +3,7 @@ as one thread, live changes while two batches are in flight, and a clean stop.""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from livecam.app import App
+from livecam.cli import main
 from livecam.config import Config
 from livecam.sinks.base import Sink
 from livecam.sources.synthetic import MOTION_PERIOD, SyntheticSource
@@ -132,3 +134,18 @@ def test_live_changes_apply_and_the_stream_stops_cleanly_with_overlap(
     finally:
         assert app.stop() == []
     assert not any(t.name == "livecam-render" for t in threading.enumerate())
+
+
+def test_the_overlap_option_of_livecam_run_reaches_the_stats(
+    testdata: Path, lite_models: None, tmp_path: Path
+) -> None:
+    stats = tmp_path / "stats.json"
+    faces = testdata / "faces"
+    argv = ["run", "--source", "synthetic", "--face-motion"]
+    argv += [str(faces / "obama_official_portrait_2012.jpg"), "--size", "640x480"]
+    argv += ["--face", str(faces / "biden_official_portrait.jpg"), "--preset", "lite"]
+    argv += ["--overlap", "--frames", "20", "--sink", "null", "--stats-json", str(stats), "-q"]
+    assert main(argv) == 0
+    summary = json.loads(stats.read_text())
+    assert summary["overlap"] is True and summary["errors"] == []
+    assert {"track", "swap"} <= set(summary["stages_ms"]) and summary["faces_swapped"] > 0
