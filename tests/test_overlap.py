@@ -149,3 +149,22 @@ def test_the_overlap_option_of_livecam_run_reaches_the_stats(
     summary = json.loads(stats.read_text())
     assert summary["overlap"] is True and summary["errors"] == []
     assert {"track", "swap"} <= set(summary["stages_ms"]) and summary["faces_swapped"] > 0
+
+
+def test_a_video_file_converts_to_the_same_frames_every_time_with_or_without_overlap(
+    testdata: Path, lite_models: None
+) -> None:
+    """Smoothing on: a video file's frames are timed by the file's own clock, not by when
+    they were read, so two conversions (and a third with overlap) are pixel-identical."""
+    clip = testdata / "video" / "openmpf_video_01_short_h264_aac.mp4"
+
+    def convert(overlap: bool) -> tuple[App, list[Frame]]:
+        cfg = lite_config(testdata, overlap).with_section("source", spec=str(clip), unpaced=True)
+        cfg = cfg.with_section("source", face_motion=None, size=None)
+        return run_to_end(cfg.with_section("swap", select="all"))
+
+    (first_app, first), (_, second), (_, overlapped) = convert(False), convert(False), convert(True)
+    assert len(first) == len(second) == len(overlapped) > 20
+    for i, (a, b, c) in enumerate(zip(first, second, overlapped, strict=True)):
+        assert np.array_equal(a, b) and np.array_equal(a, c), f"frame {i} differs"
+    assert first_app.snapshot().faces_swapped > len(first), "several people swapped per frame"

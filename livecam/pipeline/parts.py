@@ -72,7 +72,8 @@ class FrameContext:
     """One frame as the parts see it, with views computed on first use and then shared.
 
     ``image`` follows the frame contract (uint8 BGR (H, W, 3)); ``seq`` is the packet's
-    sequence number and ``t_s`` its capture time in seconds. Built per frame by whoever
+    sequence number and ``t_s`` its time in seconds (a video file's own timestamp, else the
+    capture time). Built per frame by whoever
     runs the parts and used on one thread only.
     """
 

@@ -130,7 +130,14 @@ class FaceSwapStage:
 
 
 def _contexts(batch: list[FramePacket]) -> list[FrameContext]:
-    return [FrameContext(p.frame, p.seq, p.t_capture_ns / 1e9) for p in batch]
+    """The frames as the parts see them, timed by the file's clock for video files (a
+    conversion then tracks and smooths the same way every time), else by capture time."""
+    return [
+        FrameContext(
+            p.frame, p.seq, (p.t_capture_ns if p.t_media_ns is None else p.t_media_ns) / 1e9
+        )
+        for p in batch
+    ]
 
 
 def check_swap_config(cfg: SwapConfig) -> None:
