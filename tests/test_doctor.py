@@ -30,6 +30,7 @@ from livecam.runtime.providers import (
     CUDA,
     TENSORRT,
     create_session,
+    nvidia_driver_present,
     probe_providers,
     provider_chain,
     short_name,
@@ -91,18 +92,33 @@ def test_create_session_from_a_path(tmp_path: Path) -> None:
     assert used == CPU
 
 
-@pytest.mark.parametrize("prefer", ["cuda", "auto"])
-def test_cpu_fallback_is_loud(caplog: pytest.LogCaptureFixture, prefer: str) -> None:
+def test_cpu_fallback_is_loud(caplog: pytest.LogCaptureFixture) -> None:
     if _has_nvidia():
         pytest.skip("CUDA may really work on this machine")
     if CUDA not in ort.get_available_providers():
         pytest.skip("this ONNX Runtime build has no CUDA provider")
     with caplog.at_level(logging.WARNING, logger="livecam.runtime.providers"):
-        session, used = create_session(tiny_model_bytes(), prefer)  # type: ignore[arg-type]
+        session, used = create_session(tiny_model_bytes(), "cuda")
     assert used == CPU and session.get_providers() == [CPU]
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     text = warning.getMessage()
     assert "NOT CUDA" in text and "running on CPU" in text and "Fix:" in text
+
+
+def test_auto_on_a_machine_without_an_nvidia_driver_is_the_cpu_quietly(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The GPU build of ONNX Runtime on a machine with no NVIDIA GPU (this one): ``auto``
+    does not try CUDA, so nothing warns and ORT prints none of its own errors."""
+    if nvidia_driver_present():
+        pytest.skip("an NVIDIA driver is installed here")
+    assert CUDA in ort.get_available_providers(), "the project installs onnxruntime-gpu"
+    with caplog.at_level(logging.WARNING):
+        session, used = create_session(tiny_model_bytes(), "auto")
+    assert used == CPU and session.get_providers() == [CPU]
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "onnxruntime" not in capfd.readouterr().err
+    assert provider_chain("auto") == [CPU] and provider_chain("cuda") == [CUDA, CPU]
 
 
 def test_bad_model_is_an_error(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def test_provider_fallback_is_shown_with_its_reason(
     qtbot: QtBot, settings: UiSettings, testdata: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LIVECAM_MODELS_DIR", str(testdata / "models"))
-    stream = StreamController(swap_config(preset="lite", provider="auto"))
+    stream = StreamController(swap_config(preset="lite", provider="cuda"))  # no GPU here
     panel = ProcessingPanel(stream, settings)
     qtbot.addWidget(panel)
     assert "lite (ready)" in [panel.preset.itemText(i) for i in range(panel.preset.count())]

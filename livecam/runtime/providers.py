@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import io
 import logging
@@ -101,14 +102,38 @@ def full_name(short: str) -> str:
     return short
 
 
+@functools.cache
+def nvidia_driver_present() -> bool:
+    """Whether NVIDIA's CUDA driver library loads (``libcuda.so.1``, ``nvcuda.dll``): no
+    CUDA provider can run without it, whichever ONNX Runtime build is installed."""
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def _usable(available: list[str] | None, prefer: Prefer) -> set[str]:
+    """The providers ``prefer`` may use: ``available`` as given, else this machine's ORT
+    build, without CUDA for ``auto`` when no NVIDIA driver is installed (the GPU build of
+    ORT on a machine without an NVIDIA GPU: the CPU is then no surprise, and trying CUDA
+    would only print ORT's errors)."""
+    if available is not None:
+        return set(available)
+    have = set(available_providers())
+    if prefer == "auto" and not nvidia_driver_present():
+        have.discard(CUDA)
+    return have
+
+
 def wanted_provider(prefer: Prefer, available: list[str] | None = None) -> str:
     """The concrete provider ``prefer`` asks for: the first of its chain, and for ``auto``
-    the best accelerator in this build (CPU when there is none, which is no surprise)."""
+    the best accelerator this machine can run (CPU when there is none, no surprise)."""
     if prefer not in _CHAINS:
         raise ValueError(f"unknown provider preference {prefer!r}; use one of {list(_CHAINS)}")
     if prefer != "auto":
         return _CHAINS[prefer][0]
-    have = set(available_providers() if available is None else available)
+    have = _usable(available, prefer)
     return next((p for p in _CHAINS["auto"] if p in have), CPU)
 
 
@@ -184,7 +209,8 @@ def provider_chain(
     trt_cache_dir: str | os.PathLike[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ProviderSpec]:
-    """Providers to try for ``prefer``, best first, limited to those in ``available``.
+    """Providers to try for ``prefer``, best first, limited to those in ``available``
+    (default: what this machine can use, ``_usable``).
 
     CPU always ends the chain. ``options`` maps a provider name (full or short) to its
     provider options; with ``trt_cache_dir``, TensorRT gets ``tensorrt_options`` (engine
@@ -192,7 +218,7 @@ def provider_chain(
     """
     if prefer not in _CHAINS:
         raise ValueError(f"unknown provider preference {prefer!r}; use one of {list(_CHAINS)}")
-    have = set(available_providers() if available is None else available) | {CPU}
+    have = _usable(available, prefer) | {CPU}
     given = {full_name(k): dict(v) for k, v in (options or {}).items()}
     if trt_cache_dir is not None and TENSORRT not in given:
         given[TENSORRT] = tensorrt_options(trt_cache_dir)
