@@ -108,18 +108,21 @@ def test_overlapped_output_equals_one_thread_frame_for_frame(
 
 
 def test_live_changes_apply_and_the_stream_stops_cleanly_with_overlap(
-    testdata: Path, lite_models: None
+    testdata: Path, lite_models: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A face change rebuilds the stage while batches are in flight (the replaced stage is
-    closed after its last batch); swap off lets camera frames through; stop never hangs."""
+    closed after its last batch); swap off lets camera frames through; stop never hangs. A
+    CUDA graph asked for is not captured in a live rebuild (it would break the capture)."""
     sink = FrameList()
-    app = App(lite_config(testdata, True, fps=30), sinks=[sink])
+    cfg = lite_config(testdata, True, fps=30).with_section("swap", cuda_graph=True)
+    app = App(cfg, sinks=[sink])
     app.start()
     try:
         assert app.overlap
         change = app.controls.set_face(testdata / "faces" / "obama_official_portrait_2012.jpg")
         applied = change.wait(60)
         assert applied.config.swap.face is not None and "obama" in applied.config.swap.face
+        assert "CUDA graph is captured only at start" in caplog.text
         before = len(sink.frames)
         off = app.controls.set_swap(False).wait(10)
         assert off.state.swap is False
