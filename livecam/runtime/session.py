@@ -150,7 +150,7 @@ class RuntimeOptions:
     ``spin_wait``: ORT's intra-op threads busy-wait for work between ops. Off by default:
     a frame runs several models, each with its own thread pool, and the threads of the one
     that just ran spin on the cores the next one needs (`bench/bench_live_options.py` on 2
-    cores: the standard pipeline live 1.57x the fps with it off at 480p, 1.25x at 720p with
+    cores: the standard pipeline live 2.2x the fps with it off at 480p, 1.25x at 720p with
     4 faces; the lite preset the same fps).
     """
 
