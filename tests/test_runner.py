@@ -300,6 +300,7 @@ def test_a_replaced_stage_is_closed_only_after_its_batch_has_rendered() -> None:
 
     def install(state: LiveState) -> None:  # what Controls does for a live change
         replaced, state.stages = state.stages, [new]
+
         def close() -> None:
             for stage in replaced:
                 stage.close()
