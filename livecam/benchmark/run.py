@@ -178,9 +178,7 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
                 width, height = opts.size
                 stage.warmup(width, height)
                 naive = _run_naive(stage, cfg, opts.naive_frames, face)
-            figures = _run_live(opts, cfg, stages, faces, naive)
-            figures["cache"] = "on" if stage.reuse is not None else _cache_off(cfg)
-            return figures
+            return _run_live(opts, cfg, stage, faces, naive)
 
 
 def _run_naive(stage: FaceSwapStage, cfg: Config, count: int, face: Path) -> NaiveResult:
@@ -189,20 +187,23 @@ def _run_naive(stage: FaceSwapStage, cfg: Config, count: int, face: Path) -> Nai
     return naive_loop(stage.parts, _naive_frames(cfg, count), face)
 
 
-def _cache_off(cfg: Config) -> str:
-    """Why no swapped face is reused: turned off, or a swapper it does not work with."""
+def _cache(cfg: Config, stage: FaceSwapStage) -> str:
+    """Whether swapped faces are reused, and why not: turned off, or a swapper it does not
+    work with."""
+    if stage.reuse is not None:
+        return "on"
     return "off" if not cfg.swap.reuse else "off (this swapper cannot reuse)"
 
 
 def _run_live(
     opts: BenchOptions,
     cfg: Config,
-    stages: list[Any],
+    stage: FaceSwapStage,
     faces: SourceFaceCache,
     naive: NaiveResult | None,
 ) -> dict[str, Any]:
     sink = StampSink()
-    app = App(cfg, stages=stages, sinks=[sink], faces=faces)
+    app = App(cfg, stages=[stage], sinks=[sink], faces=faces)
     times = StageTimes()
     app.telemetry.subscribe(on_frame=times)
     sampler = PeakSampler(gpu=cfg.swap.gpu)
@@ -213,21 +214,20 @@ def _run_live(
     finally:
         app.stop()
         sampler.stop()
-    snap = app.snapshot()
-    figures = _figures(opts, cfg, snap, sink, times, sampler, naive)
-    figures["overlap"] = app.overlap
-    return figures
+    return _figures(opts, cfg, app, stage, sink, times, sampler, naive)
 
 
 def _figures(
     opts: BenchOptions,
     cfg: Config,
-    snap: Snapshot,
+    app: App,
+    stage: FaceSwapStage,
     sink: StampSink,
     times: StageTimes,
     sampler: PeakSampler,
     naive: NaiveResult | None,
 ) -> dict[str, Any]:
+    snap = app.snapshot()
     stamped = sink.percentiles()
     if stamped is not None:
         latency = {"p50": stamped[0], "p99": stamped[1], "from": "pixel stamps"}
@@ -253,6 +253,8 @@ def _figures(
         "batch_limit": opts.batch if opts.mode == "throughput" else 1,
         "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
         "fp16": opts.fp16,
+        "cache": _cache(cfg, stage),
+        "overlap": app.overlap,
         "memory": cfg.swap.memory,
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
