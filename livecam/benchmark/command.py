@@ -12,6 +12,7 @@ from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
 from livecam.config import MemoryStrategy, Provider, SourceConfig
 from livecam.errors import ConfigError
+from livecam.options import as_option_error
 from livecam.userfiles import check_output_path, write_new_file
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
@@ -155,14 +156,10 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
 
 def _check_source(size: tuple[int, int], fps: float) -> None:
     """The synthetic source's own checks of ``--size`` and ``--fps``, naming the option."""
-    options = {"source.size": f"--size {size[0]}x{size[1]}", "source.fps": f"--fps {fps:g}"}
     try:
         SourceConfig(spec="synthetic", size=size, fps=fps)
     except ConfigError as e:
-        option = options.get(e.field or "")
-        if option is None:
-            raise
-        raise ConfigError(f"{option} is invalid", e.hint) from None
+        raise as_option_error(e, {"source.size": size, "source.fps": fps}) from None
 
 
 def _ms(value: Any) -> str:
