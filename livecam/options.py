@@ -196,19 +196,13 @@ SCOPES = (
         "a file in output.sinks or run.stats_json",
     ),
     Scope(
-        ("pipeline.overlap",),
-        lambda c: "swap" in c.pipeline.stages,
-        "the swap stage (--face PHOTO, or --stage swap): it overlaps tracking and swapping",
-        "'swap' in pipeline.stages",
-    ),
-    Scope(
         ("pipeline.yunet_model",),
         lambda c: "facebox" in c.pipeline.stages,
         "--stage facebox",
         "'facebox' in pipeline.stages",
     ),
     Scope(
-        SWAP_FIELDS,
+        (*SWAP_FIELDS, "pipeline.overlap"),  # overlap: the swap stage's tracking and swap
         lambda c: "swap" in c.pipeline.stages,
         "the swap stage (--face PHOTO, or --stage swap)",
         "'swap' in pipeline.stages",
