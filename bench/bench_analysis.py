@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 from timing import default_face, median_ms
 
-from livecam.config import SourceConfig
-from livecam.pipeline.analysis import offline_analyzer
-from livecam.pipeline.landmarks import Dlib68Landmarker
-from livecam.pipeline.parts import FrameContext
-from livecam.pipeline.tracking import FaceTracker
-from livecam.sources.synthetic import SyntheticSource
+from livecam.config.schema import SourceConfig
+from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
+from livecam.face.parts import FrameContext
+from livecam.face.source.analysis import offline_analyzer
+from livecam.face.track.tracking import FaceTracker
+from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.types import FaceWork, Frame
 
 

@@ -25,12 +25,12 @@ sys.path.insert(0, str(REPO / "tests"))
 from conftest import find_testdata  # noqa: E402
 from scenes import background, compose, load_portraits, match  # noqa: E402
 
-from livecam.pipeline.analysis import offline_analyzer  # noqa: E402
-from livecam.pipeline.detect_common import PatchDetector  # noqa: E402
-from livecam.pipeline.parts import FrameContext  # noqa: E402
-from livecam.pipeline.scrfd import ScrfdDetector  # noqa: E402
-from livecam.pipeline.yunet_onnx import OnnxYuNetDetector  # noqa: E402
-from livecam.runtime.session import OnnxModel, RuntimeOptions  # noqa: E402
+from livecam.face.detect.patches import PatchDetector  # noqa: E402
+from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
+from livecam.face.detect.yunet_onnx import OnnxYuNetDetector  # noqa: E402
+from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.source.analysis import offline_analyzer  # noqa: E402
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.sources.image import load_image_bgr  # noqa: E402
 
 SIZES = ((640, 480), (1920, 1080))

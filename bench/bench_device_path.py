@@ -22,10 +22,10 @@ import numpy as np
 import platformdirs
 from bench_swapper import default_face, model_file, portrait
 
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
-from livecam.pipeline.neural_swap import InSwapper
-from livecam.pipeline.parts import FrameContext
-from livecam.runtime.session import OnnxModel, RuntimeOptions
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+from livecam.face.parts import FrameContext
+from livecam.face.swap.neural import InSwapper
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork, Frame
 
 

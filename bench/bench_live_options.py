@@ -21,7 +21,7 @@ from typing import Any
 
 from livecam.benchmark.command import frame_size
 from livecam.benchmark.run import BenchOptions, run_bench
-from livecam.config import Config
+from livecam.config.schema import Config
 from livecam.errors import ConfigError, LivecamError, format_error
 from livecam.runtime.providers import quiet_onnxruntime_logs
 

@@ -27,18 +27,18 @@ sys.path.insert(0, str(REPO / "tests"))
 from face_parts_data import colour_parser, identity_enhancer, yunet_faces  # noqa: E402
 from timing import median_ms  # noqa: E402
 
-from livecam.pipeline import align  # noqa: E402
-from livecam.pipeline.analysis import offline_analyzer  # noqa: E402
-from livecam.pipeline.enhance import FaceEnhancer  # noqa: E402
-from livecam.pipeline.masks import (  # noqa: E402
+from livecam.face.crops import align  # noqa: E402
+from livecam.face.enhance import FaceEnhancer  # noqa: E402
+from livecam.face.masks import (  # noqa: E402
     BoxMasker,
     EllipseMasker,
     MouthMasker,
     RegionMasker,
 )
-from livecam.pipeline.parts import FrameContext, Masker  # noqa: E402
-from livecam.pipeline.paste import AffineBlender  # noqa: E402
-from livecam.runtime.session import OnnxModel, RuntimeOptions  # noqa: E402
+from livecam.face.parts import FrameContext, Masker  # noqa: E402
+from livecam.face.paste.blenders import AffineBlender  # noqa: E402
+from livecam.face.source.analysis import offline_analyzer  # noqa: E402
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.types import Face, FaceWork, Frame  # noqa: E402
 
 PORTRAITS = (

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from recording_backend import register_recording_backend, unregister  # noqa: E402
 
 from livecam.app import App  # noqa: E402
-from livecam.config import Config  # noqa: E402
+from livecam.config.schema import Config  # noqa: E402
 
 
 def one_run(

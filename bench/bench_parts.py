@@ -25,13 +25,13 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import find_testdata  # noqa: E402
 
-from livecam.pipeline.detect import YuNetDetector  # noqa: E402
-from livecam.pipeline.onnx_identity import OnnxRecognizer  # noqa: E402
-from livecam.pipeline.onnx_landmarks import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker  # noqa: E402
-from livecam.pipeline.parts import FrameContext  # noqa: E402
-from livecam.pipeline.scrfd import ScrfdDetector  # noqa: E402
-from livecam.pipeline.yunet_onnx import OnnxYuNetDetector  # noqa: E402
-from livecam.runtime.session import OnnxModel, RuntimeOptions  # noqa: E402
+from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
+from livecam.face.detect.yunet import YuNetDetector  # noqa: E402
+from livecam.face.detect.yunet_onnx import OnnxYuNetDetector  # noqa: E402
+from livecam.face.identity.onnx import OnnxRecognizer  # noqa: E402
+from livecam.face.landmarks.onnx import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker  # noqa: E402
+from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.sources.image import load_image_bgr  # noqa: E402
 from livecam.types import FaceWork, Frame  # noqa: E402
 

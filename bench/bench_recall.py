@@ -48,12 +48,12 @@ from scenes import (  # noqa: E402
     swapped_share,
 )
 
-from livecam.config import SwapConfig  # noqa: E402
-from livecam.pipeline.analysis import offline_analyzer  # noqa: E402
-from livecam.pipeline.dlib_files import DlibModels  # noqa: E402
-from livecam.pipeline.parts import FrameContext  # noqa: E402
-from livecam.pipeline.source_face import SourceFaceCache  # noqa: E402
-from livecam.pipeline.swap import FaceSwapStage, build_swap_stage  # noqa: E402
+from livecam.config.schema import SwapConfig  # noqa: E402
+from livecam.face.dlib_files import DlibModels  # noqa: E402
+from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.source.analysis import offline_analyzer  # noqa: E402
+from livecam.face.source.photo import SourceFaceCache  # noqa: E402
+from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
 from livecam.types import FramePacket  # noqa: E402
 
 SOURCE = REPO / "assets" / "grace_hopper.jpg"

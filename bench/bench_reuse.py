@@ -35,11 +35,11 @@ import cv2
 import numpy as np
 from bench_standard_pipeline import TESTDATA, build
 
-from livecam.config import SourceConfig, SwapConfig
-from livecam.metrics import psnr  # noqa: E402
-from livecam.pipeline.reuse import SwapReuse
-from livecam.pipeline.swap import FaceSwapStage
-from livecam.sources.synthetic import SyntheticSource
+from livecam.config.schema import SourceConfig, SwapConfig
+from livecam.face.identity.metrics import psnr  # noqa: E402
+from livecam.face.swap.reuse import SwapReuse
+from livecam.face.swap_stage import FaceSwapStage
+from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.types import FramePacket
 
 VIDEO = TESTDATA / "video" / "openmpf_video_01.mp4"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from timing import median_ms
 
-from livecam.runtime.session import OnnxModel, RuntimeOptions
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,7 +57,7 @@ def bench_models(args: argparse.Namespace) -> None:
 
 
 def bench_device_ops(repeats: int) -> None:
-    from livecam.runtime import device
+    from livecam.runtime import torch_ops as device
 
     if not device.torch_available():
         print("torch not installed: device ops skipped")

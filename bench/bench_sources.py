@@ -13,8 +13,8 @@ import statistics
 import time
 from pathlib import Path
 
-from livecam.config import SourceConfig
-from livecam.sources.synthetic import SyntheticSource
+from livecam.config.schema import SourceConfig
+from livecam.sources.synthetic.pattern import SyntheticSource
 
 SIZE = (1280, 720)
 RUNS = 5

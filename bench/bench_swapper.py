@@ -22,11 +22,11 @@ import numpy as np
 import platformdirs
 from timing import default_face
 
-from livecam import synthetic_models as sm
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
-from livecam.pipeline.neural_swap import InSwapper
-from livecam.pipeline.parts import FrameContext
-from livecam.runtime.session import OnnxModel, RuntimeOptions
+from livecam.benchmark import synthetic_models as sm
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+from livecam.face.parts import FrameContext
+from livecam.face.swap.neural import InSwapper
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import FaceWork, Frame
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from recording_backend import register_recording_backend  # noqa: E402
 
 from livecam.app import App  # noqa: E402
-from livecam.config import Config  # noqa: E402
+from livecam.config.schema import Config  # noqa: E402
 
 ASSETS = REPO / "assets"
 

@@ -238,7 +238,7 @@ class Checker:
         self.streams: dict[str, Any] = {}
 
     def model_path(self, precision: str) -> Path:
-        from livecam.synthetic_models import inswapper_like
+        from livecam.benchmark.synthetic_models import inswapper_like
 
         if precision not in self.models:
             path = Path(self.args.work) / f"inswapper_like_w{self.width}_{precision}.onnx"
@@ -259,7 +259,7 @@ class Checker:
             model: Any = TorchGraph(path, "cuda:0" if not self.dry else "cpu")
         else:
             from livecam.runtime.cuda import StageStream
-            from livecam.runtime.session import OnnxModel, RuntimeOptions
+            from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 
             provider = {"ort-cuda": "cuda", "ort-cpu": "cpu", "ort-trt": "tensorrt"}[engine]
             handle = None
@@ -328,7 +328,7 @@ class Checker:
     def scene(self, size: str, faces: int, frames: int) -> tuple[list[Any], list[int], list[Any]]:
         """``frames`` noise frames of ``size`` with ``faces`` face boxes each: (frame
         contexts, frame index per face, crop affine per face)."""
-        from livecam.pipeline.parts import FrameContext
+        from livecam.face.parts import FrameContext
 
         w, h = SIZES[size]
         rng = np.random.default_rng(1)
@@ -349,7 +349,7 @@ class Checker:
     def case_frames(
         self, engine: str, precision: str, size: str, faces: int, batch_limit: int, stream: str
     ) -> dict[str, Any]:
-        from livecam.pipeline.device_path import Contract, swap_crops
+        from livecam.runtime.torch_path import Contract, swap_crops
 
         model = self.session(engine, precision, stream)
         contexts, index, affines = self.scene(size, faces, batch_limit)

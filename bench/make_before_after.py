@@ -17,11 +17,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from livecam.config import SwapConfig  # noqa: E402
-from livecam.pipeline.classic import ClassicSwapper  # noqa: E402
-from livecam.pipeline.dlib_files import DlibModels  # noqa: E402
-from livecam.pipeline.parts import FrameContext  # noqa: E402
-from livecam.pipeline.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
+from livecam.config.schema import SwapConfig  # noqa: E402
+from livecam.face.dlib_files import DlibModels  # noqa: E402
+from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.presets import PRESETS, build_parts, photo_analyzer  # noqa: E402
+from livecam.face.swap.classic import ClassicSwapper  # noqa: E402
 from livecam.types import Face, FaceWork  # noqa: E402
 
 # (name of the jpg, source file, target file)

@@ -49,7 +49,7 @@ def take(out: Path, live_s: float) -> None:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from livecam.config import Config
+    from livecam.config.schema import Config
     from ui.main_window import MainWindow, apply_theme
     from ui.settings import UiSettings
     from ui.stream import StreamController

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from livecam.app import App
-from livecam.config import Config
+from livecam.config.schema import Config
 
 
 def run_to_end(settings: dict[str, Any]) -> dict[str, float]:

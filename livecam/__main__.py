@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 
-from livecam.signals import exit_code, stop_signals
+from livecam.cli.signals import exit_code, stop_signals
 
 
 def main() -> None:
@@ -14,7 +14,7 @@ def main() -> None:
     still being imported, exits with 130 / 143 and no traceback."""
     try:
         with stop_signals():
-            from livecam.cli import main as cli_main
+            from livecam.cli.main import main as cli_main
 
             code = cli_main()
     except KeyboardInterrupt as e:

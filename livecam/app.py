@@ -19,10 +19,11 @@ from typing import TypeVar
 
 import platformdirs
 
-from livecam.buffer import RingBuffer
-from livecam.capture import CaptureWorker
-from livecam.config import Config
-from livecam.controls import Controls
+from livecam.config.schema import Config
+from livecam.control.controls import Controls
+from livecam.control.loader import LoaderWorker
+from livecam.control.quality_controller import QualityController, QualityOptions, QualityWorker
+from livecam.control.quality_ladder import pinned_config
 from livecam.errors import (
     ControlError,
     LivecamError,
@@ -30,27 +31,26 @@ from livecam.errors import (
     StartupError,
     as_livecam_error,
 )
-from livecam.loader import LoaderWorker
-from livecam.model_store import ModelStore
-from livecam.output import OutputWorker
-from livecam.overlay import Label
-from livecam.pipeline.debug import FaceBoxStage, PassThroughStage
-from livecam.pipeline.dlib_files import DlibModels
-from livecam.pipeline.runner import InferenceWorker
-from livecam.pipeline.source_face import SourceFaceCache
-from livecam.pipeline.stage import Stage, report_stages, uses_accelerator
-from livecam.playback import Playback, plan_playback
-from livecam.quality import pinned_config
-from livecam.quality_control import QualityController, QualityOptions, QualityWorker
-from livecam.runtime.gpu import NvmlReader
+from livecam.face.debug_stages import FaceBoxStage, PassThroughStage
+from livecam.face.dlib_files import DlibModels
+from livecam.face.source.photo import SourceFaceCache
+from livecam.models.store import ModelStore
 from livecam.sinks import make_sinks
-from livecam.sinks.audio import has_audio
 from livecam.sinks.base import Sink
+from livecam.sinks.recording.audio import has_audio
 from livecam.sources import make_source
 from livecam.sources.base import Source
-from livecam.telemetry import Snapshot, Telemetry
+from livecam.stream.capture import CaptureWorker
+from livecam.stream.inference import InferenceWorker
+from livecam.stream.label import Label
+from livecam.stream.output import OutputWorker
+from livecam.stream.playback import Playback, plan_playback
+from livecam.stream.ring import RingBuffer
+from livecam.stream.stage import Stage, report_stages, uses_accelerator
+from livecam.stream.worker import Worker
+from livecam.telemetry.gpu import NvmlReader
+from livecam.telemetry.hub import Snapshot, Telemetry
 from livecam.types import FramePacket
-from livecam.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def build_stages(
         elif name == "facebox":
             stages.append(FaceBoxStage(config.pipeline.yunet_model))
         elif name == "swap":
-            from livecam.pipeline.swap import build_swap_stage
+            from livecam.face.swap_stage import build_swap_stage
 
             stages.append(build_swap_stage(config.swap, faces, models, store))
     return stages

@@ -24,7 +24,7 @@ class ConfigError(LivecamError):
     """A configuration value is invalid (names the field and the allowed values).
 
     ``field`` (``section.name``), ``value`` and ``allowed`` are set for a bad field value,
-    so the CLI can name its own option instead of the field (see ``livecam.cli``).
+    so the CLI can name its own option instead of the field (see ``livecam.cli.main``).
     """
 
     def __init__(

@@ -15,10 +15,10 @@ import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper
 
-from livecam.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
-from livecam.pipeline.parts import FrameContext
-from livecam.runtime.session import OnnxModel
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+from livecam.face.identity.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
+from livecam.face.parts import FrameContext
+from livecam.runtime.onnx_model import OnnxModel
 from livecam.types import Face, FaceWork, Frame
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from livecam.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
+from livecam.face.identity.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
 
 
 def smooth_frames(n: int, w: int = 160, h: int = 120) -> list[np.ndarray]:

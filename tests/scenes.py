@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from livecam.pipeline.analysis import FaceAnalyzer
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face
 

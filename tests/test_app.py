@@ -22,19 +22,19 @@ import pytest
 from recording_backend import RecordingStore
 
 from livecam.app import App
-from livecam.buffer import RingBuffer
-from livecam.capture import CaptureWorker
-from livecam.cli import main as cli_main
-from livecam.config import Config, SourceConfig
+from livecam.cli.main import main as cli_main
+from livecam.cli.terminal_run import exit_status
+from livecam.config.schema import Config, SourceConfig
 from livecam.errors import StartupError
-from livecam.session import exit_status
 from livecam.sinks import make_sink
 from livecam.sinks.null import NullSink
-from livecam.sources.stamp import read_stamp
-from livecam.sources.synthetic import SyntheticSource
-from livecam.telemetry import Telemetry
+from livecam.sources.synthetic.pattern import SyntheticSource
+from livecam.sources.synthetic.stamp import read_stamp
+from livecam.stream.capture import CaptureWorker
+from livecam.stream.ring import RingBuffer
+from livecam.stream.worker import Worker
+from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, Frame, FramePacket
-from livecam.worker import Worker
 
 
 def config(**sections: dict[str, object]) -> Config:

@@ -32,9 +32,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import Config
+from livecam.config.schema import Config
 from livecam.errors import LivecamError, one_line
-from livecam.telemetry import Snapshot, provider_label
+from livecam.telemetry.hub import Snapshot, provider_label
 from livecam.types import Event
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings

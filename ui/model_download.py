@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import SwapConfig
-from livecam.download import Cancelled
+from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError, as_livecam_error
-from livecam.model_store import ModelStore
-from livecam.models import ModelEntry
-from livecam.pipeline.presets import AUTO, resolve_preset
+from livecam.face.presets import AUTO, resolve_preset
+from livecam.models.download import Cancelled
+from livecam.models.manifest import ModelEntry
+from livecam.models.store import ModelStore
 from ui.main_window import error_line
 
 log = logging.getLogger(__name__)

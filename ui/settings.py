@@ -22,7 +22,7 @@ from typing import Any
 import platformdirs
 import tomli_w
 
-from livecam.config import Config
+from livecam.config.schema import Config
 from livecam.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -21,13 +21,13 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from livecam.app import App
-from livecam.config import Config
-from livecam.controls import Applied, Change, Controls
+from livecam.config.schema import Config
+from livecam.control.controls import Applied, Change, Controls
 from livecam.errors import LivecamError, as_livecam_error
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sinks.preview import FrameHandoff
-from livecam.telemetry import Subscription
+from livecam.telemetry.hub import Subscription
 from livecam.types import Event, Frame
 
 log = logging.getLogger(__name__)

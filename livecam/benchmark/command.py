@@ -10,9 +10,9 @@ from typing import Any, get_args
 
 from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
-from livecam.config import MemoryStrategy, Provider, SourceConfig
+from livecam.cli.options import as_option_error
+from livecam.config.schema import MemoryStrategy, Provider, SourceConfig
 from livecam.errors import ConfigError
-from livecam.options import as_option_error
 from livecam.userfiles import check_output_path, write_new_file
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080)}

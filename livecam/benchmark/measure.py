@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import psutil
 
-from livecam.runtime.gpu import NvmlReader
 from livecam.sinks.base import Sink
-from livecam.sources.stamp import read_stamp
-from livecam.telemetry import FrameReport
+from livecam.sources.synthetic.stamp import read_stamp
+from livecam.telemetry.gpu import NvmlReader
+from livecam.telemetry.hub import FrameReport
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 class StampSink(Sink):
     """A null sink that reads the capture time the synthetic source wrote into each
-    frame's pixels (``livecam.sources.stamp``): latency = now - stamp, both
+    frame's pixels (``livecam.sources.synthetic.stamp``): latency = now - stamp, both
     ``time.perf_counter_ns``. Frames whose stamp does not decode (a face pasted over it)
     are counted in ``missed``."""
 

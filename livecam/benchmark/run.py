@@ -20,17 +20,17 @@ from livecam.app import App, build_stages
 from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink
 from livecam.benchmark.naive import NaiveResult, naive_loop
 from livecam.benchmark.synthetic import SyntheticSize, require_present, synthetic_models
-from livecam.config import Config
-from livecam.demo import demo_portraits
+from livecam.cli.demo import demo_portraits
+from livecam.config.schema import Config
 from livecam.errors import ConfigError
-from livecam.model_store import ModelStore
-from livecam.pipeline.dlib_files import DlibModels
-from livecam.pipeline.presets import resolve_preset
-from livecam.pipeline.source_face import SourceFaceCache
-from livecam.pipeline.swap import FaceSwapStage
-from livecam.sources.multi_face import portrait_grid
-from livecam.sources.synthetic import SyntheticSource
-from livecam.telemetry import Snapshot
+from livecam.face.dlib_files import DlibModels
+from livecam.face.presets import resolve_preset
+from livecam.face.source.photo import SourceFaceCache
+from livecam.face.swap_stage import FaceSwapStage
+from livecam.models.store import ModelStore
+from livecam.sources.synthetic.multi_face import portrait_grid
+from livecam.sources.synthetic.pattern import SyntheticSource
+from livecam.telemetry.hub import Snapshot
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)

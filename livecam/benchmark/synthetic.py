@@ -15,8 +15,8 @@ from typing import Literal
 
 import platformdirs
 
-from livecam.model_store import ModelStore
-from livecam.synthetic_models import FULL_WIDTH, arcface_like, inswapper_like
+from livecam.benchmark.synthetic_models import FULL_WIDTH, arcface_like, inswapper_like
+from livecam.models.store import ModelStore
 
 log = logging.getLogger(__name__)
 

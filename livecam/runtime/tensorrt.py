@@ -25,7 +25,7 @@ from typing import IO
 
 from tqdm import tqdm
 
-from livecam.download import sha256_of
+from livecam.models.download import sha256_of
 
 log = logging.getLogger(__name__)
 

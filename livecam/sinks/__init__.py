@@ -5,12 +5,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from livecam.config import OutputConfig
+from livecam.config.schema import OutputConfig
 from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
 from livecam.sinks.preview import PreviewWindowSink
-from livecam.sinks.recorder import IMAGE_SUFFIXES, VIDEO_CODECS, ImageWriterSink, RecorderSink
+from livecam.sinks.recording.recorder import (
+    IMAGE_SUFFIXES,
+    VIDEO_CODECS,
+    ImageWriterSink,
+    RecorderSink,
+)
 from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
 

@@ -217,7 +217,7 @@ class PreviewWindowSink(Sink):
     ``send`` hands the newest frame over and returns at once. When the user closes the
     window (close button, Esc or q) ``closed`` becomes True; the output thread then drops
     this sink. Whoever runs the pipeline must run ``run_preview`` on the main thread while
-    it streams (``livecam.session.run_pipeline`` does); otherwise nothing is shown.
+    it streams (``livecam.cli.terminal_run.run_pipeline`` does); otherwise nothing is shown.
     """
 
     name = "window"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Pacer, Source
 from livecam.sources.camera import CameraSource, is_device_path, is_stream_url, list_cameras
 from livecam.sources.image import IMAGE_EXTENSIONS, ImageSource, load_image_bgr, to_bgr8
 from livecam.sources.screen import ScreenSource
-from livecam.sources.synthetic import SyntheticSource
+from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.sources.video import VideoSource
 
 __all__ = [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import cv2
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.cv_capture import CvCaptureSource, RawFrame
 from livecam.types import Frame

@@ -12,7 +12,7 @@ from typing import Any
 import cv2
 import numpy.typing as npt
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
 from livecam.sources.image import fit_frame, to_bgr8

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import FrameFormatError, SourceError
 from livecam.sources.base import Source
 from livecam.types import Frame

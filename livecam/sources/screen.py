@@ -16,7 +16,7 @@ import cv2
 import mss
 import numpy as np
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
 from livecam.sources.image import fit_frame

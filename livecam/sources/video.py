@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cv2
 
-from livecam.config import SourceConfig
+from livecam.config.schema import SourceConfig
 from livecam.errors import LivecamError, SourceError
 from livecam.sources.base import EndOfStream
 from livecam.sources.cv_capture import CvCaptureSource, RawFrame

@@ -1,7 +1,7 @@
 """The Hotkeys panel: each action and its key combination, edited, checked and saved, and
 the hotkeys themselves while the stream runs.
 
-Global hotkeys (``livecam.hotkeys``) work while another app has the focus; where that is
+Global hotkeys (``livecam.control.hotkeys``) work while another app has the focus; where that is
 impossible (Wayland, no X display, pynput failing) the panel says why and installs the
 same combinations as in-window shortcuts (QShortcut) instead. A valid edit is saved at
 once to the user's config (``[hotkeys]`` of config.toml) and rebinds the running hotkeys;
@@ -24,9 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import HotkeysConfig
-from livecam.errors import ConfigError, LivecamError
-from livecam.hotkeys import (
+from livecam.config.schema import HotkeysConfig
+from livecam.control.hotkeys import (
     ACTION_TITLES,
     ACTIONS,
     ORIGIN,
@@ -34,6 +33,7 @@ from livecam.hotkeys import (
     HotkeyListener,
     hotkeys_available,
 )
+from livecam.errors import ConfigError, LivecamError
 from livecam.types import Event
 from ui.main_window import error_line
 from ui.settings import UiSettings

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import Config, source_file
+from livecam.config.schema import Config, source_file
 from livecam.errors import LivecamError, as_livecam_error
 from livecam.sources import parse_screen_spec
 from livecam.sources.camera import list_cameras

@@ -15,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from livecam.config import Config
+from livecam.config.schema import Config
 from livecam.errors import ConfigError, LivecamError
 from ui.main_window import startup_text
 from ui.settings import UiSettings

@@ -40,8 +40,8 @@ from PySide6.QtWidgets import (
 )
 from pyvirtualcam.camera import BACKENDS
 
-from livecam.config import Config, LabelPosition, sink_file
-from livecam.doctor import Check, check_virtualcam
+from livecam.cli.doctor import Check, check_virtualcam
+from livecam.config.schema import Config, LabelPosition, sink_file
 from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
 from ui.panels.next_start import NextStartChanges

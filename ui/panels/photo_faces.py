@@ -14,10 +14,10 @@ import cv2
 import numpy as np
 
 from livecam.errors import FaceSourceError
-from livecam.pipeline.analysis import FaceAnalyzer
-from livecam.pipeline.detect import YuNetDetector, bundled_yunet
-from livecam.pipeline.presets import PHOTO_SIDES, YUNET_START_SCORE
-from livecam.pipeline.source_face import NO_FACE_HINT, SourceFaceCache
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+from livecam.face.presets import PHOTO_SIDES, YUNET_START_SCORE
+from livecam.face.source.analysis import FaceAnalyzer
+from livecam.face.source.photo import NO_FACE_HINT, SourceFaceCache
 from livecam.types import Frame
 
 THUMB_SIDE = 360  # the thumbnail's long side (px)

@@ -1,7 +1,7 @@
 """The Processing panel: preset and its parts (swapper, enhancer, blend, every-Nth),
 face selection and mapping, mouth mask, masks, face opacity, compute provider (with the
 provider really used and a warning on fallback), the quality level (auto: adaptive, or a
-pinned level of ``livecam.quality``), the memory strategy and the master swap switch.
+pinned level of ``livecam.control.quality_ladder``), the memory strategy and the master swap switch.
 
 Every change goes live through the control plane while the stream runs
 (``stream.change``), or into the saved config while it is stopped. Sliders apply when
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import (
+from livecam.config.schema import (
     Config,
     EnhancerModel,
     FaceSelection,
@@ -44,11 +44,11 @@ from livecam.config import (
     SwapperModel,
     split_pair,
 )
-from livecam.controls import Change, Controls
+from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
-from livecam.model_store import ModelStore
-from livecam.pipeline.presets import PRESETS, models_present, preset_names
-from livecam.telemetry import Snapshot
+from livecam.face.presets import PRESETS, models_present, preset_names
+from livecam.models.store import ModelStore
+from livecam.telemetry.hub import Snapshot
 from ui.main_window import error_line
 from ui.model_download import ModelDownloadDialog, models_to_get
 from ui.settings import UiSettings
@@ -135,7 +135,7 @@ class ProcessingPanel(QWidget):
         form.addRow("Enhance every Nth frame", self.enhance_every)
         self.provider = self._choices(get_args(Provider), "provider")
         form.addRow("Provider", self.provider)
-        # auto: adaptive (the ladder of livecam.quality); a level pins it
+        # auto: adaptive (the ladder of livecam.control.quality_ladder); a level pins it
         self.quality = self._choices(get_args(QualityLevel), "quality")
         form.addRow("Quality (auto: adaptive)", self.quality)
         self.memory = self._choices(get_args(MemoryStrategy), "memory")

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config import Config
+from livecam.config.schema import Config
 from livecam.errors import LivecamError, as_livecam_error
 from livecam.sources.image import IMAGE_EXTENSIONS
 from livecam.types import Frame

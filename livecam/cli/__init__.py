@@ -1,0 +1,1 @@
+"""The `livecam` command line: options, the terminal run, live commands, demo, doctor, models."""

@@ -1,0 +1,144 @@
+"""`livecam models list | fetch NAME|PRESET | verify [NAME] | path NAME`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from livecam.errors import ModelError
+from livecam.models.store import ModelStore, ask_on_terminal
+
+
+def preset_models(preset: str) -> list[str] | None:
+    """The model names of ``preset`` (with the default settings), or None when it is not a
+    preset with models."""
+    from livecam.face.presets import PRESETS, preset_model_names
+
+    return (preset_model_names(preset) or None) if preset in PRESETS else None
+
+
+def add_models_command(sub: Any) -> None:
+    """Register `livecam models` on the top-level subparsers (``add_subparsers()``)."""
+    models = sub.add_parser(
+        "models",
+        help="list, download, verify and locate the ONNX models of the neural presets",
+        description="Model files are looked up in $LIVECAM_MODELS_DIR, the user data folder, "
+        "then models/ in a checkout. Downloads are verified (sha256) before use.",
+    )
+    cmds = models.add_subparsers(dest="models_command", required=True)
+    cmds.add_parser("list", help="every model: task, size, present, where, licence")
+    fetch = cmds.add_parser("fetch", help="download models (a name or a preset)")
+    fetch.add_argument("names", nargs="+", metavar="NAME|PRESET")
+    fetch.add_argument(
+        "--accept-licence",
+        action="store_true",
+        help="accept the licences of these models (remembered; for scripts)",
+    )
+    fetch.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    verify = cmds.add_parser("verify", help="re-hash every present file (exit 1 if one is bad)")
+    verify.add_argument("names", nargs="*", metavar="NAME")
+    path = cmds.add_parser("path", help="print the path of a present, verified model file")
+    path.add_argument("name", metavar="NAME")
+    for p in (models, *cmds.choices.values()):
+        p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    models.set_defaults(func=cmd_models)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    store = ModelStore()
+    command = args.models_command
+    if command == "list":
+        print(format_table(store))
+        return 0
+    if command == "fetch":
+        return _fetch(store, args.names, args.accept_licence, not args.quiet)
+    if command == "verify":
+        return _verify(store, args.names)
+    store.entry(args.name)
+    path, bad = store.find(args.name)
+    if path is None:
+        raise store.missing_error(
+            [(store.entry(args.name), f" ({bad[0]})" if bad else "")], tried=False
+        )
+    print(path)
+    return 0
+
+
+def _expand(store: ModelStore, names: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        if name in store.manifest:
+            out.append(name)
+            continue
+        models = preset_models(name)
+        if models is None:
+            from livecam.face.presets import PRESETS
+
+            presets = ", ".join(n for n in PRESETS if preset_models(n))
+            raise ModelError(
+                f"{name!r} is neither a model nor a preset with models",
+                f"models: {', '.join(store.manifest)}; presets: {presets}",
+            )
+        out.extend(models)
+    return list(dict.fromkeys(out))
+
+
+def _fetch(store: ModelStore, names: Sequence[str], accept: bool, progress: bool) -> int:
+    wanted = _expand(store, names)
+    paths = store.require(
+        wanted, download=True, accept_licence=accept, progress=progress, ask=ask_on_terminal
+    )
+    for name in wanted:
+        entry = store.entry(name)
+        sha = entry.sha256 or store.recorded_hash(name)
+        note = "" if entry.sha256 else " (recorded at first download, not published)"
+        print(f"{name}: {paths[name]} sha256 {sha}{note}")
+    return 0
+
+
+def _verify(store: ModelStore, names: Sequence[str]) -> int:
+    wanted = [store.entry(n).name for n in names] or list(store.manifest)
+    bad = 0
+    for name in wanted:
+        for found in store.candidates(name):
+            why = store.problem(name, found.path)
+            if why is None:
+                print(f"ok   {name}: {found.path}")
+            else:
+                bad += 1
+                print(f"BAD  {name}: {found.path}: {why}")
+        if names and not store.candidates(name):
+            print(f"--   {name}: not present")
+    if bad:
+        print(f"{bad} bad file(s): delete them and run `livecam models fetch NAME`")
+    return 1 if bad else 0
+
+
+def format_table(store: ModelStore) -> str:
+    """One row per model: name, task, size, present, where, licence, commercial, hash."""
+    rows = [("name", "task", "size", "present", "where", "commercial", "sha256", "licence")]
+    for name, entry in store.manifest.items():
+        found = store.candidates(name)
+        path = store.locate(name)
+        where = next((f.where for f in found if f.path == path), "-")
+        size = f"{entry.size / 1e6:.1f} MB" if entry.size else "?"
+        hash_state = (
+            "known" if entry.sha256 else ("recorded" if store.recorded_hash(name) else "unknown")
+        )
+        rows.append(
+            (
+                name,
+                entry.task,
+                size,
+                "yes" if path else ("bad" if found else "no"),
+                where,
+                "yes" if entry.commercial else "no",
+                hash_state,
+                entry.licence.split(" (")[0],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    folders = ", ".join(f"{w}={p}" for w, p in store.folders)
+    return "\n".join([*lines, f"folders: {folders}", f"downloads go to {store.download_dir}"])

@@ -1,0 +1,379 @@
+"""The control plane: change a running stream (CLI, hotkeys, the panel and tests use it).
+
+Every command is checked when it is given: an invalid one raises a LivecamError and
+changes nothing. A valid one returns a ``Change`` at once; it is applied on the inference
+thread between batches. Commands that need slow work (a new source face, another preset
+or quality setting) are built and warmed on the loader thread first; the new stages then
+replace the old ones atomically and the old ones are closed on the loader thread. Each
+applied or failed command is an event, and ``Change.wait`` gives the new effective config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, get_args
+
+import numpy as np
+
+from livecam.config.inputs import input_file_problem
+from livecam.config.schema import Config, FaceSelection, Preset, SwapConfig
+from livecam.control.loader import LoaderWorker
+from livecam.errors import (
+    ConfigError,
+    ControlError,
+    FaceSourceError,
+    LivecamError,
+    as_livecam_error,
+)
+from livecam.face.parts import Providers
+from livecam.sources.image import fit_frame, load_image_bgr
+from livecam.stream.inference import InferenceWorker, LiveState
+from livecam.stream.stage import Stage, report_stages
+from livecam.telemetry.hub import Telemetry
+from livecam.types import Event, Frame, FramePacket
+
+log = logging.getLogger(__name__)
+
+SWAP = "swap"
+#: swap settings a running stream may change (everything but the source face itself, and
+#: the quality setting: ``set_quality``)
+TUNABLE_SWAP_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(SwapConfig)
+    if f.name not in ("face", "face_index", "quality")
+)
+
+StageBuilder = Callable[[Config], list[Stage]]
+"""Builds and warms the whole stage list for a config (runs on the loader thread)."""
+
+
+class QualityControl(Protocol):
+    """What pins a quality level (``livecam.control.quality_controller.QualityController``)."""
+
+    def set_quality(self, setting: str) -> Change: ...
+
+
+@dataclass(frozen=True)
+class ControlState:
+    """The live switches, as last applied on the inference thread."""
+
+    stages: tuple[str, ...]
+    disabled: tuple[str, ...] = ()
+    blank: bool = False
+    frozen: bool = False
+    #: per model-running stage: the compute provider asked for, the one used, and why
+    providers: Mapping[str, Providers] = field(default_factory=dict)
+
+    @property
+    def swap(self) -> bool:
+        """True when a swap stage runs (present and not switched off)."""
+        return SWAP in self.stages and SWAP not in self.disabled
+
+    @staticmethod
+    def of(state: LiveState) -> ControlState:
+        return ControlState(
+            stages=tuple(s.name for s in state.stages),
+            disabled=tuple(sorted(state.disabled)),
+            blank=state.blank is not None,
+            frozen=state.frozen,
+            providers={
+                s.name: p for s in state.stages if (p := getattr(s, "providers", None)) is not None
+            },
+        )
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The outcome of one command: what it did and the effective config and switches."""
+
+    command: str
+    config: Config
+    state: ControlState
+
+
+class Change:
+    """A command on its way: ``wait`` returns the ``Applied`` result or raises its error."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self._done = threading.Event()
+        self._result: Applied | None = None
+        self._error: LivecamError | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> Applied:
+        """Block until applied; raise the command's LivecamError, or TimeoutError."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"'{self.command}' was not applied within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def resolve(self, result: Applied) -> None:
+        self._result = result
+        self._done.set()
+
+    def fail(self, error: LivecamError) -> None:
+        self._error = error
+        self._done.set()
+
+
+class Controls:
+    """Typed, thread-safe commands on a running ``App`` (``app.controls``)."""
+
+    def __init__(
+        self,
+        config: Config,
+        frame_size: tuple[int, int],
+        inference: InferenceWorker,
+        loader: LoaderWorker,
+        telemetry: Telemetry,
+        build: StageBuilder,
+    ) -> None:
+        self._config = config
+        self._built = config  # config of the newest stage list built (loader thread)
+        self._frame_size = frame_size
+        self._inference = inference
+        self._loader = loader
+        self._telemetry = telemetry
+        self._build = build
+        self._state = ControlState.of(inference.state)
+        #: the quality controller of the stream (``set_quality``), set by the app
+        self.quality: QualityControl | None = None
+
+    # --- reading ---------------------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        """The effective config (changes once a rebuild is installed)."""
+        return self._config
+
+    @property
+    def state(self) -> ControlState:
+        """The live switches as last applied."""
+        return self._state
+
+    # --- instant switches (applied between two batches) ---------------------------------
+    def set_swap(self, on: bool) -> Change:
+        """Turn the face swap on or off (off: the camera frames pass through)."""
+        return self.set_stage_enabled(SWAP, on)
+
+    def toggle_swap(self) -> Change:
+        """Flip the face swap (what the hotkey does)."""
+        return self.set_swap(not self._state.swap)
+
+    def set_stage_enabled(self, name: str, on: bool) -> Change:
+        """Run or skip one stage of the pipeline by name (e.g. an enhancer)."""
+        self._require_stage(name)
+
+        def apply(state: LiveState) -> None:
+            if on:
+                state.disabled.discard(name)
+            else:
+                state.disabled.add(name)
+
+        return self._live(f"{name} {'on' if on else 'off'}", apply)
+
+    def set_blank(self, on: bool, image: str | Path | None = None) -> Change:
+        """Send a black frame (or ``image``, fitted to the frame) instead of the camera:
+        privacy. Takes effect at once, even when the source delivers nothing."""
+        frame = self._blank_frame(image) if on else None
+
+        def apply(state: LiveState) -> None:
+            state.blank = frame
+            last = state.last_packet
+            if frame is not None and last is not None:  # show it now, not at the next frame
+                packet = FramePacket(frame=frame, seq=last.seq, t_capture_ns=last.t_capture_ns)
+                state.finish(packet)
+                self._inference.emit(packet)
+
+        what = "blank on" + (f" ({Path(image).name})" if image else "") if on else "blank off"
+        return self._live(what, apply)
+
+    def set_freeze(self, on: bool) -> Change:
+        """Repeat the current output frame (on) or go live again (off)."""
+
+        def apply(state: LiveState) -> None:
+            state.frozen = on
+
+        return self._live(f"freeze {'on' if on else 'off'}", apply)
+
+    # --- changes that rebuild the face pipeline (loader thread, then an atomic swap) --------
+    def set_face(self, path: str | Path, face_index: int | None = None) -> Change:
+        """Swap in another source face (photo ``path``; ``face_index`` for group photos)."""
+        p = Path(path).expanduser()
+        problem = input_file_problem(str(p))
+        if problem is not None:
+            raise FaceSourceError(f"the source face photo {p} {problem}", "choose a photo file")
+        if face_index is not None and face_index < 0:
+            raise ConfigError(f"face index {face_index} is negative", "use 0 or more")
+        return self._rebuild(f"face {p.name}", {"face": str(p), "face_index": face_index})
+
+    def set_selection(self, mode: FaceSelection, reference: str | Path | None = None) -> Change:
+        """Which faces to replace: ``one`` (main face), ``all``, or ``reference`` (the person
+        in the ``reference`` photo)."""
+        if mode not in get_args(FaceSelection):
+            raise ConfigError(
+                f"face selection {mode!r} is not supported",
+                f"use one of {', '.join(get_args(FaceSelection))}",
+            )
+        changes: dict[str, Any] = {"select": mode}
+        if reference is not None:
+            ref = Path(reference).expanduser()
+            problem = input_file_problem(str(ref))
+            if problem is not None:
+                raise FaceSourceError(f"the reference photo {ref} {problem}", "choose a photo file")
+            changes["reference"] = str(ref)
+        return self._rebuild(f"select {mode}", changes)
+
+    def set_preset(self, preset: Preset) -> Change:
+        """Switch the model set (``offline``, ``auto``, ...)."""
+        if preset not in get_args(Preset):
+            raise ConfigError(
+                f"preset {preset!r} does not exist", f"use one of {', '.join(get_args(Preset))}"
+            )
+        return self._rebuild(f"preset {preset}", {"preset": preset})
+
+    def update_swap(self, **fields: Any) -> Change:
+        """Change quality settings of the swap (``detect_size``, ``blend``, ``color``, ...)."""
+        unknown = sorted(set(fields) - set(TUNABLE_SWAP_FIELDS))
+        if unknown or not fields:
+            raise ConfigError(
+                f"cannot change swap setting(s) {', '.join(unknown) or '(none given)'} live",
+                f"change one of: {', '.join(TUNABLE_SWAP_FIELDS)}",
+            )
+        text = ", ".join(f"{k}={v}" for k, v in fields.items())
+        return self._rebuild(f"swap {text}", fields)
+
+    def set_quality(self, setting: str) -> Change:
+        """Pin a level of the quality ladder (``quality_ladder.NAMES``: its settings over the
+        configured ones) or go back to ``auto`` (adaptive)."""
+        if self.quality is None:
+            raise ControlError(
+                "this stream has no quality control", "start it with the app (App.start)"
+            )
+        return self.quality.set_quality(setting)
+
+    def apply_quality(self, setting: str, level: str, swap_changes: Mapping[str, Any]) -> Change:
+        """Set ``swap.quality`` to ``setting`` with the swap settings of ladder level
+        ``level`` (the quality controller's own command: rebuilt like ``update_swap``)."""
+        command = f"quality {setting}" + (f" (at {level})" if setting != level else "")
+        return self._rebuild(command, {**swap_changes, "quality": setting})
+
+    # --- machinery -------------------------------------------------------------------------
+    def _require_stage(self, name: str) -> None:
+        stages = self._state.stages
+        if name not in stages:
+            if name == SWAP:
+                raise ControlError(
+                    "this stream runs no face swap", "choose a source face first (--face IMG)"
+                )
+            raise ControlError(
+                f"no stage named {name!r} in this stream",
+                f"stages running: {', '.join(stages) or 'none'}",
+            )
+
+    def _blank_frame(self, image: str | Path | None) -> Frame:
+        w, h = self._frame_size
+        if image is None:
+            return np.zeros((h, w, 3), np.uint8)
+        return fit_frame(load_image_bgr(image), (w, h), "contain")
+
+    def _live(self, command: str, apply: Callable[[LiveState], None]) -> Change:
+        change = Change(command)
+
+        def run(state: LiveState) -> None:
+            try:
+                apply(state)
+            except Exception as e:
+                self._failed(change, as_livecam_error(e))
+                return
+            self._applied(change, state)
+
+        self._inference.post(run)
+        return change
+
+    def _rebuild(self, command: str, swap_changes: dict[str, Any]) -> Change:
+        _candidate(self._built, swap_changes)  # invalid values raise here: nothing changes
+        change = Change(command)
+
+        def build() -> None:
+            try:
+                config = _candidate(self._built, swap_changes)
+                stages = self._build(config)
+            except Exception as e:
+                self._failed(change, as_livecam_error(e))
+                return
+            if self._inference.stop_event.is_set():  # stopped while building: nothing to show
+                _closer(stages)()
+                cancel()
+                return
+            self._built = config
+            self._inference.post(lambda state: self._install(change, state, stages, config))
+
+        def cancel() -> None:
+            change.fail(ControlError(f"'{command}' was dropped: the stream stopped"))
+
+        self._loader.submit(command, build, on_cancel=cancel)
+        return change
+
+    def _install(
+        self, change: Change, state: LiveState, stages: list[Stage], config: Config
+    ) -> None:
+        old, state.stages = state.stages, stages
+        names = {s.name for s in stages}
+        state.disabled &= names
+        self._config = config
+        report_stages(stages, self._telemetry)
+        # the render thread may still be running a batch through them (overlap)
+        self._inference.after_inflight(
+            lambda: self._loader.submit(
+                f"closing the replaced stages of '{change.command}'", _closer(old)
+            )
+        )
+        self._applied(change, state)
+
+    def _applied(self, change: Change, state: LiveState) -> None:
+        self._state = ControlState.of(state)
+        self._telemetry.event(Event("info", "controls", change.command))
+        change.resolve(Applied(change.command, self._config, self._state))
+
+    def _failed(self, change: Change, error: LivecamError) -> None:
+        log.debug("control '%s' failed: %s", change.command, error)
+        self._telemetry.event(
+            Event("error", "controls", f"{change.command}: {error.message}", error.hint)
+        )
+        change.fail(error)
+
+
+def _candidate(config: Config, swap_changes: dict[str, Any]) -> Config:
+    """``config`` with the swap changes applied and a swap stage in the pipeline."""
+    new = config.with_section("swap", **swap_changes)
+    if SWAP not in new.pipeline.stages:
+        kept = [s for s in new.pipeline.stages if s != "passthrough"]
+        new = new.with_section("pipeline", stages=(*kept, SWAP))
+    return new
+
+
+def _closer(stages: list[Stage]) -> Callable[[], None]:
+    """A job closing ``stages``; every one is closed even when another raises."""
+
+    def close() -> None:
+        errors = []
+        for stage in stages:
+            try:
+                stage.close()
+            except Exception as e:
+                errors.append(f"{stage.name}: {e!r}")
+        if errors:
+            raise RuntimeError("; ".join(errors))
+
+    return close

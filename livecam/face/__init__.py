@@ -1,0 +1,1 @@
+"""The face pipeline: parts, presets and the swap stage built from them."""

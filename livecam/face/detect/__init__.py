@@ -1,0 +1,1 @@
+"""Detector parts: find faces (boxes, scores, 5 keypoints) in frames."""

@@ -1,0 +1,1 @@
+"""Recognizer parts: identity embeddings, and metrics built on them."""

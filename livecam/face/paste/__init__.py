@@ -1,0 +1,1 @@
+"""Paste-back: blender parts and the colour and mask helpers they use."""

@@ -1,0 +1,1 @@
+"""Swapper parts: the classic mesh warp and the neural swappers, and crop reuse."""

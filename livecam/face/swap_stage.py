@@ -1,0 +1,230 @@
+"""The swap stage, composed from a preset's parts: track faces, pick which to replace,
+swap the source face in and paste it back."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from livecam.config.schema import SwapConfig, split_pair
+from livecam.errors import ConfigError, ModelError
+from livecam.face.dlib_files import DlibModels
+from livecam.face.identity.dlib_descriptor import Embedding
+from livecam.face.parts import FaceParts, FrameContext
+from livecam.face.presets import build_parts, photo_analyzer, resolve_preset
+from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
+from livecam.face.swap.reuse import SwapReuse
+from livecam.face.track.mapping import FaceMapper
+from livecam.face.track.selection import FaceSelector, ModeSelector, ReferenceMatcher
+from livecam.face.track.tracking import FaceTracker
+from livecam.models.store import ModelStore
+from livecam.stream.stage import take_analysis
+from livecam.types import FaceWork, FramePacket
+
+log = logging.getLogger(__name__)
+
+
+class FaceSwapStage:
+    """Detect/track -> select -> swap -> (enhance, mask) -> paste back, batch-first.
+
+    The frames of a batch go through the tracker's detector as one list (in order); the
+    selected faces of every frame of the batch then go through each face part as one list.
+    Frames with no selected face pass through untouched (the same array). Each packet gets
+    the faces found (``faces``) and how many were swapped (``faces_swapped``). Build and warm
+    it on one thread, then use it on another (the app's shared dlib models serialise their
+    calls). The control plane switches it off by skipping it (``set_swap``).
+
+    ``opacity`` (0-1) is how much of the swapped face shows: a swapped frame becomes
+    ``frame + opacity * (swapped - frame)``, so pixels the swap left alone stay as they were.
+    ``reuse`` (None: off) gives a tracked face its last swapped face again while its aligned
+    crop barely changes (``packet.faces_reused`` counts them); it lives and dies with the
+    stage, so a new source or preset (a new stage) starts it empty.
+    """
+
+    name = "swap"
+    prepare_name = "track"
+    required = True
+
+    def __init__(
+        self,
+        parts: FaceParts,
+        tracker: FaceTracker,
+        selector: FaceSelector,
+        sources: Sequence[SourceFace],
+        prepared: Sequence[object],
+        opacity: float = 1.0,
+        reuse: SwapReuse | None = None,
+    ) -> None:
+        self.parts = parts
+        self.opacity = opacity
+        self.reuse = reuse
+        self.source = sources[0]
+        self.sources = tuple(sources)
+        # a small or blurry source face
+        self.warnings = tuple(w for s in sources for w in photo_warnings(s))
+        self.providers = parts.providers()
+        self._tracker = tracker
+        self._selector = selector
+        self._prepared = list(prepared)
+
+    @property
+    def preset(self) -> str:
+        return self.parts.preset
+
+    def warmup(self, width: int, height: int) -> None:
+        for part in self.parts.all():
+            part.warmup()
+        self._tracker.reset()
+
+    def prepare(self, batch: list[FramePacket]) -> None:
+        """Find and track the faces of each frame (``packet.faces``) and pick the ones to
+        swap, each with its source (kept for ``process``). Reads only the camera frames:
+        the runner may run it on another thread, one batch ahead of ``process``."""
+        frames = _contexts(batch)
+        for packet, frame, faces in zip(batch, frames, self._tracker.update(frames), strict=True):
+            packet.faces = faces
+            packet.analysis[self.name] = self._selector.pick(frame, faces)
+
+    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+        picks = take_analysis(batch, self.name)
+        if picks is None:
+            self.prepare(batch)
+            picks = take_analysis(batch, self.name)
+            assert picks is not None
+        frames = _contexts(batch)
+        works = [
+            FaceWork(i, packet.seq, face, source_index=source)
+            for i, (packet, pick) in enumerate(zip(batch, picks, strict=True))
+            for face, source in pick
+        ]
+        if works:
+            outputs, done = self.parts.render_faces(frames, works, self._prepared, self.reuse)
+            for packet, out in zip(batch, outputs, strict=True):
+                if self.opacity < 1 and out is not packet.frame:
+                    out = np.asarray(
+                        cv2.addWeighted(out, self.opacity, packet.frame, 1 - self.opacity, 0),
+                        np.uint8,
+                    )
+                packet.frame = out
+        else:
+            done = []
+            if self.reuse is not None:
+                self.reuse.clear()  # no face selected: every track's entry is stale
+        swapped = Counter(w.frame_index for w in done)
+        hits = self.reuse.last_hits if works and self.reuse is not None else []
+        reused = Counter(w.frame_index for w in hits)
+        for i, packet in enumerate(batch):
+            packet.faces_swapped = swapped[i]
+            packet.faces_reused = reused[i]
+        return batch
+
+    def close(self) -> None:
+        self._tracker.reset()
+        if self.reuse is not None:
+            self.reuse.clear()
+        self.parts.close()
+
+
+def _contexts(batch: list[FramePacket]) -> list[FrameContext]:
+    """The frames as the parts see them, timed by the file's clock for video files (a
+    conversion then tracks and smooths the same way every time), else by capture time."""
+    return [
+        FrameContext(
+            p.frame, p.seq, (p.t_capture_ns if p.t_media_ns is None else p.t_media_ns) / 1e9
+        )
+        for p in batch
+    ]
+
+
+def check_swap_config(cfg: SwapConfig) -> None:
+    """The errors a swap config can have before anything is loaded (preset, face files)."""
+    resolve_preset(cfg.preset)
+    if cfg.map:
+        if cfg.select == "reference":
+            raise ConfigError(
+                "--map and --select reference both say whose face is replaced",
+                "use one of them: --map SOURCE=TARGET pairs, or --select reference",
+            )
+        return
+    if cfg.face is None:
+        raise ConfigError(
+            "the swap stage needs the source face photo (config field 'swap.face')",
+            "add --face PHOTO: a photo of the face to swap in",
+        )
+    if cfg.select == "reference" and cfg.reference is None:
+        raise ConfigError(
+            "face selection 'reference' needs the reference photo (config field 'swap.reference')",
+            "add --reference PHOTO: a photo of the person whose face is replaced",
+        )
+
+
+def build_swap_stage(
+    cfg: SwapConfig,
+    faces: SourceFaceCache,
+    models: DlibModels,
+    store: ModelStore | None = None,
+) -> FaceSwapStage:
+    """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
+
+    ``faces`` is the app's source-face cache: the source (and reference) photo is analysed
+    through it, once per photo and analyzer model across builds. ``models`` are the app's
+    loaded models, shared by every build. The stage may be built and warmed on the loader
+    thread while another build runs on the inference thread. ``store`` finds (or
+    downloads) the preset's model files (default: a store of this machine's folders).
+    """
+    check_swap_config(cfg)
+    store = store if store is not None else ModelStore()
+    row = resolve_preset(cfg.preset, store, cfg)
+    parts = build_parts(row, cfg, models, store)
+    try:
+        # the source photo is embedded only for a swapper that uses the identity: dlib's
+        # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
+        analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
+        selector: FaceSelector = ModeSelector(cfg.select)
+        if cfg.map:
+            pairs = [split_pair(m) for m in cfg.map]
+            sources = [faces.get(p[0], None, analyzer) for p in pairs if p is not None]
+            targets = [
+                _embedding(faces, p[1], parts, "target photo") for p in pairs if p is not None
+            ]
+            selector = FaceMapper(parts.recognizer, targets, cfg.reference_threshold)
+        else:
+            assert cfg.face is not None
+            sources = [faces.get(cfg.face, cfg.face_index, analyzer)]
+        if cfg.reference is not None and cfg.select == "reference" and not cfg.map:
+            ref = _embedding(faces, cfg.reference, parts, "reference photo")
+            selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
+        prepared = [parts.swapper.prepare(s) for s in sources]
+        tracker = FaceTracker(
+            parts.detector, parts.landmarker, detect_every=cfg.detect_every, smoothing=cfg.smoothing
+        )
+    except BaseException:
+        parts.close()
+        raise
+    for source in sources:
+        log.info(
+            "swap: source face %d of %d in %s, preset %s, select %s",
+            source.face_index,
+            source.faces_found,
+            source.path,
+            row.name,
+            "map" if cfg.map else cfg.select,
+        )
+    reuse = (
+        SwapReuse(cfg.reuse_similarity, cfg.reuse_max)
+        if cfg.reuse and SwapReuse.supports(parts.swapper)
+        else None
+    )
+    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse)
+
+
+def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:
+    """The identity embedding of the main face of ``photo`` (a reference or target photo)."""
+    emb = faces.get(photo, 0, photo_analyzer(parts)).face.embedding
+    if emb is None:
+        raise ModelError(f"no identity embedding for the {what} {photo}")
+    return emb

@@ -1,0 +1,1 @@
+"""Across frames: tracking, which faces to swap, which source goes where, feedback."""

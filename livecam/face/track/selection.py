@@ -1,0 +1,231 @@
+"""Which target faces get swapped: the main face, all faces, or those matching a reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.errors import ConfigError
+from livecam.face.identity.dlib_descriptor import Embedding, embedding_distance, l2_normalize
+from livecam.face.parts import FrameContext, Recognizer
+from livecam.types import Face, FaceWork
+
+SelectMode = Literal["one", "all", "reference"]
+MODES: tuple[str, ...] = get_args(SelectMode)
+
+TIE_AREA = 0.9
+"""In ``one`` mode, faces with at least this share of the largest area count as tied."""
+
+
+def main_face(faces: list[Face], frame_shape: tuple[int, ...]) -> Face | None:
+    """The largest face; among faces about as large (``TIE_AREA``), the most central."""
+    if not faces:
+        return None
+    largest = max(f.area for f in faces)
+    tied = [f for f in faces if f.area >= TIE_AREA * largest]
+    cx, cy = frame_shape[1] / 2, frame_shape[0] / 2
+    return min(tied, key=lambda f: math.hypot(f.center[0] - cx, f.center[1] - cy))
+
+
+def with_embeddings(
+    faces: Sequence[Face], recognizer: Recognizer | None, frame: FrameContext | None
+) -> list[Face]:
+    """``faces`` with embeddings; those without one are embedded in one recognizer call."""
+    todo = [i for i, f in enumerate(faces) if f.embedding is None]
+    if not todo:
+        return list(faces)
+    if recognizer is None or frame is None:
+        raise ValueError("reference selection needs face embeddings, or a recognizer and the frame")
+    works = recognizer.embed([frame], [FaceWork(0, frame.seq, faces[i]) for i in todo])
+    out = list(faces)
+    for i, work in zip(todo, works, strict=True):
+        out[i] = work.face
+    return out
+
+
+def resolve_threshold(threshold: float | None, recognizer: Recognizer | None) -> float:
+    """``threshold``, or by default the recognizer's ``same_person_distance``."""
+    if threshold is not None:
+        return threshold
+    if recognizer is None:
+        raise ValueError("pass threshold= or a recognizer (its same_person_distance is used)")
+    return float(recognizer.same_person_distance)
+
+
+def select_faces(
+    faces: list[Face],
+    mode: SelectMode,
+    frame_shape: tuple[int, ...],
+    reference_embedding: Embedding | None = None,
+    threshold: float | None = None,
+    recognizer: Recognizer | None = None,
+    frame: FrameContext | None = None,
+) -> list[Face]:
+    """The faces to swap.
+
+    ``one``: the main face (``main_face``). ``all``: every face. ``reference``: faces whose
+    ``embedding_distance`` (unit vectors) to ``reference_embedding`` is below ``threshold``
+    (default: ``recognizer.same_person_distance``), closest first; embeddings are taken
+    from ``face.embedding`` or computed with ``recognizer`` on ``frame``.
+    """
+    if mode not in MODES:
+        raise ConfigError(
+            f"face selection mode {mode!r} is not supported", f"use one of {', '.join(MODES)}"
+        )
+    if mode == "all":
+        return list(faces)
+    if mode == "one":
+        face = main_face(faces, frame_shape)
+        return [] if face is None else [face]
+    if reference_embedding is None:
+        raise ConfigError(
+            "face selection 'reference' needs a reference face", "pass a reference image"
+        )
+    limit = resolve_threshold(threshold, recognizer)
+    ref = l2_normalize(reference_embedding)
+    scored = []
+    for face in with_embeddings(faces, recognizer, frame):
+        assert face.embedding is not None
+        dist = embedding_distance(ref, face.embedding)
+        if dist < limit:
+            scored.append((dist, face))
+    scored.sort(key=lambda item: item[0])
+    return [face for _, face in scored]
+
+
+class FaceSelector(Protocol):
+    """Picks the faces of one frame to swap (one instance per stream)."""
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
+        """The faces to swap."""
+        ...
+
+    def pick(self, frame: FrameContext, faces: list[Face]) -> list[tuple[Face, int]]:
+        """The faces to swap, each with the index of the source face that goes onto it."""
+        ...
+
+
+@dataclass(frozen=True)
+class ModeSelector:
+    """``one`` or ``all`` (``select_faces``), needing no embeddings; one source (index 0)."""
+
+    mode: SelectMode
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
+        return select_faces(faces, self.mode, frame.shape)
+
+    def pick(self, frame: FrameContext, faces: list[Face]) -> list[tuple[Face, int]]:
+        return [(face, 0) for face in self.select(frame, faces)]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A face's embedding (unit vector) and its distances to each target, taken in frame
+    ``seq``."""
+
+    embedding: Embedding
+    distances: npt.NDArray[np.float32]
+    seq: int
+
+
+class TrackMeasurements:
+    """Embeddings of tracked faces and their distances to target embeddings, per track id.
+
+    A track is measured when it first appears and again every ``recheck_every`` frames (by
+    ``seq``; a frame before the measurement, a rewound stream, counts as stale); faces
+    without a track id are measured every time. The faces of a frame that need a
+    measurement go to the recognizer in one call (a face that already carries an embedding
+    is not embedded again). One instance per stream.
+    """
+
+    def __init__(
+        self, recognizer: Recognizer, targets: Sequence[Embedding], recheck_every: int = 30
+    ) -> None:
+        if recheck_every < 1:
+            raise ValueError(f"recheck_every must be >= 1, got {recheck_every}")
+        if not targets:
+            raise ValueError("at least one target embedding is needed")
+        rows = [l2_normalize(t) for t in targets]
+        if len({len(r) for r in rows}) != 1:
+            raise ValueError(f"target embeddings differ in size: {[len(r) for r in rows]}")
+        self.recognizer = recognizer
+        self.targets = np.stack(rows)
+        self.recheck_every = recheck_every
+        self.embeddings_computed = 0
+        self._cache: dict[int, Measurement] = {}
+
+    def distances(self, embedding: Embedding) -> npt.NDArray[np.float32]:
+        """Distance of an embedding to each target (``embedding_distance``)."""
+        return np.linalg.norm(self.targets - l2_normalize(embedding), axis=1).astype(np.float32)
+
+    def end_tracks(self, faces: Sequence[Face]) -> dict[int, Measurement]:
+        """Forget the tracks that are not among ``faces`` (ended); their last measurements."""
+        present = {f.track_id for f in faces}
+        return {t: self._cache.pop(t) for t in [t for t in self._cache if t not in present]}
+
+    def _fresh(self, face: Face, seq: int) -> Measurement | None:
+        cached = self._cache.get(face.track_id) if face.track_id >= 0 else None
+        if cached is not None and 0 <= seq - cached.seq < self.recheck_every:
+            return cached
+        return None
+
+    def measure(self, frame: FrameContext, faces: Sequence[Face]) -> list[Measurement]:
+        """Each face's measurement: from the cache when fresh, else taken now."""
+        seq = frame.seq
+        cached = [self._fresh(f, seq) for f in faces]
+        stale = [f for f, c in zip(faces, cached, strict=True) if c is None]
+        self.embeddings_computed += sum(f.embedding is None for f in stale)
+        embedded = iter(with_embeddings(stale, self.recognizer, frame))
+        out = []
+        for measured in cached:
+            if measured is None:
+                face = next(embedded)
+                assert face.embedding is not None
+                emb = l2_normalize(face.embedding)
+                measured = Measurement(emb, self.distances(emb), seq)
+                if face.track_id >= 0:
+                    self._cache[face.track_id] = measured
+            out.append(measured)
+        return out
+
+
+class ReferenceMatcher:
+    """Reference selection for a tracked stream, embedding each track only now and then.
+
+    Every face closer than ``threshold`` to the reference is picked (source 0), closest
+    first; the distances come from ``TrackMeasurements`` (measured when a track appears,
+    then every ``recheck_every`` frames, in one recognizer call per frame). One instance
+    per stream.
+    """
+
+    def __init__(
+        self,
+        recognizer: Recognizer,
+        reference_embedding: Embedding,
+        threshold: float | None = None,
+        recheck_every: int = 30,
+    ) -> None:
+        self.threshold = resolve_threshold(threshold, recognizer)
+        self.measurements = TrackMeasurements(recognizer, [reference_embedding], recheck_every)
+
+    @property
+    def embeddings_computed(self) -> int:
+        return self.measurements.embeddings_computed
+
+    def distances(self, frame: FrameContext, faces: list[Face]) -> list[float]:
+        """Distance of each face to the reference, from the cache when fresh enough."""
+        self.measurements.end_tracks(faces)
+        return [float(m.distances[0]) for m in self.measurements.measure(frame, faces)]
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
+        """Faces of this frame that match the reference, closest first."""
+        scored = zip(self.distances(frame, faces), faces, strict=True)
+        return [f for d, f in sorted(scored, key=lambda item: item[0]) if d < self.threshold]
+
+    def pick(self, frame: FrameContext, faces: list[Face]) -> list[tuple[Face, int]]:
+        return [(face, 0) for face in self.select(frame, faces)]

@@ -1,0 +1,401 @@
+"""Face tracking: detect every N frames, follow faces in between, stable ids, smoothing.
+
+Works from the boxes and 5 keypoints of any ``Detector``. With a ``RefitLandmarker`` (the
+offline preset's dlib 68-point predictor) each track's landmarks are refitted in every
+frame inside the box the landmarker wants around its previous landmarks; without one, a
+track moves by its measured velocity between detections. Either way the costly detector
+runs only every ``detect_every`` frames (and on every frame while nothing is tracked).
+The output points go through a One-Euro filter clocked by the frames' capture times
+(fast motion passes, still-face jitter is removed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from livecam.face.parts import Detector, FrameContext, RefitLandmarker
+from livecam.types import Face, FaceWork, validate_frame
+
+log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float32]
+
+
+def iou(a: FloatArray, b: FloatArray) -> float:
+    """Intersection over union of two (x1, y1, x2, y2) boxes."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = float(iw * ih)
+    union = float((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1])) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def inside_fraction(box: FloatArray, width: int, height: int) -> float:
+    """Share of the box's area that lies inside a width x height frame."""
+    area = float((box[2] - box[0]) * (box[3] - box[1]))
+    if area <= 0:
+        return 0.0
+    clipped = np.array(
+        [max(box[0], 0), max(box[1], 0), min(box[2], width), min(box[3], height)], np.float32
+    )
+    iw, ih = clipped[2] - clipped[0], clipped[3] - clipped[1]
+    return float(max(iw, 0) * max(ih, 0)) / area
+
+
+def _centre_closeness(a: FloatArray, b: FloatArray) -> float:
+    """1 when the boxes share a centre, falling to 0 at half the larger box's width apart."""
+    size = float(max(a[2] - a[0], b[2] - b[0], 1.0))
+    dist = float(np.hypot((a[0] + a[2] - b[0] - b[2]) / 2, (a[1] + a[3] - b[1] - b[3]) / 2))
+    return max(0.0, 1.0 - dist / (0.5 * size))
+
+
+def greedy_match(
+    track_boxes: list[FloatArray], det_boxes: list[FloatArray], min_iou: float
+) -> list[tuple[int, int, float]]:
+    """Pairs (track index, detection index, IoU), best first, each index used once.
+
+    A pair qualifies when its IoU is at least ``min_iou`` or its centres are closer than
+    half a box width (a face that moved far between two detections); pairs are taken
+    greedily by IoU + centre closeness.
+    """
+    pairs = []
+    for ti, t in enumerate(track_boxes):
+        for di, d in enumerate(det_boxes):
+            overlap, near = iou(t, d), _centre_closeness(t, d)
+            if overlap >= min_iou or near > 0:
+                pairs.append((overlap + near, overlap, ti, di))
+    pairs.sort(reverse=True)
+    used_t: set[int] = set()
+    used_d: set[int] = set()
+    out = []
+    for _, overlap, ti, di in pairs:
+        if ti in used_t or di in used_d:
+            continue
+        used_t.add(ti)
+        used_d.add(di)
+        out.append((ti, di, overlap))
+    return out
+
+
+class OneEuroFilter:
+    """One-Euro filter (Casiez et al. 2012) over an array of 2-D points.
+
+    The cutoff adapts per point: ``min_cutoff + beta * speed``, where speed is the point's
+    filtered velocity in units of ``scale`` per second (pass the face size as ``scale`` so
+    the parameters do not depend on how big the face is).
+    """
+
+    def __init__(self, min_cutoff: float = 1.0, beta: float = 5.0, d_cutoff: float = 1.0) -> None:
+        self.min_cutoff = min_cutoff
+        self.beta = beta
+        self.d_cutoff = d_cutoff
+        self._x: FloatArray | None = None
+        self._dx: FloatArray | None = None
+        self._t = 0.0
+
+    @staticmethod
+    def _alpha(cutoff: float | FloatArray, dt: float) -> FloatArray:
+        tau = 1.0 / (2.0 * math.pi * np.asarray(cutoff, dtype=np.float32))
+        return np.asarray(1.0 / (1.0 + tau / dt), dtype=np.float32)
+
+    def reset(self) -> None:
+        self._x = None
+        self._dx = None
+
+    def __call__(self, points: FloatArray, t: float, scale: float = 1.0) -> FloatArray:
+        x = np.asarray(points, dtype=np.float32)
+        if self._x is None or self._dx is None or t <= self._t or self._x.shape != x.shape:
+            self._x, self._dx, self._t = x.copy(), np.zeros_like(x), t
+            return x.copy()
+        dt = t - self._t
+        dx = (x - self._x) / dt
+        self._dx = self._dx + self._alpha(self.d_cutoff, dt) * (dx - self._dx)
+        speed = np.linalg.norm(self._dx, axis=-1, keepdims=True) / max(scale, 1e-6)
+        alpha = self._alpha(self.min_cutoff + self.beta * speed, dt)
+        self._x = self._x + alpha * (x - self._x)
+        self._t = t
+        return self._x.copy()
+
+
+@dataclass
+class _Track:
+    track_id: int
+    face: Face  # raw (unsmoothed) estimate in the last frame
+    measured: Face  # the last measurement: a landmarker fit or a detection
+    measured_seq: int  # the frame it was made in
+    measurements: int = 0
+    new: bool = True  # not yet moved by a frame after its first detection
+    missed: int = 0
+    velocity: FloatArray = field(default_factory=lambda: np.zeros(2, np.float32))  # px/frame
+    start: Face | None = None  # a detection to continue from in this frame
+    filter: OneEuroFilter = field(default_factory=OneEuroFilter)
+
+
+def _anchor(face: Face) -> FloatArray:
+    """The point whose motion is the track's velocity: the mean of its landmarks, or of
+    its keypoints when it has none."""
+    points = face.landmarks if face.landmarks is not None else face.kps
+    return np.asarray(points, np.float32).mean(axis=0)
+
+
+class FaceTracker:
+    """Tracks faces across frames of one stream; one instance per stream and thread.
+
+    ``detector``: any detector part. ``landmarker``: refits landmarks in every frame
+    (None: the detector's keypoints are the track's points and a track moves by its
+    velocity between detections). ``detect_every``: run the detector on every N-th frame
+    (by ``seq``), and on every frame while nothing is tracked or a track is unconfirmed
+    (just missed by the detector, or without a landmarker, seen only once).
+    ``smoothing``: One-Euro strength, 0 = off, 1 = default, higher = calmer but laggier;
+    the filter's clock is each frame's capture time ``t_s``. ``max_missed``: a track ends
+    after this many detection runs in a row that did not find it (after a miss the
+    detector runs on every frame until the track is found again or ends, so a vanished
+    face lingers at most ``max_missed`` frames). A track also ends when less than
+    ``min_inside`` of its face box is inside the frame. A detection scoring below the
+    detector's ``start_score`` keeps a track alive but never starts one. Track ids count up
+    from 1 per tracker, never reused.
+    """
+
+    def __init__(
+        self,
+        detector: Detector,
+        landmarker: RefitLandmarker | None = None,
+        detect_every: int = 3,
+        smoothing: float = 1.0,
+        max_missed: int = 2,
+        min_iou: float = 0.3,
+        min_inside: float = 0.6,
+        min_face: float = 24.0,
+        min_cutoff: float = 1.0,
+        beta: float = 5.0,
+    ) -> None:
+        if detect_every < 1:
+            raise ValueError(f"detect_every must be >= 1, got {detect_every}")
+        if smoothing < 0:
+            raise ValueError(f"smoothing must be >= 0, got {smoothing}")
+        self.detector = detector
+        self.landmarker = landmarker
+        self.detect_every = detect_every
+        self.smoothing = smoothing
+        self.max_missed = max_missed
+        self.min_iou = min_iou
+        self.min_inside = min_inside
+        self.min_face = min_face
+        self.min_cutoff = min_cutoff
+        self.beta = beta
+        self._tracks: list[_Track] = []
+        self._next_id = 1
+        self._last_detect: int | None = None
+        self._last_seq: int | None = None
+
+    @property
+    def track_count(self) -> int:
+        return len(self._tracks)
+
+    def reset(self) -> None:
+        """Forget every track (ids keep counting up)."""
+        self._tracks = []
+        self._last_detect = None
+        self._last_seq = None
+
+    def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
+        """Track faces through the next frames (in order); per frame, its faces with
+        ``track_id``, largest first. The result equals tracking frame by frame.
+
+        When a frame needs the detector, the later frames of the batch that the schedule
+        will need too (while tracking steadily) go with it in one call; no frame is
+        detected that frame-by-frame tracking would not detect (bar a miss and re-find
+        within one batch).
+        """
+        ready: dict[int, list[Face]] = {}
+        out = []
+        for i, frame in enumerate(frames):
+            validate_frame(frame.image, "FaceTracker.update")
+            if self._last_seq is not None and frame.seq <= self._last_seq:
+                self.reset()  # a restarted or rewound stream
+            detections = None
+            if self._needs_detection(frame.seq):
+                if i not in ready:
+                    planned = self._plan(frames, i)
+                    found = self.detector.detect([frames[j] for j in planned])
+                    ready.update(zip(planned, found, strict=True))
+                detections = ready.pop(i)
+            out.append(self._step(frame, detections))
+        return out
+
+    def _needs_detection(self, seq: int) -> bool:
+        last = self._last_detect
+        return last is None or seq - last >= self.detect_every or self._unsure()
+
+    def _plan(self, frames: Sequence[FrameContext], i: int) -> list[int]:
+        """Frame ``i`` and, while tracking steadily, the later frames of the batch that the
+        detection schedule makes due (assuming the detector keeps finding every track)."""
+        planned = [i]
+        if self._unsure():
+            return planned
+        last = prev = frames[i].seq
+        for j in range(i + 1, len(frames)):
+            seq = frames[j].seq
+            if seq <= prev:  # rewound: the schedule starts over
+                break
+            if seq - last >= self.detect_every:
+                planned.append(j)
+                last = seq
+            prev = seq
+        return planned
+
+    def _unsure(self) -> bool:
+        """Whether the next frame needs the detector whatever the schedule: nothing is
+        tracked, the detector just missed a track, or (without a landmarker) a track has no
+        velocity yet (one measurement only)."""
+        tracks = self._tracks
+        if not tracks or any(t.missed for t in tracks):
+            return True
+        return self.landmarker is None and any(t.measurements < 2 for t in tracks)
+
+    def _step(self, frame: FrameContext, detections: list[Face] | None) -> list[Face]:
+        """Move every track to this frame (after matching ``detections`` when given)."""
+        seq = frame.seq
+        self._last_seq = seq
+        if detections is not None:
+            self._last_detect = seq
+            self._associate(detections, seq)
+        if self.landmarker is not None:
+            moved = self._refit(frame, self.landmarker)
+        else:
+            moved = [self._predict(track, seq) for track in self._tracks]
+        h, w = frame.image.shape[:2]
+        kept: list[_Track] = []
+        for track, face in zip(self._tracks, moved, strict=True):
+            if face.width < self.min_face or inside_fraction(face.bbox, w, h) < self.min_inside:
+                log.debug("track %d ended: face left the frame", track.track_id)
+                continue
+            if self.landmarker is not None or track.start is not None:  # a measurement
+                if not track.new and (track.start is None or self.landmarker is None):
+                    gap = max(seq - track.measured_seq, 1)
+                    step = (_anchor(face) - _anchor(track.measured)) / np.float32(gap)
+                    track.velocity = (0.7 * step + 0.3 * track.velocity).astype(np.float32)
+                track.measured, track.measured_seq = face, seq
+                track.measurements += 1
+            track.face, track.start, track.new = face, None, False
+            kept.append(track)
+        self._tracks = self._dedupe(kept)
+        faces = [self._output(track, frame.t_s) for track in self._tracks]
+        faces.sort(key=lambda f: f.area, reverse=True)
+        return faces
+
+    def _face_box(self, face: Face) -> FloatArray:
+        """The landmarker's box around the face's landmarks when it has them, else its box."""
+        if self.landmarker is not None and face.landmarks is not None:
+            return self.landmarker.box_for(face.landmarks)
+        return face.bbox
+
+    def _shift(self, track: _Track, seq: int) -> FloatArray:
+        """How far the track moved since its last measurement, by its velocity."""
+        return track.velocity * np.float32(max(seq - track.measured_seq, 0))
+
+    def _box(self, track: _Track, seq: int) -> FloatArray:
+        """The box of the track's last measurement moved to frame ``seq``."""
+        return self._face_box(track.measured) + np.tile(self._shift(track, seq), 2)
+
+    def _refit(self, frame: FrameContext, landmarker: RefitLandmarker) -> list[Face]:
+        """Every track's landmarks fitted in this frame (one landmarker call), in the box of
+        its new detection or the box its last landmarks predict; the face's box is then the
+        landmarker's box around the new points."""
+        seeds = [
+            track.start
+            if track.start is not None
+            else dataclasses.replace(track.measured, bbox=self._box(track, frame.seq))
+            for track in self._tracks
+        ]
+        works = landmarker.fit([frame], [FaceWork(0, frame.seq, face) for face in seeds])
+        faces = []
+        for work in works:
+            if work.face.landmarks is None:
+                raise ValueError("the tracker's landmarker returned no landmarks")
+            faces.append(
+                dataclasses.replace(work.face, bbox=landmarker.box_for(work.face.landmarks))
+            )
+        return faces
+
+    def _predict(self, track: _Track, seq: int) -> Face:
+        """The track's face in frame ``seq``: its new detection, else its last measurement
+        moved by its velocity."""
+        if track.start is not None:
+            return track.start
+        shift = self._shift(track, seq)
+        face = track.measured
+        return dataclasses.replace(face, bbox=face.bbox + np.tile(shift, 2), kps=face.kps + shift)
+
+    def _associate(self, detections: list[Face], seq: int) -> None:
+        boxes = [self._box(t, seq) for t in self._tracks]
+        matches = greedy_match(boxes, [d.bbox for d in detections], self.min_iou)
+        matched_t = {ti for ti, _, _ in matches}
+        matched_d = {di for _, di, _ in matches}
+        for ti, di, overlap in matches:
+            track = self._tracks[ti]
+            track.missed = 0
+            det = detections[di]
+            # without a landmarker the detection is the new measurement; with one, restart
+            # from it only when the landmarks drifted off the face
+            if self.landmarker is None or overlap < 0.5:
+                track.start = det
+            else:
+                track.measured = dataclasses.replace(track.measured, score=det.score)
+        survivors = []
+        for ti, track in enumerate(self._tracks):
+            if ti not in matched_t:
+                track.missed += 1
+                if track.missed >= self.max_missed:
+                    log.debug("track %d ended: not detected", track.track_id)
+                    continue
+            survivors.append(track)
+        for di, det in enumerate(detections):
+            if di in matched_d or det.score < self.detector.start_score:
+                continue  # matched, or too weak to be a face on its own
+            filt = OneEuroFilter(self._min_cutoff(), self._beta())
+            survivors.append(_Track(self._next_id, det, det, seq, start=det, filter=filt))
+            self._next_id += 1
+        self._tracks = survivors
+
+    def _dedupe(self, tracks: list[_Track]) -> list[_Track]:
+        """Two tracks that converged on one face: keep the older id."""
+        out: list[_Track] = []
+        for track in sorted(tracks, key=lambda t: t.track_id):
+            box = self._face_box(track.face)
+            if all(iou(box, self._face_box(o.face)) < 0.6 for o in out):
+                out.append(track)
+        return out
+
+    def _min_cutoff(self) -> float:
+        return self.min_cutoff / self.smoothing if self.smoothing > 0 else 1e6
+
+    def _beta(self) -> float:
+        return self.beta / self.smoothing if self.smoothing > 0 else 0.0
+
+    def _output(self, track: _Track, t_s: float) -> Face:
+        """The track's face for output, smoothed: its landmarks and keypoints (the box is
+        the landmarker's box around the smoothed landmarks), or its keypoints and box."""
+        face = dataclasses.replace(track.face, track_id=track.track_id)
+        if self.smoothing <= 0:
+            return face
+        box = self._face_box(track.face)
+        scale = float(box[2] - box[0])
+        lm = face.landmarks
+        if lm is not None and self.landmarker is not None:
+            s = track.filter(np.concatenate([lm, face.kps]), t_s, scale=scale)
+            n = len(lm)
+            return dataclasses.replace(
+                face, bbox=self.landmarker.box_for(s[:n]), kps=s[n:], landmarks=s[:n]
+            )
+        s = track.filter(np.concatenate([face.kps, face.bbox.reshape(2, 2)]), t_s, scale=scale)
+        return dataclasses.replace(face, kps=s[:5], bbox=s[5:].reshape(4))

@@ -1,0 +1,1 @@
+"""Model files: the manifest, where files are, and verified downloads."""

@@ -1,0 +1,1 @@
+"""File sinks: video recordings with their sound, and stills."""

@@ -1,0 +1,1 @@
+"""Generated sources: a moving test pattern, portraits as a scene, latency stamps."""

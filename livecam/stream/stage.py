@@ -1,0 +1,97 @@
+"""The Stage protocol: one step of the per-batch processing run by the inference thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from livecam.face.parts import Providers
+from livecam.telemetry.hub import Telemetry
+from livecam.types import Event, FramePacket
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """A processing step. ``process`` gets every packet of one batch, in order, and returns
+    them (same length, same order). A stage never writes into an incoming ``packet.frame``
+    array: it sets ``packet.frame`` to a new array (copy first, then draw on the copy), so
+    the runner can hand the untouched camera frame on when a required stage fails.
+
+    A stage that runs models also has ``providers`` (``parts.Providers``: requested and
+    really used), and may have ``warnings`` (texts about its inputs); the app reports both.
+
+    ``required``: when a required stage raises, the batch's camera frames pass through
+    untouched (later stages are skipped); an optional stage that raises is bypassed.
+    """
+
+    name: str
+    required: bool
+
+    def warmup(self, width: int, height: int) -> None:
+        """Load models and run once on a dummy frame of this size (first-frame latency)."""
+
+    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+        """Process one batch of packets and return them in the same order."""
+
+    def close(self) -> None:
+        """Release models and buffers."""
+
+
+@runtime_checkable
+class PreparingStage(Stage, Protocol):
+    """A stage whose ``process`` starts with work that only reads the camera frames
+    (finding and tracking faces). ``prepare`` does that part and keeps what it found on the
+    packets (``packet.analysis[name]``); ``process`` does the rest (and the whole when the
+    batch was not prepared). The runner calls ``prepare`` before ``process``, with overlap
+    on another thread while ``process`` runs on the previous batch: the two halves must not
+    share state that one of them changes.
+    """
+
+    prepare_name: str  # its time's name in the stats (e.g. "track")
+
+    def prepare(self, batch: list[FramePacket]) -> None:
+        """Analyse the batch's camera frames and keep the findings on its packets."""
+
+
+@dataclass(frozen=True)
+class PrepareFailed:
+    """What ``prepare`` raised, kept on a packet for ``process`` to raise."""
+
+    error: Exception
+
+
+def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
+    """Each packet's ``analysis[name]``, taken off it; None unless every packet has one.
+    Raises the error of a failed ``prepare`` (``PrepareFailed``)."""
+    found = [p.analysis.pop(name, None) for p in batch]
+    for item in found:
+        if isinstance(item, PrepareFailed):
+            raise item.error
+    return found if all(item is not None for item in found) else None
+
+
+def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
+    """Tell telemetry about newly built stages: which compute provider each model-running
+    stage asked for and really uses (its ``providers``), and what it warns about (its
+    ``warnings``, e.g. a small or blurry source face), as warning events."""
+    for stage in stages:
+        providers: Providers | None = getattr(stage, "providers", None)
+        if providers is not None:
+            telemetry.set_provider(
+                stage.name,
+                ",".join(providers.requested),
+                ",".join(providers.used),
+                providers.reason,
+            )
+        for text in getattr(stage, "warnings", ()):
+            telemetry.event(Event("warning", f"stage {stage.name}", text))
+
+
+def uses_accelerator(stages: list[Stage]) -> bool:
+    """Whether a model of ``stages`` really runs on something other than the CPU."""
+    return any(
+        name != "cpu"
+        for stage in stages
+        if (providers := getattr(stage, "providers", None)) is not None
+        for name in providers.used
+    )

@@ -1,0 +1,1 @@
+"""Telemetry: frame rates, per-stage timings, latency, drops, memory and GPU readings."""

@@ -1,0 +1,385 @@
+"""Bad input at the command line: a one-line error naming what was wrong and the fix, a
+non-zero exit, never a traceback; Ctrl-C and SIGTERM at any moment exit 130 / 143.
+
+The table runs ``livecam.cli.main.main`` in process; signals are sent to child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cli_output import one_line_error
+from recording_backend import RecordingStore
+
+from livecam.app import App
+from livecam.cli.main import main
+from livecam.cli.signals import StopSignal
+from livecam.config.schema import Config
+from livecam.sinks import make_sink
+from livecam.types import FramePacket
+
+REPO = Path(__file__).resolve().parents[2]
+FACE = REPO / "assets" / "grace_hopper.jpg"
+LONG_NAME = "a" * 300  # longer than any file name the system allows (255)
+#: a short, quiet run; a case's own options replace these
+BASE = {"--source": "synthetic", "--size": "160x120", "--sink": "null", "--frames": "3"}
+SMALL = [*(x for item in BASE.items() for x in item), "-q"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A malformed command line: ``args(tmp)`` builds it; the error line must contain every
+    one of ``says``."""
+
+    name: str
+    args: Callable[[Path], list[str]]
+    says: tuple[str, ...]
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def config(tmp: Path, text: str) -> list[str]:
+    return ["--config", str(write(tmp / "c.toml", text.encode()))]
+
+
+CASES = [
+    # config files that are not config files
+    Case("config is a folder", lambda t: ["--config", str(t)], ("is a folder",)),
+    Case(
+        "config is binary",
+        lambda t: ["--config", str(write(t / "b.toml", bytes(range(256)) * 8))],
+        ("binary file",),
+    ),
+    Case(
+        "config is not UTF-8",
+        lambda t: ["--config", str(write(t / "l.toml", b'[source]\nspec = "caf\xe9"\n'))],
+        ("not UTF-8", "0xe9"),
+    ),
+    Case(
+        "config with a BOM and a bad value",
+        lambda t: ["--config", str(write(t / "bom.toml", b"\xef\xbb\xbf[source]\nfps = 0\n"))],
+        ("bom.toml", "'source.fps'", "0"),
+    ),
+    Case("config is /dev/zero", lambda t: ["--config", "/dev/zero"], ("not a regular file",)),
+    Case("config is missing", lambda t: ["--config", str(t / "nope.toml")], ("does not exist",)),
+    Case("config is not TOML", lambda t: config(t, "[source\nfps = 3"), ("not valid TOML",)),
+    Case("config name too long", lambda t: ["--config", LONG_NAME], ("File name too long",)),
+    # config values: the error names the field
+    Case("config fps 0", lambda t: config(t, "[source]\nfps = 0\n"), ("'source.fps'", "1 to 240")),
+    Case(
+        "config reopen 1e10",
+        lambda t: config(t, "[source]\nreopen_interval_s = 1e10\n"),
+        ("'source.reopen_interval_s'", "0.05 to 60"),
+    ),
+    Case(
+        "config status 1e10",
+        lambda t: config(t, "[run]\nstatus_interval_s = 1e10\n"),
+        ("'run.status_interval_s'", "0.1 to 3600"),
+    ),
+    Case(
+        "config unknown field",
+        lambda t: config(t, "[source]\nfsp = 30\n"),
+        ("unknown config field", "'fsp'"),
+    ),
+    # options: the error names the option as typed
+    Case("fps 0", lambda t: ["--fps", "0"], ("--fps 0 is invalid", "1 to 240")),
+    Case("fps 1e-300", lambda t: ["--fps", "1e-300"], ("--fps 1e-300 is invalid",)),
+    Case("fps nan", lambda t: ["--fps", "nan"], ("--fps nan is invalid",)),
+    Case("output fps 1e-10", lambda t: ["--output-fps", "1e-10"], ("--output-fps 1e-10",)),
+    Case("odd size", lambda t: ["--size", "1281x720"], ("--size 1281x720 is invalid", "even")),
+    Case("size text", lambda t: ["--size", "big"], ("argument --size", "1280x720")),
+    Case("frames 0", lambda t: ["--frames", "0"], ("--frames 0 is invalid",)),
+    Case("frames 1e10", lambda t: ["--frames", "10000000000"], ("--frames", "1000000000")),
+    Case("fps word", lambda t: ["--fps", "fast"], ("argument --fps", "'fast'")),
+    Case(
+        "unknown option",
+        lambda t: ["--fsp", "30"],
+        ("unrecognized arguments: --fsp", "see `livecam run --help`"),
+    ),
+    Case(
+        "neural preset, licences not accepted",
+        lambda t: ["--face", str(FACE), "--preset", "standard"],
+        ("licence not accepted for scrfd-10g", "non-commercial", "--accept-licence"),
+    ),
+    # options that would be ignored
+    Case(
+        "reference without select",
+        lambda t: ["--face", str(FACE), "--reference", str(FACE)],
+        ("--reference applies only with --select reference",),
+    ),
+    Case(
+        "select reference without the photo",
+        lambda t: ["--face", str(FACE), "--select", "reference"],
+        ("the reference photo",),
+    ),
+    Case("stamp on a camera", lambda t: ["--source", "camera:0", "--stamp"], ("--stamp",)),
+    Case(
+        "face motion on a file",
+        lambda t: ["--source", str(FACE), "--face-motion", str(FACE)],
+        ("--face-motion applies only with --source synthetic",),
+    ),
+    Case("yunet without facebox", lambda t: ["--yunet", "x.onnx"], ("--stage facebox",)),
+    Case(
+        "overlap without a swap",
+        lambda t: ["--overlap"],
+        ("--overlap applies only with the swap stage",),
+    ),
+    Case(
+        "config overlap not a bool",
+        lambda t: config(t, '[pipeline]\noverlap = "yes"\n'),
+        ("'pipeline.overlap'", "true or false (or leave the field out)"),
+    ),
+    Case(
+        "face on passthrough",
+        lambda t: ["--face", str(FACE), "--stage", "passthrough"],
+        ("--face",),
+    ),
+    # files that are not what they should be
+    Case("face is a folder", lambda t: ["--face", str(t)], ("--face", "is a folder")),
+    Case("face is /dev/zero", lambda t: ["--face", "/dev/zero"], ("not a regular file",)),
+    Case("face name too long", lambda t: ["--face", LONG_NAME], ("File name too long",)),
+    Case("face is missing", lambda t: ["--face", str(t / "me.jpg")], ("does not exist",)),
+    Case(
+        "face is not an image",
+        lambda t: ["--face", str(write(t / "me.jpg", b"not a jpeg"))],
+        ("me.jpg",),
+    ),
+    Case(
+        "reference is a folder",
+        lambda t: ["--face", str(FACE), "--select", "reference", "--reference", str(t)],
+        ("the reference photo", "is a folder"),
+    ),
+    Case("source name too long", lambda t: ["--source", LONG_NAME], (f"source '{LONG_NAME}'",)),
+    Case("source is a folder", lambda t: ["--source", str(t)], ("not a regular file",)),
+    Case(
+        "yunet is garbage",
+        lambda t: ["--stage", "facebox", "--yunet", str(write(t / "y.onnx", b"\x08garbage"))],
+        ("y.onnx",),
+    ),
+    Case(
+        "save config into a missing folder",
+        lambda t: ["--save-config", str(t / "no" / "c.toml")],
+        ("does not exist",),
+    ),
+    Case("unknown sink", lambda t: ["--sink", "nowhere.xyz"], ("nowhere.xyz",)),
+    Case(
+        "stats into a file's 'folder'",
+        lambda t: ["--stats-json", "/dev/null/s.json"],
+        ("--stats-json", "not a folder"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_malformed_input_is_a_one_line_error(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = case.args(tmp_path)
+    base = [x for option, value in BASE.items() if option not in args for x in (option, value)]
+    code = main(["run", *base, "-q", *args])
+    out, err = capsys.readouterr()
+    line = one_line_error(err)
+    assert code == 2, err
+    for text in case.says:
+        assert text in line, line
+    assert not [t for t in threading.enumerate() if t.name.startswith("livecam-")]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--frames", "0"], "--frames 0 is invalid"),
+        (["--frames", "-3"], "--frames -3 is invalid"),
+        (["--output", "{tmp}"], "is not the name of a video file"),
+        (["--output", "notes.txt"], "--output notes.txt is not the name of a video file"),
+    ],
+)
+def test_bad_demo_options_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    argv = ["demo", "--no-window", *(a.replace("{tmp}", str(tmp_path)) for a in args)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert says in one_line_error(err) and out == "", "nothing announced, nothing run"
+
+
+def test_a_wrong_model_for_yunet_is_named(
+    testdata: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another real ONNX model (a landmarker) loads in OpenCV, then fails on its first
+    frame: still one line, naming the file and the model to use."""
+    model = testdata / "models" / "face_landmark.onnx"
+    assert main(["run", *SMALL, "--stage", "facebox", "--yunet", str(model)]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert "face_landmark.onnx is not a YuNet 2023mar face detector" in line
+
+
+def test_a_config_error_names_the_field_and_an_option_error_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = write(tmp_path / "c.toml", b"[source]\nfps = 300\n")
+    assert main(["run", "--config", str(toml)]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert "'source.fps'" in line and "--fps" not in line and "c.toml" in line
+    assert main(["run", "--fps", "300"]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert line.startswith("error: --fps 300 is invalid\n") and "source.fps" not in line
+
+
+def test_a_config_field_that_would_be_ignored_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    toml = write(tmp_path / "c.toml", b'[source]\nstamp = true\nspec = "synthetic"\n')
+    args = ["run", "--config", str(toml), "--size", "160x120", "--sink", "null", "-q"]
+    assert main([*args, "--frames", "3"]) == 0
+    assert "ignored" not in caplog.text  # stamp applies to the synthetic source
+    assert main([*args, "--frames", "3", "--source", str(FACE)]) == 0
+    assert "config field 'source.stamp' is ignored" in caplog.text
+    assert "source.spec = 'synthetic'" in caplog.text
+
+
+def test_auto_with_no_virtual_camera_and_no_display_does_not_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    code = main(["run", *SMALL[:4], "--sink", "auto", "--vcam-backend", "no-such-backend"])
+    line = one_line_error(capsys.readouterr().err)
+    assert code == 2
+    assert "no virtual camera" in line and "no preview window" in line
+
+
+def test_an_interrupted_start_closes_what_it_opened(vcam: RecordingStore) -> None:
+    """Ctrl-C while a stage warms up (sinks already open): the virtual camera is closed,
+    the stage too, and no thread is left."""
+
+    class SlowStage:
+        name, required, closed = "slow", True, False
+
+        def warmup(self, width: int, height: int) -> None:
+            raise StopSignal(signal.SIGINT)  # what the CLI's handler raises
+
+        def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+            return batch
+
+        def close(self) -> None:
+            self.closed = True
+
+    cfg = Config.from_dict(
+        {
+            "source": {"spec": "synthetic", "size": [160, 120]},
+            "output": {"sinks": ["virtualcam"], "virtualcam_backend": vcam.name},
+        }
+    )
+    stage = SlowStage()
+    app = App(cfg, stages=[stage], sinks=[make_sink("virtualcam", cfg.output)])
+    with pytest.raises(StopSignal):
+        app.start()
+    assert len(vcam.opened) == 1 and vcam.closed == 1, "the opened virtual camera is closed"
+    assert stage.closed
+    assert not [t for t in threading.enumerate() if t.name.startswith("livecam-")]
+
+
+# ------------------------------------------------------------ signals (child processes)
+
+
+def start(args: list[str], tmp: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "LIVECAM_CACHE_DIR": str(tmp / "cache")}
+    env.pop("DISPLAY", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "livecam", "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_for_line(proc: subprocess.Popen[str], text: str) -> list[str]:
+    """Read stderr lines until one contains ``text``; the lines read."""
+    assert proc.stderr is not None
+    lines = []
+    while True:
+        line = proc.stderr.readline()
+        assert line, f"the process ended before {text!r}: {''.join(lines)}"
+        lines.append(line)
+        if text in line:
+            return lines
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a SIGTERM handler (LiveCam's entry point installs one
+    before it imports anything heavy)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(status.split("SigCgt:")[1].split()[0], 16)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_modules_load_exits_cleanly(tmp_path: Path, signum: int) -> None:
+    """The very first moment LiveCam's own code runs (numpy, OpenCV, Qt not imported yet)."""
+    proc = start(SMALL, tmp_path)
+    try:
+        while proc.poll() is None and not catches_sigterm(proc.pid):
+            time.sleep(0.001)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err and "frames in" not in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_start_up_stops_and_leaves_nothing(
+    tmp_path: Path, testdata: Path, signum: int
+) -> None:
+    """While the source photo is analysed (a fresh cache: a group photo takes a second):
+    the process stops at once with 130 / 143, writes no recording, no temporary file and
+    no stats."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    photo = testdata / "faces" / "group_solvay_conference_1927.png"
+    args = [
+        *("--source", "synthetic", "--size", "320x240", "--face", str(photo)),
+        *("--face-index", "0", "--sink", str(out_dir / "rec.mp4")),
+        *("--stats-json", str(out_dir / "stats.json")),
+    ]
+    proc = start(args, tmp_path)
+    try:
+        wait_for_line(proc, "starting:")
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert "running" not in err and "frames in" not in out, "it stopped while starting"
+    assert list(out_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_running_stops_with_the_summary(tmp_path: Path, signum: int) -> None:
+    proc = start(["--source", "synthetic", "--size", "160x120", "--sink", "null"], tmp_path)
+    try:
+        wait_for_line(proc, "running")
+        time.sleep(0.5)  # a moment of streaming
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err and "frames in" in out

@@ -1,0 +1,148 @@
+"""The preset table: rows, the models each needs, how ``auto`` resolves, and parts built
+from real model files (or one clear error naming every missing file)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from livecam.config.schema import Preset, SwapConfig
+from livecam.errors import ConfigError, ModelError
+from livecam.face.detect.yunet import YuNetDetector
+from livecam.face.dlib_files import DlibModels
+from livecam.face.identity.onnx import OnnxRecognizer
+from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
+from livecam.face.landmarks.onnx import Pfld68Landmarker
+from livecam.face.paste.blenders import RoiBlender
+from livecam.face.presets import (
+    AUTO_ORDER,
+    PHOTO_SIDES,
+    PRESETS,
+    YUNET_START_SCORE,
+    build_parts,
+    photo_analyzer,
+    preset_model_names,
+    preset_names,
+    resolve_preset,
+)
+from livecam.face.swap.classic import ClassicSwapper
+from livecam.models.manifest import load_manifest
+from livecam.models.store import ModelStore
+
+
+def test_every_config_preset_is_in_the_table() -> None:
+    assert set(preset_names()) == set(get_args(Preset))
+    assert preset_names()[0] == "auto" and set(AUTO_ORDER) == set(PRESETS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PRESETS["offline"].swapper = "other"  # type: ignore[misc]
+
+
+def test_offline_needs_no_model_file_and_auto_falls_back_to_it(tmp_path: Path) -> None:
+    empty = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    assert resolve_preset("offline") is PRESETS["offline"]
+    assert resolve_preset("auto", empty) is PRESETS["offline"]
+    assert PRESETS["offline"].needs_download == "no" and PRESETS["offline"].model_names() == []
+    assert PRESETS["offline"].parts_for() == {
+        "detector": "yunet-2023mar",
+        "landmarker": "dlib-shape68",
+        "recognizer": "dlib-resnet128",
+        "swapper": "classic-mesh",
+    }
+
+
+def test_the_lite_preset_is_served_by_the_testdata_models(testdata: Path, tmp_path: Path) -> None:
+    store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
+    assert preset_model_names("lite") == ["slim-68", "mobilefacenet"]
+    assert resolve_preset("auto", store) is PRESETS["lite"]  # standard/quality are missing
+    parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
+    try:
+        assert isinstance(parts.detector, YuNetDetector)
+        assert isinstance(parts.landmarker, Pfld68Landmarker)
+        assert isinstance(parts.recognizer, OnnxRecognizer) and parts.recognizer.dim == 128
+        assert isinstance(parts.swapper, ClassicSwapper)
+        assert isinstance(parts.blender, RoiBlender)
+        assert parts.providers().used == ("cpu",)
+        # the recognizer's id names the file's sha256: the source-face cache keys on it
+        assert "f055d9c9a4d8" in parts.recognizer.model_id
+    finally:
+        parts.close()
+
+
+@pytest.mark.parametrize("name", ["standard", "quality"])
+def test_missing_models_are_one_error_naming_each_file_url_and_folder(
+    name: str, tmp_path: Path
+) -> None:
+    # every mirror is a closed port on this machine: the download fails at once
+    manifest = {
+        key: dataclasses.replace(entry, urls=("http://127.0.0.1:9/" + entry.file,))
+        for key, entry in load_manifest().items()
+    }
+    store = ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    row = PRESETS[name]
+    with pytest.raises(ModelError) as info:
+        build_parts(row, SwapConfig(accept_licence=True), DlibModels(), store)
+    text = info.value.message + " " + (info.value.hint or "")
+    for model in row.model_names():
+        entry = manifest[model]
+        assert entry.file in text and entry.urls[0] in text
+    assert str(tmp_path / "models") in text
+
+
+def test_unaccepted_licences_stop_the_build_before_any_download(tmp_path: Path) -> None:
+    store = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    with pytest.raises(ModelError, match="--accept-licence"):
+        build_parts(PRESETS["standard"], SwapConfig(), DlibModels(), store)
+    assert not list(tmp_path.rglob("*.onnx*"))
+
+
+def test_config_choices_change_the_models_a_preset_needs() -> None:
+    standard = PRESETS["standard"]
+    assert standard.model_names() == ["scrfd-10g", "arcface-w600k-r50", "inswapper-128-fp16"]
+    mouth = SwapConfig(mouth_mask=60, enhancer="codeformer", swapper="hyperswap-1b-256")
+    assert standard.model_names(mouth) == [
+        "scrfd-10g",
+        "2d106det",  # the mouth mask needs lip landmarks
+        "arcface-w600k-r50",
+        "hyperswap-1b-256",
+        "codeformer",
+    ]
+    own = SwapConfig(swapper_model="my_swapper.onnx", masks=("box", "region"))
+    assert standard.model_names(own) == ["scrfd-10g", "arcface-w600k-r50", "bisenet-resnet34"]
+    assert PRESETS["quality"].model_names(SwapConfig(enhancer="none")) == [
+        "scrfd-10g",
+        "2d106det",
+        "arcface-w600k-r50",
+        "hyperswap-1a-256",
+    ]
+
+
+def test_unknown_preset_names_the_choices() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_preset("ultra")
+    assert "'ultra'" in info.value.message
+    assert all(name in info.value.hint for name in preset_names())
+
+
+def test_offline_parts_and_the_photo_analyzer_made_of_them() -> None:
+    parts = build_parts(
+        PRESETS["offline"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
+    )
+    live, photo = parts.detector, parts.photo_detector
+    assert isinstance(live, YuNetDetector) and isinstance(photo, YuNetDetector)
+    assert (live.max_sides, photo.max_sides) == ((480,), PHOTO_SIDES)
+    assert live.start_score == photo.start_score == YUNET_START_SCORE > live.score_threshold
+    assert "box=Dlib68Landmarker.box_for_kps" in live.model_id
+    assert isinstance(parts.landmarker, Dlib68Landmarker)
+    assert isinstance(parts.swapper, ClassicSwapper)
+    assert isinstance(parts.blender, RoiBlender) and parts.blender.mode == "seamless"
+    assert parts.enhancer is None and parts.masker is None
+    assert len(parts.all()) == 6  # detector, photo detector, landmarker, recognizer, ...
+    analyzer = photo_analyzer(parts)
+    assert analyzer.detector is parts.photo_detector
+    assert analyzer.landmarker is parts.landmarker and analyzer.recognizer is parts.recognizer
+    assert analyzer.model_id == "+".join(
+        [parts.photo_detector.model_id, parts.landmarker.model_id, parts.recognizer.model_id]
+    )

@@ -1,0 +1,310 @@
+"""The swap stage composed from the preset table, and `livecam run --face`, on real faces
+(offline preset, no downloads)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from recording_backend import RecordingStore
+from scenes import (
+    Portrait,
+    background,
+    compose,
+    landmark_error,
+    load_portraits,
+    match,
+    swapped_share,
+)
+
+from livecam.app import App
+from livecam.cli.main import main as cli_main
+from livecam.config.schema import Config, SourceConfig, SwapConfig
+from livecam.errors import ConfigError, FaceSourceError, ModelError
+from livecam.face.dlib_files import DlibModels
+from livecam.face.identity.dlib_descriptor import embedding_distance
+from livecam.face.parts import Providers
+from livecam.face.source.analysis import offline_analyzer
+from livecam.face.source.photo import SourceFaceCache
+from livecam.face.swap_stage import FaceSwapStage
+from livecam.face.swap_stage import build_swap_stage as build
+from livecam.sources.image import load_image_bgr, make_even
+from livecam.sources.synthetic.pattern import SyntheticSource
+from livecam.stream.stage import Stage
+from livecam.types import FramePacket
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+
+
+@pytest.fixture(scope="module")
+def faces() -> SourceFaceCache:
+    """One source-face cache for the module, as the app keeps one for all its builds."""
+    return SourceFaceCache(None)
+
+
+@pytest.fixture(scope="module")
+def models() -> DlibModels:
+    """The dlib models loaded once for the module, as the app loads them once."""
+    return DlibModels()
+
+
+@pytest.fixture
+def build_swap_stage(faces: SourceFaceCache, models: DlibModels):
+    """The builder with the shared cache and models, as the app calls it."""
+
+    def make(cfg: SwapConfig) -> FaceSwapStage:
+        return build(cfg, faces, models)
+
+    return make
+
+
+def faces_dir(testdata: Path) -> Path:
+    return testdata / "faces"
+
+
+def test_live_swap_moves_identity_toward_the_source(testdata: Path, vcam: RecordingStore) -> None:
+    source = faces_dir(testdata) / "biden_official_portrait.jpg"
+    target = faces_dir(testdata) / "obama_official_portrait_2012.jpg"
+    cfg = Config.from_dict(
+        {
+            "source": {"spec": str(target), "fps": 30},
+            "buffer": {"lossless": True},
+            "output": {"sinks": ["virtualcam"], "virtualcam_backend": vcam.name},
+            "pipeline": {"stages": ["swap"]},
+            "swap": {"face": str(source)},
+            "run": {"frames": 6},
+        }
+    )
+    app = App(cfg)
+    app.start()
+    assert app.wait(30)
+    app.stop()
+    out = vcam.frames[-1].frame
+    analyzer = offline_analyzer(max_side=640)
+    src_face = analyzer.analyze(load_image_bgr(source), with_embedding=True)[0]
+    original = make_even(load_image_bgr(target))
+    assert out.shape == original.shape
+    before = analyzer.analyze(original, with_embedding=True)
+    after = analyzer.analyze(out, with_embedding=True)
+    assert len(before) == 1 and len(after) == 1
+    assert src_face.embedding is not None
+    d_before = embedding_distance(src_face.embedding, before[0].embedding)
+    d_after = embedding_distance(src_face.embedding, after[0].embedding)
+    assert d_after < d_before - 0.05, (d_before, d_after)
+    assert app.snapshot().stages_ms["swap"].p50 > 0
+
+
+def test_frame_without_a_face_passes_through_untouched(testdata: Path, build_swap_stage) -> None:
+    stage = build_swap_stage(
+        SwapConfig(face=str(faces_dir(testdata) / "astronaut_eileen_collins.png"))
+    )
+    stage.warmup(320, 240)
+    blank = np.full((240, 320, 3), 90, np.uint8)
+    packet = FramePacket(blank, seq=0, t_capture_ns=0)
+    stage.process([packet])
+    assert packet.frame is blank and packet.faces == []
+
+
+def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path, build_swap_stage) -> None:
+    two = load_image_bgr(faces_dir(testdata) / "obama_biden_two_people.jpg")
+    face = str(faces_dir(testdata) / "astronaut_eileen_collins.png")
+    changed = {}
+    for mode in ("all", "one"):
+        stage = build_swap_stage(SwapConfig(face=face, select=mode))  # type: ignore[arg-type]
+        stage.warmup(two.shape[1], two.shape[0])
+        packet = FramePacket(two, seq=0, t_capture_ns=0)
+        stage.process([packet])
+        assert len(packet.faces) == 2
+        diff = np.abs(packet.frame.astype(int) - two).sum(axis=2) > 0
+        changed[mode] = [
+            bool(
+                diff[int(f.bbox[1]) : int(f.bbox[3]), int(f.bbox[0]) : int(f.bbox[2])].mean() > 0.3
+            )
+            for f in packet.faces
+        ]
+    assert changed["all"] == [True, True]
+    assert changed["one"] == [True, False], "only the largest face is swapped"
+
+
+def test_reference_selection_swaps_only_the_matching_person(
+    testdata: Path, build_swap_stage
+) -> None:
+    two = load_image_bgr(faces_dir(testdata) / "obama_biden_two_people.jpg")
+    stage = build_swap_stage(
+        SwapConfig(
+            face=str(faces_dir(testdata) / "astronaut_eileen_collins.png"),
+            select="reference",
+            reference=str(faces_dir(testdata) / "obama_official_portrait_2012.jpg"),
+        )
+    )
+    stage.warmup(two.shape[1], two.shape[0])
+    packet = FramePacket(two, seq=0, t_capture_ns=0)
+    stage.process([packet])
+    diff = np.abs(packet.frame.astype(int) - two).sum(axis=2) > 0
+    obama, biden = sorted(packet.faces, key=lambda f: f.bbox[0])  # Obama stands on the left
+
+    def region(f):  # noqa: E306
+        return diff[int(f.bbox[1]) : int(f.bbox[3]), int(f.bbox[0]) : int(f.bbox[2])].mean()
+
+    assert region(obama) > 0.3 and region(biden) == 0
+
+
+def test_source_image_without_a_face_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blank = tmp_path / "wall.png"
+    cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
+    code = cli_main(["run", "--source", "synthetic", "--sink", "null", "--face", str(blank)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "wall.png" in err and "0 faces found" in err and "fix:" in err
+
+
+def test_source_image_with_several_faces_asks_for_an_index(
+    testdata: Path, build_swap_stage
+) -> None:
+    two = str(faces_dir(testdata) / "obama_biden_two_people.jpg")
+    with pytest.raises(FaceSourceError) as info:
+        build_swap_stage(SwapConfig(face=two))
+    text = str(info.value)
+    assert "2 faces found" in text and "--face-index" in text and "0:" in text and "1:" in text
+    stage = build_swap_stage(SwapConfig(face=two, face_index=1))
+    assert stage.source.face_index == 1
+    with pytest.raises(FaceSourceError, match="out of range"):
+        build_swap_stage(SwapConfig(face=two, face_index=2))
+
+
+def test_missing_face_and_unknown_preset_are_startup_errors(build_swap_stage) -> None:
+    with pytest.raises(ConfigError, match="--face"):
+        build_swap_stage(SwapConfig())
+    with pytest.raises(ModelError, match="--accept-licence"):  # before any download
+        build_swap_stage(SwapConfig(face="x.jpg", preset="standard"))
+
+
+@pytest.fixture(scope="module")
+def portraits(testdata: Path) -> list[Portrait]:
+    """The single-face test portraits with their landmarks (what the scenes are made of)."""
+    return load_portraits(faces_dir(testdata), offline_analyzer(1024, 1, with_encoder=False))
+
+
+@pytest.mark.parametrize("size", [(640, 480), (1280, 720), (1920, 1080)])
+def test_faces_at_8_percent_of_the_frame_width_are_swapped(
+    size: tuple[int, int], portraits: list[Portrait], build_swap_stage
+) -> None:
+    """Default options; each portrait alone on a fresh frame (the detector must find it),
+    its face 8 % of the width, in three places and tilts."""
+    assert len(portraits) == 8
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+    stage.warmup(*size)
+    backdrop = background(*size)
+    placements = [((0.3, 0.4), -6.0), ((0.5, 0.45), 0.0), ((0.7, 0.55), 6.0)]
+    for i, portrait in enumerate(portraits):
+        centre, angle = placements[i % 3]
+        scene = compose(portrait, backdrop, 0.08, centre, angle)
+        packet = FramePacket(scene.frame, seq=0, t_capture_ns=0)  # seq 0: a fresh tracker
+        stage.process([packet])
+        face = match(scene, packet.faces)
+        assert face is not None and face.landmarks is not None, portrait.name
+        assert landmark_error(scene, face.landmarks) < 0.06, portrait.name
+        assert swapped_share(scene, packet.frame) > 0.8, portrait.name
+
+
+def test_a_larger_detect_size_finds_smaller_faces(
+    portraits: list[Portrait], build_swap_stage
+) -> None:
+    """At 1920x1080 a face 3 % of the width (58 px) is below what the detector finds at
+    the default size (the frame shrunk 5x); at detect_size 960 (2x) it is found."""
+    scene = compose(portraits[0], background(1920, 1080), 0.03)
+    found = {}
+    for size in (400, 960):
+        stage = build_swap_stage(
+            SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), detect_size=size)
+        )
+        stage.warmup(1920, 1080)
+        packet = FramePacket(scene.frame, seq=0, t_capture_ns=0)
+        stage.process([packet])
+        found[size] = match(scene, packet.faces) is not None
+    assert found == {400: False, 960: True}
+
+
+def test_the_synthetic_face_clip_keeps_one_track_and_is_swapped_throughout(
+    build_swap_stage,
+) -> None:
+    """The synthetic source's 640x480 clip (the astronaut rotating by up to 6 deg, her face
+    ~85 px): 60 frames in order, one track, every frame swapped."""
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+    stage.warmup(640, 480)
+    frames = _clip(60)
+    for packet, frame in zip(_packets(frames), frames, strict=True):
+        stage.process([packet])
+        assert [f.track_id for f in packet.faces] == [1], f"frame {packet.seq}"
+        (face,) = packet.faces
+        x1, y1, x2, y2 = (int(v) for v in face.bbox)
+        changed = np.any(packet.frame[y1:y2, x1:x2] != frame[y1:y2, x1:x2], axis=2)
+        assert changed.mean() > 0.5, f"frame {packet.seq}"
+
+
+def _clip(n: int) -> list[np.ndarray]:
+    """The first ``n`` 640x480 frames of the synthetic face-motion source (a moving
+    astronaut)."""
+    src = SyntheticSource(
+        SourceConfig(spec="synthetic", size=(640, 480), face_motion=str(ASSETS / "astronaut.png"))
+    )
+    src.open()
+    frames = [src.render(i) for i in range(n)]
+    src.close()
+    return frames
+
+
+def _packets(frames: list[np.ndarray], fps: float = 30.0) -> list[FramePacket]:
+    return [FramePacket(f, seq=i, t_capture_ns=round(i * 1e9 / fps)) for i, f in enumerate(frames)]
+
+
+def test_a_lossless_batch_swaps_like_one_frame_at_a_time(build_swap_stage) -> None:
+    cfg = SwapConfig(face=str(ASSETS / "grace_hopper.jpg"))
+    frames = _clip(9)
+    one, batched = build_swap_stage(cfg), build_swap_stage(cfg)
+    for stage in (one, batched):
+        stage.warmup(640, 480)
+    singles = [one.process([p])[0] for p in _packets(frames)]
+    packets = _packets(frames)
+    for lo in range(0, 9, 3):
+        assert batched.process(packets[lo : lo + 3]) == packets[lo : lo + 3]
+    for i, (a, b) in enumerate(zip(singles, packets, strict=True)):
+        assert [f.track_id for f in a.faces] == [f.track_id for f in b.faces] == [1], i
+        assert a.frame is not frames[i] and np.array_equal(a.frame, b.frame), f"frame {i}"
+        assert np.abs(b.frame.astype(int) - frames[i]).sum(axis=2).astype(bool).mean() > 0.02
+
+
+def test_stage_follows_the_protocol_and_reports_its_providers(build_swap_stage) -> None:
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="auto"))
+    assert isinstance(stage, Stage) and stage.name == "swap" and stage.required
+    assert stage.preset == "offline"  # auto: the best preset this version can build
+    assert stage.providers == Providers(requested=("cpu",), used=("cpu",))
+    # the classic swapper warps pixels: its source photo is analysed without the descriptor
+    assert stage.source.face.landmarks is not None and stage.source.face.embedding is None
+    (frame,) = _clip(1)
+    stage.warmup(640, 480)
+    packet = FramePacket(frame, seq=0, t_capture_ns=0)
+    assert stage.process([packet])[0].frame is not frame and len(packet.faces) == 1
+    stage.close()
+
+
+def test_built_and_warmed_on_one_thread_used_on_another(build_swap_stage) -> None:
+    built: list[FaceSwapStage] = []
+
+    def loader() -> None:
+        stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")))
+        stage.warmup(640, 480)
+        built.append(stage)
+
+    thread = threading.Thread(target=loader)
+    thread.start()
+    thread.join(60)
+    (stage,) = built
+    packets = _packets(_clip(3))
+    stage.process(packets)
+    assert [len(p.faces) for p in packets] == [1, 1, 1]

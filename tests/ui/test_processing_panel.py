@@ -1,0 +1,185 @@
+"""The Processing panel on a real stream (synthetic source, offscreen Qt): a slider change
+reaches the running stream on release, a change while stopped is saved to config.toml, a
+provider fallback is shown with its reason, and a preset whose models are missing opens
+the download dialog (licence acceptance, download from a real HTTP server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from http_files import FileServer, serve
+from pytestqt.qtbot import QtBot
+
+from livecam.config.schema import Config
+from livecam.models.manifest import load_manifest
+from livecam.models.store import ModelStore
+from ui.model_download import ModelDownloadDialog
+from ui.panels.processing_panel import ProcessingPanel
+from ui.settings import UiSettings
+from ui.stream import StreamController
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
+    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path / "config"))
+    return UiSettings()
+
+
+def swap_config(**swap: object) -> Config:
+    return Config.from_dict(
+        {
+            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
+            "output": {"sinks": ["null"]},
+            "pipeline": {"stages": ["swap"]},
+            "swap": {"face": str(ASSETS / "grace_hopper.jpg"), **swap},
+        }
+    )
+
+
+def release_at(slider: object, value: int) -> None:
+    """Drag the slider to ``value`` and let go (as a mouse does)."""
+    slider.setSliderDown(True)  # type: ignore[attr-defined]
+    slider.setValue(value)  # type: ignore[attr-defined]
+    slider.setSliderDown(False)  # type: ignore[attr-defined]
+
+
+def test_slider_change_reaches_the_running_stream_on_release(
+    qtbot: QtBot, settings: UiSettings
+) -> None:
+    stream = StreamController(swap_config())
+    panel = ProcessingPanel(stream, settings)
+    qtbot.addWidget(panel)
+    stream.start()
+    try:
+        panel.mouth_mask.setSliderDown(True)
+        panel.mouth_mask.setValue(30)  # dragging: nothing applied yet
+        assert stream.config.swap.mouth_mask == 0
+        with qtbot.waitSignal(stream.applied, timeout=30000):
+            panel.mouth_mask.setValue(60)
+            panel.mouth_mask.setSliderDown(False)
+        assert stream.running and stream.config.swap.mouth_mask == 60
+        with qtbot.waitSignal(stream.applied, timeout=30000):
+            release_at(panel.opacity, 40)
+        assert stream.config.swap.opacity == 0.4
+        with qtbot.waitSignal(stream.applied, timeout=5000):
+            panel.swap_on.setChecked(False)  # the master switch
+        assert stream.controls is not None and not stream.controls.state.swap
+    finally:
+        stream.stop()
+    assert stream.config.swap.mouth_mask == 60  # kept for the next start
+
+
+def test_a_change_while_stopped_is_saved_to_config_toml(qtbot: QtBot, settings: UiSettings) -> None:
+    stream = StreamController(swap_config())
+    panel = ProcessingPanel(stream, settings)
+    qtbot.addWidget(panel)
+    release_at(panel.mouth_mask, 60)
+    panel.add_mapping(str(ASSETS / "grace_hopper.jpg"), str(ASSETS / "astronaut.png"))
+    panel.swap_on.setChecked(False)
+    saved = tomllib.loads(settings.config_path.read_text(encoding="utf-8"))
+    assert saved["swap"]["mouth_mask"] == 60
+    assert saved["swap"]["map"] == [f"{ASSETS / 'grace_hopper.jpg'}={ASSETS / 'astronaut.png'}"]
+    assert saved["pipeline"]["stages"] == ["passthrough"]
+    assert UiSettings().config.swap.mouth_mask == 60  # loads back
+    assert panel.mapping.count() == 1
+    panel.mapping.setCurrentRow(0)
+    panel.remove_selected_mapping()
+    assert UiSettings().config.swap.map == ()
+
+
+def test_provider_fallback_is_shown_with_its_reason(
+    qtbot: QtBot, settings: UiSettings, testdata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVECAM_MODELS_DIR", str(testdata / "models"))
+    stream = StreamController(swap_config(preset="lite", provider="cuda"))  # no GPU here
+    panel = ProcessingPanel(stream, settings)
+    qtbot.addWidget(panel)
+    assert "lite (ready)" in [panel.preset.itemText(i) for i in range(panel.preset.count())]
+    stream.start()
+    try:
+        qtbot.waitUntil(lambda: panel.provider_warning.text() != "", timeout=10000)
+        text = panel.provider_warning.text()
+        assert not panel.provider_warning.isHidden()
+        assert "cpu" in panel.provider_used.text().lower()
+    finally:
+        stream.stop()
+    assert "cuda" in text.lower() and "runs on cpu" in text.lower()
+    assert ": " in text.split("requested", 1)[1]  # the reason follows
+
+
+@pytest.fixture
+def server() -> Iterator[FileServer]:
+    with serve() as files:
+        yield files
+
+
+def local_store(
+    tmp_path: Path, testdata: Path, server: FileServer, bad: bool = False
+) -> ModelStore:
+    """The lite preset's downloads served by the local server; mobilefacenet given a
+    non-commercial licence so it must be accepted."""
+    manifest = dict(load_manifest())
+    for name in ("slim-68", "mobilefacenet"):
+        entry = manifest[name]
+        data = (testdata / "models" / entry.file).read_bytes()
+        url = server.add(f"/{entry.file}", data) if not bad else server.url("/missing.onnx")
+        manifest[name] = dataclasses.replace(entry, urls=(url,))
+    manifest["mobilefacenet"] = dataclasses.replace(
+        manifest["mobilefacenet"], commercial=False, licence="test non-commercial licence"
+    )
+    return ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+
+
+def test_missing_models_open_the_download_dialog_then_the_preset_applies(
+    qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
+) -> None:
+    store = local_store(tmp_path, testdata, server)
+    stream = StreamController(swap_config())
+    panel = ProcessingPanel(stream, settings, store=store)
+    qtbot.addWidget(panel)
+    panel.preset.setCurrentIndex(panel.preset.findData("lite"))
+    panel.preset.activated.emit(panel.preset.currentIndex())
+    dialog = panel.dialog
+    assert isinstance(dialog, ModelDownloadDialog)
+    listed = {dialog.table.item(i, 0).text() for i in range(dialog.table.rowCount())}
+    assert listed == {"slim-68", "mobilefacenet"}
+    assert "test non-commercial licence" in dialog.accept_box.text()
+    assert not dialog.download_button.isEnabled()  # the licence must be accepted first
+    assert stream.config.swap.preset == "offline"
+    dialog.accept_box.setChecked(True)
+    with qtbot.waitSignal(dialog.accepted, timeout=30000):
+        dialog.download_button.click()
+    assert dialog.progress.value() == 1000
+    assert store.licence_accepted(store.entry("mobilefacenet"))  # recorded by the store
+    assert (tmp_path / "models" / store.entry("slim-68").file).is_file()
+    assert stream.config.swap.preset == "lite"  # applied once the files were here
+    assert UiSettings().config.swap.preset == "lite"
+    assert "lite (ready)" in panel.preset.itemText(panel.preset.findData("lite"))
+
+
+def test_a_failed_download_says_why_and_changes_nothing(
+    qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
+) -> None:
+    store = local_store(tmp_path, testdata, server, bad=True)
+    stream = StreamController(swap_config())
+    panel = ProcessingPanel(stream, settings, store=store)
+    qtbot.addWidget(panel)
+    panel.preset.setCurrentIndex(panel.preset.findData("lite"))
+    panel.preset.activated.emit(panel.preset.currentIndex())
+    dialog = panel.dialog
+    assert dialog is not None
+    dialog.accept_box.setChecked(True)
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: dialog.error is not None, timeout=30000)
+    assert "404" in dialog.status.text() and "\n" not in dialog.status.text()
+    assert dialog.isVisible() and dialog.download_button.text() == "Retry"
+    with qtbot.waitSignal(dialog.rejected, timeout=5000):
+        dialog.cancel_button.click()
+    assert stream.config.swap.preset == "offline"
+    assert panel.preset.currentData() == "offline"
