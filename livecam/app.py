@@ -49,7 +49,8 @@ from livecam.stream.ring import RingBuffer
 from livecam.stream.stage import Stage, report_stages, uses_accelerator
 from livecam.stream.worker import Worker
 from livecam.telemetry.gpu import NvmlReader
-from livecam.telemetry.hub import Snapshot, Telemetry
+from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.snapshot import Snapshot
 from livecam.types import FramePacket
 
 log = logging.getLogger(__name__)

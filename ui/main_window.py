@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from livecam.config.schema import Config
 from livecam.errors import LivecamError, one_line
-from livecam.telemetry.hub import Snapshot, provider_label
+from livecam.telemetry.snapshot import Snapshot, provider_label
 from livecam.types import Event
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings

@@ -33,7 +33,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication, QWidget
 
 from livecam.sinks.preview import FrameHandoff, PreviewWindowSink
-from livecam.telemetry.hub import Snapshot
+from livecam.telemetry.snapshot import Snapshot
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import psutil
 from livecam.sinks.base import Sink
 from livecam.sources.synthetic.stamp import read_stamp
 from livecam.telemetry.gpu import NvmlReader
-from livecam.telemetry.hub import FrameReport
+from livecam.telemetry.snapshot import FrameReport
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)

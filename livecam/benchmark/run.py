@@ -30,7 +30,7 @@ from livecam.face.swap_stage import FaceSwapStage
 from livecam.models.store import ModelStore
 from livecam.sources.synthetic.multi_face import portrait_grid
 from livecam.sources.synthetic.pattern import SyntheticSource
-from livecam.telemetry.hub import Snapshot
+from livecam.telemetry.snapshot import Snapshot
 from livecam.types import Frame
 
 log = logging.getLogger(__name__)

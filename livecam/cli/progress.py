@@ -6,7 +6,7 @@ from typing import IO
 
 from tqdm import tqdm
 
-from livecam.telemetry.hub import Snapshot
+from livecam.telemetry.snapshot import Snapshot
 
 
 def frames_done(snapshot: Snapshot) -> int:

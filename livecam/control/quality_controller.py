@@ -37,7 +37,8 @@ from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
 from livecam.stream.worker import Worker
 from livecam.telemetry.gpu import NvmlReader
-from livecam.telemetry.hub import FrameReport, Telemetry
+from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.snapshot import FrameReport
 from livecam.types import Event
 
 log = logging.getLogger(__name__)

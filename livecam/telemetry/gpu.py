@@ -8,11 +8,17 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 log = logging.getLogger(__name__)
 
 VramScope = Literal["process", "device"]
+
+
+class GpuReader(Protocol):
+    """Anything that returns a GPU reading (a dataclass such as ``GpuSnapshot``) or None."""
+
+    def snapshot(self) -> Any | None: ...
 
 
 @dataclass(frozen=True)

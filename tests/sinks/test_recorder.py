@@ -24,7 +24,8 @@ from livecam.cli.options import config_from_args
 from livecam.config.schema import Config
 from livecam.errors import SinkError
 from livecam.sinks import ImageWriterSink, RecorderSink, make_sinks
-from livecam.telemetry.hub import FrameReport, Telemetry
+from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.snapshot import FrameReport
 from livecam.types import Event, FramePacket
 
 S = 1_000_000_000

@@ -15,7 +15,8 @@ from recording_backend import RecordingStore
 from livecam.app import App
 from livecam.config.schema import Config
 from livecam.telemetry.gpu import GpuSnapshot, NvmlReader, process_vram_mb
-from livecam.telemetry.hub import FrameReport, Telemetry
+from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.snapshot import FrameReport
 from livecam.types import Event, FramePacket, StageTiming
 
 

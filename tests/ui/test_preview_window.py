@@ -33,7 +33,9 @@ from livecam.sinks.preview import (
     window_problem,
 )
 from livecam.sources.image import load_image_bgr
-from livecam.telemetry.hub import Percentiles, Snapshot, Telemetry
+from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.meters import Percentiles
+from livecam.telemetry.snapshot import Snapshot
 from ui.preview_window import (
     INFO_MARGIN,
     PreviewWindow,

@@ -48,7 +48,7 @@ from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
 from livecam.face.presets import PRESETS, models_present, preset_names
 from livecam.models.store import ModelStore
-from livecam.telemetry.hub import Snapshot
+from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
 from ui.model_download import ModelDownloadDialog, models_to_get
 from ui.settings import UiSettings

@@ -12,7 +12,7 @@ import psutil
 import pyqtgraph as pg
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from livecam.telemetry.hub import Snapshot, vram_label
+from livecam.telemetry.snapshot import Snapshot, vram_label
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
