@@ -95,10 +95,21 @@ def run(
 
 
 def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
-    stage: FaceSwapStage, testdata: Path, models: dict[str, Path], tmp_path: Path
+    testdata: Path, models: dict[str, Path], tmp_path: Path
 ) -> None:
-    assert stage.reuse is not None or SwapReuse.supports(stage.parts.swapper)
+    # a stage of its own: the module's ``stage`` has its reuse replaced by ``run``
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
+    on = build_swap_stage(config(testdata, models), SourceFaceCache(tmp_path), DlibModels(), store)
+    try:
+        assert SwapReuse.supports(on.parts.swapper)  # the standard preset's inswapper
+        assert isinstance(on.reuse, SwapReuse)
+        defaults = SwapConfig()
+        assert (on.reuse.similarity, on.reuse.max_reuse) == (
+            defaults.reuse_similarity,
+            defaults.reuse_max,
+        )
+    finally:
+        on.close()
     off = build_swap_stage(
         config(testdata, models, reuse=False), SourceFaceCache(tmp_path), DlibModels(), store
     )
