@@ -30,7 +30,6 @@ from livecam.types import Face, FaceWork, Frame
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
-    from livecam.face.swap.reuse import SwapReuse
 
 Box = npt.NDArray[np.float32]
 """(4,) float32 x1, y1, x2, y2 in frame pixels."""
@@ -191,6 +190,19 @@ class Swapper(Part, Protocol[SourceT]):
     ) -> list[FaceWork]: ...
 
 
+class SwapCache(Protocol):
+    """A cache in front of the swapper (``swap.reuse.SwapReuse``): ``swapper.swap`` for the
+    faces it holds no fitting output for, the cached output for the others."""
+
+    def swap(
+        self,
+        swapper: Swapper[Any],
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        sources: Sequence[object],
+    ) -> list[FaceWork]: ...
+
+
 @runtime_checkable
 class Enhancer(Part, Protocol):
     """Restores detail of swapped faces, on the frames after the swapped faces were pasted.
@@ -274,7 +286,7 @@ class FaceParts:
         frames: Sequence[FrameContext],
         faces: Sequence[FaceWork],
         sources: Sequence[object],
-        reuse: SwapReuse | None = None,
+        reuse: SwapCache | None = None,
     ) -> list[FaceWork]:
         """Swap and mask ``faces`` (of any frames of ``frames``; each gets
         ``sources[work.source_index]``), each part called once on the whole list: the
@@ -296,7 +308,7 @@ class FaceParts:
         frames: Sequence[FrameContext],
         faces: Sequence[FaceWork],
         sources: Sequence[object],
-        reuse: SwapReuse | None = None,
+        reuse: SwapCache | None = None,
     ) -> tuple[list[Frame], list[FaceWork]]:
         """``swap_faces`` (with ``reuse``), paste them back, then enhance the pasted faces
         and paste those: one output frame per frame, in order (a frame without a swapped
