@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from timing import default_face, median_ms
 
-from livecam.config.schema import SourceConfig
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
-from livecam.face.parts import FrameContext
-from livecam.face.source.analysis import offline_analyzer
-from livecam.face.track.tracking import FaceTracker
-from livecam.sources.synthetic.pattern import SyntheticSource
-from livecam.types import FaceWork, Frame
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from face_helpers import offline_analyzer  # noqa: E402
+
+from livecam.config.schema import SourceConfig  # noqa: E402
+from livecam.face.landmarks.dlib_shape import Dlib68Landmarker  # noqa: E402
+from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.track.tracking import FaceTracker  # noqa: E402
+from livecam.sources.synthetic.pattern import SyntheticSource  # noqa: E402
+from livecam.types import FaceWork, Frame  # noqa: E402
 
 
 def clip(face: Path, frames: int) -> list[Frame]:

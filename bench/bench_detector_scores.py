@@ -23,13 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import find_testdata  # noqa: E402
+from face_helpers import offline_analyzer  # noqa: E402
 from scenes import background, compose, load_portraits, match  # noqa: E402
 
 from livecam.face.detect.patches import PatchDetector  # noqa: E402
 from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
-from livecam.face.detect.yunet_onnx import OnnxYuNetDetector  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
-from livecam.face.source.analysis import offline_analyzer  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.sources.image import load_image_bgr  # noqa: E402
 
@@ -44,9 +43,6 @@ DETECTORS: dict[str, Build] = {
     ),
     "scrfd-500m letterbox": lambda m, o, t: ScrfdDetector(
         OnnxModel(m / "scrfd_500m_kps.onnx", o), score_threshold=t
-    ),
-    "yunet-onnx max side 400": lambda m, o, t: OnnxYuNetDetector(
-        OnnxModel(m / "yunet_s_dynamic.onnx", o), score_threshold=t, max_sides=(400,)
     ),
 }
 

@@ -24,6 +24,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from face_helpers import offline_analyzer  # noqa: E402
 from face_parts_data import colour_parser, identity_enhancer, yunet_faces  # noqa: E402
 from timing import median_ms  # noqa: E402
 
@@ -37,7 +38,6 @@ from livecam.face.masks import (  # noqa: E402
 )
 from livecam.face.parts import FrameContext, Masker  # noqa: E402
 from livecam.face.paste.blenders import AffineBlender  # noqa: E402
-from livecam.face.source.analysis import offline_analyzer  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
 from livecam.types import Face, FaceWork, Frame  # noqa: E402
 

@@ -27,7 +27,6 @@ from conftest import find_testdata  # noqa: E402
 
 from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
 from livecam.face.detect.yunet import YuNetDetector  # noqa: E402
-from livecam.face.detect.yunet_onnx import OnnxYuNetDetector  # noqa: E402
 from livecam.face.identity.onnx import OnnxRecognizer  # noqa: E402
 from livecam.face.landmarks.onnx import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
@@ -81,15 +80,6 @@ ROWS: dict[str, Row] = {
     ),
     "scrfd-500m (640x640 letterbox)": detector(
         lambda m, o: ScrfdDetector(OnnxModel(m / "scrfd_500m_kps.onnx", o))
-    ),
-    "yunet-onnx dynamic (frame as is)": detector(
-        lambda m, o: OnnxYuNetDetector(OnnxModel(m / "yunet_s_dynamic.onnx", o))
-    ),
-    "yunet-onnx dynamic (max side 400)": detector(
-        lambda m, o: OnnxYuNetDetector(OnnxModel(m / "yunet_s_dynamic.onnx", o), max_sides=(400,))
-    ),
-    "yunet-onnx 2023mar (640x640 fixed)": detector(
-        lambda m, o: OnnxYuNetDetector(OnnxModel(m / "face_detection_yunet_2023mar.onnx", o))
     ),
     "yunet-cv2 (frame as is)": detector(
         lambda m, o: YuNetDetector(m / "face_detection_yunet_2023mar.onnx")

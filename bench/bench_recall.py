@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import find_testdata  # noqa: E402
+from face_helpers import offline_analyzer  # noqa: E402
 from scenes import (  # noqa: E402
     Portrait,
     Scene,
@@ -51,7 +52,6 @@ from scenes import (  # noqa: E402
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
-from livecam.face.source.analysis import offline_analyzer  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
 from livecam.types import FramePacket  # noqa: E402

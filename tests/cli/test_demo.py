@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+from face_helpers import offline_analyzer
 from media import read_video
 from xwindow import grab, press, require_windows, wait_window
 
 from livecam.cli.demo import demo_portraits
 from livecam.config.schema import SourceConfig
 from livecam.face.identity.dlib_descriptor import embedding_distance
-from livecam.face.source.analysis import offline_analyzer
 from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 from face_parts_data import colour_parser, load_face_image, yunet_faces
 
 from livecam.errors import ModelError
@@ -25,7 +26,6 @@ from livecam.face.masks import (
 )
 from livecam.face.parts import FrameContext, Masker
 from livecam.face.paste.blenders import AffineBlender
-from livecam.face.source.analysis import offline_analyzer
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork, Frame
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 from recording_backend import RecordingStore
 from scenes import (
     Portrait,
@@ -27,7 +28,6 @@ from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.dlib_descriptor import embedding_distance
 from livecam.face.parts import Providers
-from livecam.face.source.analysis import offline_analyzer
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
 from livecam.face.swap_stage import build_swap_stage as build

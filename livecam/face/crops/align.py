@@ -8,7 +8,6 @@ Templates are in crop pixels for their size (``template(name, size)``); the conv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import cv2
@@ -107,8 +106,3 @@ def transform_points(points: npt.ArrayLike, affine: Affine) -> Points:
     p = np.asarray(points, np.float64).reshape(-1, 2)
     a = np.asarray(affine, np.float64)
     return (p @ a[:, :2].T + a[:, 2]).astype(np.float32)
-
-
-def stack_crops(crops: Sequence[Frame]) -> npt.NDArray[np.uint8]:
-    """(N, H, W, 3) uint8 batch of equally sized crops."""
-    return np.stack([np.asarray(c, np.uint8) for c in crops])

@@ -1,11 +1,8 @@
-"""Detector parts. ``DlibHogDetector``: dlib's HOG frontal-face detector (weights in dlib).
-``YuNetDetector``: OpenCV's YuNet (``cv2.FaceDetectorYN``, the 2023mar ONNX file, shipped
-in the package: ``bundled_yunet``).
+"""The YuNet detector part: OpenCV's YuNet (``cv2.FaceDetectorYN``, the 2023mar ONNX
+file, shipped in the package: ``bundled_yunet``).
 
-Detectors return ``Face`` objects with a box, a score and 5 keypoints. HOG finds no
-keypoints, so ``DlibHogDetector`` places them at their average position inside a HOG box
-(measured on the test portraits); a landmarker replaces them with fitted ones. Both work
-on a frame shrunk to a maximum long side (``shrink``) and map the faces back.
+Detectors return ``Face`` objects with a box, a score and 5 keypoints. YuNet works on a
+frame shrunk to a maximum long side (``shrink``) and maps the faces back.
 """
 
 from __future__ import annotations
@@ -19,23 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
-import dlib
 import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.face.dlib_files import Shared
 from livecam.face.parts import Box, CpuPart, FrameContext, Points
 from livecam.face.track.tracking import iou
 from livecam.types import Face, Frame
 
 log = logging.getLogger(__name__)
-
-# Mean position of the 5 ArcFace-order keypoints inside a dlib HOG box, as fractions of its
-# width/height: eye (image left), eye (image right), nose tip, mouth corner left, right.
-HOG_BOX_KPS = np.array(
-    [[0.30, 0.29], [0.71, 0.31], [0.50, 0.52], [0.26, 0.73], [0.70, 0.75]], dtype=np.float32
-)
 
 
 def shrink(
@@ -60,75 +49,6 @@ def shrink(
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(small, dtype=np.uint8), scale
-
-
-def kps_from_box(bbox: Box) -> npt.NDArray[np.float32]:
-    """Estimated 5 keypoints for a HOG box (see ``HOG_BOX_KPS``)."""
-    x1, y1, x2, y2 = (float(v) for v in bbox)
-    origin = np.array([x1, y1], dtype=np.float32)
-    size = np.array([x2 - x1, y2 - y1], dtype=np.float32)
-    return (origin + HOG_BOX_KPS * size).astype(np.float32)
-
-
-class DlibHogDetector(CpuPart):
-    """dlib HOG + linear SVM frontal-face detector on a downscaled grayscale frame.
-
-    ``max_side``: the frame is shrunk so its long side is at most this many pixels before
-    detection (speed); HOG finds faces of about 80 px and up in that image, so at
-    ``max_side=400`` a 640x480 frame finds faces of about 130 px and up. ``upsample``: dlib's
-    pyramid upsampling count (each step halves the smallest face found and costs ~4x).
-    ``min_score``: dlib's ``adjust_threshold``; detections scoring below it are dropped
-    (every detection it returns may start a track: ``start_score`` is the same).
-    Frames of a batch are detected one after the other (dlib has no batched HOG).
-    """
-
-    def __init__(
-        self,
-        max_side: int = 400,
-        upsample: int = 0,
-        min_score: float = 0.0,
-        *,
-        model: Shared[dlib.fhog_object_detector] | None = None,
-    ) -> None:
-        if max_side < 64:
-            raise ValueError(f"max_side must be >= 64, got {max_side}")
-        if upsample < 0:
-            raise ValueError(f"upsample must be >= 0, got {upsample}")
-        self.max_side = max_side
-        self.upsample = upsample
-        self.min_score = min_score
-        self.start_score = min_score
-        self.model_id = f"dlib-hog:{max_side}px:up{upsample}:min{min_score:g}"
-        self._detector = model if model is not None else Shared(dlib.get_frontal_face_detector())
-
-    def with_settings(self, max_side: int, upsample: int = 0) -> DlibHogDetector:
-        """Another detector with other settings sharing this one's model (loading dlib's
-        HOG model takes about 0.3 s)."""
-        return DlibHogDetector(max_side, upsample, self.min_score, model=self._detector)
-
-    def warmup(self) -> None:
-        self.detect([FrameContext(np.zeros((64, 64, 3), np.uint8))])
-
-    def detect(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
-        return [self._detect_gray(frame.gray) for frame in frames]
-
-    def _detect_gray(self, gray: npt.NDArray[np.uint8]) -> list[Face]:
-        h, w = gray.shape[:2]
-        small, scale = shrink(gray, self.max_side)
-        with self._detector.lock:
-            rects, scores, _ = self._detector.model.run(small, self.upsample, self.min_score)
-        faces = []
-        for rect, score in zip(rects, scores, strict=True):
-            box = np.array(
-                [rect.left(), rect.top(), rect.right() + 1, rect.bottom() + 1], dtype=np.float32
-            )
-            box /= np.float32(scale)
-            box[[0, 2]] = np.clip(box[[0, 2]], 0, w)
-            box[[1, 3]] = np.clip(box[[1, 3]], 0, h)
-            if box[2] - box[0] < 2 or box[3] - box[1] < 2:
-                continue
-            faces.append(Face(bbox=box, score=float(score), kps=kps_from_box(box)))
-        return faces
 
 
 YUNET_FILE = "face_detection_yunet_2023mar.onnx"

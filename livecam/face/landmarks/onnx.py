@@ -19,9 +19,6 @@ from livecam.face.parts import Box, FrameContext, Points
 from livecam.runtime.onnx_model import OnnxModel
 from livecam.types import Affine, FaceWork
 
-#: the lips of the 68-point iBUG layout: outer contour 48-59, inner 60-67 (polygon order)
-LIPS_68_OUTER = tuple(range(48, 60))
-LIPS_68_INNER = tuple(range(60, 68))
 #: the lips of insightface's 106-point layout (2d106det), each in polygon order
 LIPS_106_OUTER = (52, 64, 63, 71, 67, 68, 61, 58, 59, 53, 56, 55)
 LIPS_106_INNER = (65, 66, 62, 70, 69, 57, 60, 54)

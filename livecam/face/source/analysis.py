@@ -8,9 +8,6 @@ at a time.
 
 from __future__ import annotations
 
-from livecam.face.detect.yunet import DlibHogDetector
-from livecam.face.identity.dlib_descriptor import DlibDescriptor
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
 from livecam.face.parts import Detector, FrameContext, Landmarker, Recognizer
 from livecam.types import Face, FaceWork, Frame, validate_frame
 
@@ -56,24 +53,3 @@ class FaceAnalyzer:
         faces = [w.face for w in works]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
-
-
-def offline_analyzer(
-    max_side: int = 400,
-    upsample: int = 0,
-    min_score: float = 0.0,
-    with_encoder: bool = True,
-) -> FaceAnalyzer:
-    """An analyzer of dlib parts only, for tools and tests: dlib HOG + 68-point predictor
-    (+ 128-d descriptor), all weights from PyPI wheels, independent of the preset table
-    (the offline preset's own photo analyzer is ``presets.photo_analyzer``). Raises
-    ModelError when the weights package is missing.
-
-    HOG finds faces of about 80 px and up in the image shrunk to ``max_side``;
-    ``upsample=1`` halves that (source photos: e.g. ``max_side=1024, upsample=1``).
-    """
-    return FaceAnalyzer(
-        detector=DlibHogDetector(max_side=max_side, upsample=upsample, min_score=min_score),
-        landmarker=Dlib68Landmarker(),
-        recognizer=DlibDescriptor() if with_encoder else None,
-    )

@@ -12,8 +12,6 @@ from livecam.errors import LivecamError
 Points = npt.NDArray[np.float32]
 Triangles = npt.NDArray[np.int32]
 
-JAW = slice(0, 17)
-BROWS = slice(17, 27)
 LEFT_EYE = slice(36, 42)  # eye on the image's left
 RIGHT_EYE = slice(42, 48)
 INNER_MOUTH = slice(60, 68)

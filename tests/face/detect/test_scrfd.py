@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from face_helpers import offline_analyzer
 from onnx import helper, numpy_helper
 from scenes import Portrait, background, compose, match
 
@@ -15,7 +16,6 @@ from livecam.face.detect.patches import tile_starts
 from livecam.face.detect.scrfd import ScrfdDetector
 from livecam.face.detect.yunet import YuNetDetector
 from livecam.face.parts import Detector, FrameContext
-from livecam.face.source.analysis import offline_analyzer
 from livecam.face.track.tracking import iou
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.sources.image import load_image_bgr

@@ -7,6 +7,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 
 from livecam.face.identity.metrics import (
     FaceNotFoundError,
@@ -15,7 +16,7 @@ from livecam.face.identity.metrics import (
     inter_ocular,
     landmark_error,
 )
-from livecam.face.source.analysis import FaceAnalyzer, offline_analyzer
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.sources.image import load_image_bgr
 
 

@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import onnx
 import pytest
+from face_helpers import offline_analyzer
 from onnx import TensorProto, helper, numpy_helper
 
 from livecam.errors import ModelError
@@ -23,7 +24,6 @@ from livecam.face.landmarks.onnx import (
     Pfld68Landmarker,
 )
 from livecam.face.parts import FrameContext, RefitLandmarker
-from livecam.face.source.analysis import offline_analyzer
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError
 from livecam.face.parts import Blender, FrameContext, Swapper
 from livecam.face.paste import colour as blend
 from livecam.face.paste.blenders import RoiBlender
-from livecam.face.source.analysis import FaceAnalyzer, offline_analyzer
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.swap import mesh
 from livecam.face.swap.classic import ClassicOptions, ClassicSwapper, SourceModel
 from livecam.sources.image import load_image_bgr

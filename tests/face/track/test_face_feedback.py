@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 from scenes import Portrait, background, compose, load_portraits
 
 from livecam.app import App
 from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SwapConfig
 from livecam.face.dlib_files import DlibModels
-from livecam.face.source.analysis import offline_analyzer
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.face.track.feedback import NoFaceWatch

@@ -10,12 +10,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import DlibHogDetector, offline_analyzer
 
-from livecam.face.detect.yunet import DlibHogDetector
 from livecam.face.identity.dlib_descriptor import Embedding, embedding_distance, l2_normalize
 from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
 from livecam.face.parts import FrameContext, Recognizer
-from livecam.face.source.analysis import FaceAnalyzer, offline_analyzer
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.track.mapping import FaceMapper, assign_sources
 from livecam.face.track.tracking import FaceTracker
 from livecam.sources.image import load_image_bgr

@@ -8,11 +8,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import offline_analyzer
 
 from livecam.errors import ConfigError, FaceSourceError
 from livecam.face.identity.dlib_descriptor import embedding_distance
 from livecam.face.parts import FrameContext
-from livecam.face.source.analysis import FaceAnalyzer, offline_analyzer
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFace, SourceFaceCache
 from livecam.face.track.selection import ModeSelector, ReferenceMatcher, main_face, select_faces
 from livecam.sources.image import load_image_bgr

@@ -10,12 +10,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_helpers import DlibHogDetector, offline_analyzer
 
 from livecam.config.schema import SourceConfig
-from livecam.face.detect.yunet import DlibHogDetector, YuNetDetector, bundled_yunet
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.landmarks.dlib_shape import Dlib68Landmarker, box_from_landmarks
 from livecam.face.parts import CPU_ONLY, Detector, FrameContext
-from livecam.face.source.analysis import offline_analyzer
 from livecam.face.track.tracking import FaceTracker, OneEuroFilter, iou
 from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
