@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, get_args
@@ -96,35 +97,24 @@ class Applied:
     state: ControlState
 
 
-class Change:
-    """A command on its way: ``wait`` returns the ``Applied`` result or raises its error."""
+class Change(Future[Applied]):
+    """A command on its way: a ``Future`` of its ``Applied`` result (or its LivecamError).
+
+    It is running from the start (``cancel`` does nothing: a given command is applied or
+    fails); ``wait`` is ``result`` with a TimeoutError that names the command.
+    """
 
     def __init__(self, command: str) -> None:
+        super().__init__()
         self.command = command
-        self._done = threading.Event()
-        self._result: Applied | None = None
-        self._error: LivecamError | None = None
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
+        self.set_running_or_notify_cancel()
 
     def wait(self, timeout: float | None = None) -> Applied:
         """Block until applied; raise the command's LivecamError, or TimeoutError."""
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"'{self.command}' was not applied within {timeout} s")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-    def resolve(self, result: Applied) -> None:
-        self._result = result
-        self._done.set()
-
-    def fail(self, error: LivecamError) -> None:
-        self._error = error
-        self._done.set()
+        try:
+            return self.result(timeout)
+        except FutureTimeout:
+            raise TimeoutError(f"'{self.command}' was not applied within {timeout} s") from None
 
 
 class Controls:
@@ -320,7 +310,7 @@ class Controls:
             self._inference.post(lambda state: self._install(change, state, stages, config))
 
         def cancel() -> None:
-            change.fail(ControlError(f"'{command}' was dropped: the stream stopped"))
+            change.set_exception(ControlError(f"'{command}' was dropped: the stream stopped"))
 
         self._loader.submit(command, build, on_cancel=cancel)
         return change
@@ -344,14 +334,14 @@ class Controls:
     def _applied(self, change: Change, state: LiveState) -> None:
         self._state = ControlState.of(state)
         self._telemetry.event(Event("info", "controls", change.command))
-        change.resolve(Applied(change.command, self._config, self._state))
+        change.set_result(Applied(change.command, self._config, self._state))
 
     def _failed(self, change: Change, error: LivecamError) -> None:
         log.debug("control '%s' failed: %s", change.command, error)
         self._telemetry.event(
             Event("error", "controls", f"{change.command}: {error.message}", error.hint)
         )
-        change.fail(error)
+        change.set_exception(error)
 
 
 def _candidate(config: Config, swap_changes: dict[str, Any]) -> Config:

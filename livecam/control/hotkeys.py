@@ -187,7 +187,7 @@ class HotkeyActions:
     # --- state as it will be once the pending commands are applied ----------------------
     def _current(self, action: str, now: Any) -> Any:
         pending = self._pending.get(action)
-        return pending[0] if pending is not None and not pending[1].done else now
+        return pending[0] if pending is not None and not pending[1].done() else now
 
     def _give(self, action: str, target: Any, change: Change) -> Change:
         self._pending[action] = (target, change)

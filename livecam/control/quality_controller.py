@@ -233,7 +233,7 @@ class QualityController:
         change = self._pending
         if change is None:
             return True
-        if not change.done:
+        if not change.done():
             return False
         self._pending = None
         try:
