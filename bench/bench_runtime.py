@@ -62,7 +62,6 @@ def bench_device_ops(repeats: int) -> None:
     if not device.torch_available():
         print("torch not installed: device ops skipped")
         return
-    import torch
 
     frame = np.random.default_rng(1).integers(0, 256, (1080, 1920, 3), np.uint8)
     tensor = device.frames_to_tensor([frame])
@@ -73,11 +72,6 @@ def bench_device_ops(repeats: int) -> None:
         crops = device.warp_crops(tensor, affines, 128)
         norm = median_ms(lambda c=crops: device.normalise(c, 127.5, 127.5), repeats)
         print(f"torch CPU, 1080p, {n} faces: warp_crops {warp:.2f} ms, normalise {norm:.2f} ms")
-    out = torch.full((128, 128, 3), 200, dtype=torch.uint8)
-    mask = torch.ones((128, 128))
-    inverse = np.array([[2.0, 0.0, 600.0], [0.0, 2.0, 200.0]], np.float32)
-    paste = median_ms(lambda: device.paste_back(tensor[0], out, mask, inverse), repeats)
-    print(f"torch CPU, 1080p frame: paste_back of one 128 crop at 2x {paste:.2f} ms")
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
-"""Device-resident crops, normalisation and paste-back with torch (guarded when absent).
+"""Device-resident crops and normalisation with torch (guarded when absent).
 
-The NumPy/OpenCV path (``pipeline.align.warp_crop``, the parts' normalisation,
-``pipeline.paste.AffineBlender``) is the reference; these do the same on torch tensors so
-that on CUDA the frames stay on the GPU between stages. Pixel-centre convention:
+The NumPy/OpenCV path (``face.crops.align.warp_crop``, the parts' normalisation) is the
+reference; these do the same on torch tensors so that on CUDA a swapper's or enhancer's
+crops are cut, normalised, run and decoded on the GPU (``runtime.torch_path``), and only
+the finished crops come back to the host, where masks and paste-back run (a device
+paste-back was dropped: see the note in ``runtime.torch_path``). Pixel-centre convention:
 ``cv2.warpAffine`` maps destination pixel (x, y) (centres at integers) through the inverse
 affine to source coordinates; ``grid_sample(align_corners=False)`` puts source pixel i's
 centre at normalised ``(2 i + 1) / W - 1``, which the grids here use. OpenCV quantises
@@ -21,8 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import LivecamError
-from livecam.face.crops.align import invert
-from livecam.face.paste.blenders import paste_region
 
 log = logging.getLogger(__name__)
 
@@ -203,47 +203,6 @@ def normalise(
     s = to_device(std, x.device, torch.float32)
     out = ((x - m) / s).permute(0, 3, 1, 2).contiguous()
     return out.to(torch.float16) if half else out
-
-
-def paste_back(
-    frame: Tensor,
-    output: Tensor,
-    mask: Tensor | None,
-    inverse_affine: npt.ArrayLike,
-) -> Tensor:
-    """``frame`` (H, W, 3) uint8 with ``output`` (h, w, 3, crop pixels) pasted through
-    ``inverse_affine`` (output pixel -> frame pixel) and ``mask`` ((mh, mw) alpha 0..1 in
-    crop space, any size; None: the whole crop), as ``AffineBlender(edge="mask")`` does:
-    only the frame region the crop covers (plus 2 px) is touched, the output is warped
-    with its edge replicated, the mask with border 0, and ``frame + alpha * (out - frame)``
-    is rounded. Returns a new frame tensor (float16 inputs are computed in float32)."""
-    torch = require_torch()
-    dtype = torch.float32
-    inverse = np.asarray(inverse_affine, np.float32)
-    h, w = output.shape[:2]
-    x1, y1, x2, y2 = paste_region(tuple(frame.shape), inverse, (w, h), pad=2)
-    result = frame.clone()
-    if x2 <= x1 or y2 <= y1:
-        return result
-    roi = (x2 - x1, y2 - y1)
-    # region pixel -> crop pixel: the forward affine, shifted to the region's origin
-    shift = np.array([[0, 0, x1], [0, 0, y1]], np.float32)
-    to_crop = _affines(invert(inverse - shift), frame)
-    warped = _sample(output[None], _grid(to_crop, roi, (w, h)), "border", dtype)[0]
-    if mask is None:
-        ones = torch.ones((1, h, w, 1), dtype=dtype, device=frame.device)
-        alpha = _sample(ones, _grid(to_crop, roi, (w, h)), "zeros", dtype)[0, ..., 0]
-    else:
-        mh, mw = mask.shape[:2]
-        scale = to_device([[mw / w], [mh / h]], frame.device, to_crop.dtype)
-        to_mask = to_crop * scale  # crop pixel -> mask pixel is a per-axis scale
-        alpha = _sample(mask.reshape(1, mh, mw, 1), _grid(to_mask, roi, (mw, mh)), "zeros", dtype)
-        alpha = alpha[0, ..., 0]
-    alpha = alpha.clamp(0, 1).float()[..., None]
-    region = frame[y1:y2, x1:x2].float()
-    blended = region + alpha * (warped.float() - region)
-    result[y1:y2, x1:x2] = (blended + 0.5).clamp(0, 255).to(torch.uint8)
-    return result
 
 
 def split_tiles(crops: Tensor, k: int) -> Tensor:

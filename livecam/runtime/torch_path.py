@@ -10,7 +10,14 @@ and download go through the model's reused pinned buffers, and when the session 
 a stream (``OnnxModel.compute_stream``) the whole call runs on it: torch work and the ORT
 run are ordered by the stream, with no host synchronisation before the run. The NumPy/OpenCV path
 of the parts is the reference: same outputs within the warp's rounding
-(``runtime.device``; tests/test_device_path.py states the tolerance).
+(``runtime.torch_ops``; tests/runtime/test_device_path.py states the tolerance).
+
+Masks and paste-back stay on the host. A torch paste-back existed and was never wired:
+every sink (virtual camera, preview, recorder) and the label take a host frame, so a
+device paste would trade this one download of the finished crops (~100 KB for a 128 px
+face) for a download of the whole frame (6 MB at 1080p) plus device versions of every mask
+(box, ellipse, mouth, region) and of the colour transfer, while the host paste of one
+face costs ~2.6 ms on 2 CPU cores (and the torch version on CPU tensors ~260 ms).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The torch device path against the NumPy/OpenCV reference, on CPU tensors and real faces:
-crops (cv2.warpAffine), normalisation (the parts' NumPy formula) and paste-back
-(AffineBlender). Tolerances: OpenCV quantises sampling positions to 1/32 px and bilinear
-weights to 1/1024, so warps agree to rounding: mean < 0.5 grey levels, max < 2 (bilinear
-interpolation of uint8 within one quantisation step)."""
+crops (cv2.warpAffine) and normalisation (the parts' NumPy formula). Tolerances: OpenCV
+quantises sampling positions to 1/32 px and bilinear weights to 1/1024, so warps agree to
+rounding: mean < 0.5 grey levels, max < 2 (bilinear interpolation of uint8 within one
+quantisation step)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,8 @@ import torch
 from face_parts_data import load_face_image, yunet_faces
 
 from livecam.face.crops import align
-from livecam.face.masks import BoxMasker
-from livecam.face.parts import FrameContext
-from livecam.face.paste.blenders import AffineBlender
 from livecam.runtime import torch_ops as device
-from livecam.types import FaceWork, Frame
+from livecam.types import Frame
 
 MEAN_TOL = 0.5
 MAX_TOL = 2
@@ -90,57 +87,3 @@ def test_normalise_equals_the_numpy_formula(two_people: tuple[Frame, list[np.nda
     np.testing.assert_allclose(
         bgr.float().numpy(), crops.transpose(0, 3, 1, 2) / 255.0, rtol=0, atol=1e-3
     )
-
-
-def _records(image: Frame, kps: list[np.ndarray], size: int) -> list[FaceWork]:
-    works = []
-    for i, k in enumerate(kps):
-        affine = align.align_affine(k, "arcface_128", size)
-        crop = align.warp_crop(image, affine, size)
-        face = yunet_faces(image)[i]
-        works.append(FaceWork(0, 0, face, affine=affine, crop=crop, output=255 - crop))
-    return BoxMasker().mask([FrameContext(image)], works)
-
-
-@pytest.mark.parametrize("with_mask", [True, False])
-def test_paste_back_equals_affine_blender(
-    two_people: tuple[Frame, list[np.ndarray]], with_mask: bool
-) -> None:
-    image, kps = two_people
-    works = _records(image, kps, 128)
-    if not with_mask:
-        works = [
-            FaceWork(w.frame_index, 0, w.face, w.affine, w.crop, None, w.output) for w in works
-        ]
-    ref = AffineBlender("mask").blend([FrameContext(image)], works)[0]
-    ours = torch.from_numpy(image)
-    for w in works:
-        assert w.output is not None and w.affine is not None
-        mask = None if w.mask is None else torch.from_numpy(np.array(w.mask, np.float32))
-        ours = device.paste_back(ours, torch.from_numpy(w.output), mask, align.invert(w.affine))
-    assert ours.dtype == torch.uint8 and ours.shape == image.shape
-    changed = (ref != image).any(axis=-1)
-    assert changed.sum() > 2000  # both faces really pasted
-    mean, worst = _diff(ours, ref)
-    assert mean < MEAN_TOL and worst <= MAX_TOL, (mean, worst)
-    # outside the faces' regions the frame is untouched, bit for bit
-    np.testing.assert_array_equal(ours.numpy()[:, :20], image[:, :20])
-
-
-def test_paste_back_of_a_larger_output_with_a_smaller_mask(
-    two_people: tuple[Frame, list[np.ndarray]],
-) -> None:
-    # an enhancer's 256 output of a 128 crop, its mask at 64: each scaled to the crop
-    image, kps = two_people
-    (work, _) = _records(image, kps, 128)
-    assert work.output is not None and work.affine is not None and work.mask is not None
-    big = np.ascontiguousarray(np.repeat(np.repeat(work.output, 2, 0), 2, 1))
-    small = np.asarray(work.mask, np.float32)[::2, ::2].copy()
-    record = FaceWork(0, 0, work.face, work.affine, work.crop, small, big)
-    ref = AffineBlender("mask").blend([FrameContext(image)], [record])[0]
-    inverse = align.invert((np.asarray(work.affine) * 2).astype(np.float32))
-    ours = device.paste_back(
-        torch.from_numpy(image), torch.from_numpy(big), torch.from_numpy(small), inverse
-    )
-    mean, worst = _diff(ours, ref)
-    assert mean < MEAN_TOL and worst <= MAX_TOL, (mean, worst)
