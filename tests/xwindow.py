@@ -47,6 +47,11 @@ def wait_window(display: str, title: str = "^LiveCam") -> tuple[str, tuple[int, 
     return wid, (x, y, int(size[1]), int(size[2]))
 
 
+def window_title(display: str, wid: str) -> str:
+    """The title of window ``wid`` as the X server has it now."""
+    return xdotool(display, "getwindowname", wid).strip()
+
+
 def grab(display: str, rect: tuple[int, int, int, int]) -> np.ndarray:
     """The screen pixels of ``rect`` (x, y, w, h) as a BGR array."""
     x, y, w, h = rect

@@ -9,18 +9,19 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from conftest import missing
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
-from xwindow import grab, press, require_windows, wait_window
+from waiting import poll
+from xwindow import grab, press, require_windows, wait_window, window_title
 
 from livecam.errors import SinkError
 from livecam.sinks.preview import (
@@ -300,8 +301,9 @@ def test_sink_refuses_a_headless_qt_and_sends_before_open(monkeypatch: pytest.Mo
     assert "QT_QPA_PLATFORM" in info.value.message and "virtualcam" in info.value.hint
 
 
-@pytest.mark.skipif(not LINUX, reason="display detection by environment is Linux-only")
 def test_window_without_display_is_a_sink_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not LINUX:
+        missing("Linux (display detection by environment is Linux-only)")
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
@@ -312,8 +314,9 @@ def test_window_without_display_is_a_sink_error(monkeypatch: pytest.MonkeyPatch)
     assert "xvfb-run" in info.value.hint and "virtualcam" in info.value.hint
 
 
-@pytest.mark.skipif(not LINUX, reason="display rules by environment are Linux-only")
 def test_window_problem_on_linux(xvfb: str) -> None:
+    if not LINUX:
+        missing("Linux (the display rules by environment are Linux-only)")
     assert window_problem({"DISPLAY": xvfb}) is None
     assert "DISPLAY" in (window_problem({}) or "")
     assert window_problem({"DISPLAY": ":4711"}) == "no X server answers on DISPLAY=:4711"
@@ -323,19 +326,20 @@ def test_window_problem_on_linux(xvfb: str) -> None:
     assert window_problem(both) is None
 
 
-@pytest.mark.skipif(not LINUX, reason="ldd and apt are Linux things")
 def test_missing_plugin_libraries_are_named_with_their_apt_packages() -> None:
+    if not LINUX:
+        missing("Linux (ldd and apt are Linux things)")
     qt = pyside6_dir()
     assert qt is not None
     xcb = qt / "Qt" / "plugins" / "platforms" / "libqxcb.so"
     assert missing_libraries(xcb) == [], "CI installs what Qt's xcb plugin needs"
     wayland = qt / "Qt" / "plugins" / "platforms" / "libqwayland.so"
-    missing = missing_libraries(wayland)
-    if not missing:
-        pytest.skip("every library of the Wayland plugin is installed here")
+    absent = missing_libraries(wayland)
+    if not absent:
+        missing("a Wayland plugin library that is not installed (every one is, here)")
     problem = window_problem({"WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "wayland"})
     assert problem is not None and "sudo apt-get install" in problem
-    for lib in missing:
+    for lib in absent:
         assert lib in problem and APT_PACKAGES[lib] in problem
 
 
@@ -345,6 +349,8 @@ def test_missing_plugin_libraries_are_named_with_their_apt_packages() -> None:
 #: what Qt prints about fonts and timers (on a bare Xvfb, and when a window dies on the
 #: wrong thread); a LiveCam run prints none of it
 QT_WARNINGS = re.compile(r"QFont|qt\.qpa\.fonts|Timers cannot|QObject::|QBasicTimer")
+#: the window's title once the stats were read with frames going out
+FPS_TITLE = re.compile(r"LiveCam - [1-9][0-9]*\.[0-9] fps$")
 
 
 def start_livecam(
@@ -377,12 +383,13 @@ def test_window_on_screen_shows_the_frames_and_escape_ends_the_stream(
     try:
         wid, rect = wait_window(xvfb)
         expected = cv2.resize(load_image_bgr(image), rect[2:], interpolation=cv2.INTER_AREA)
-        for _ in range(100):  # until the first frame is painted
-            diff = float(np.abs(grab(xvfb, rect).astype(np.float32) - expected).mean())
-            if diff < 8:
-                break
-            time.sleep(0.1)
-        assert diff < 8, f"the window does not show the source image (mean diff {diff:.1f})"
+
+        def diff() -> float:
+            return float(np.abs(grab(xvfb, rect).astype(np.float32) - expected).mean())
+
+        assert poll(lambda: diff() < 8, 30, every_s=0.1), (  # until the first frame is painted
+            f"the window does not show the source image (mean diff {diff():.1f})"
+        )
         press(xvfb, wid, "Escape")
         out, err = finish(proc)
     finally:
@@ -406,8 +413,13 @@ def test_a_signal_stops_the_window_and_the_stream(
         ["--source", "synthetic", "--size", "320x240", "--sink", "window"], xvfb, env
     )
     try:
-        wait_window(xvfb)
-        time.sleep(1.5)  # the info corner is refreshed twice a second
+        wid, rect = wait_window(xvfb)
+        # frames painted (the window is black until the first one) and the fps/latency
+        # corner read at least once (its reading also sets the title's fps)
+        assert poll(lambda: grab(xvfb, rect).max() > 0, 30), "no frame was drawn"
+        assert poll(lambda: FPS_TITLE.match(window_title(xvfb, wid)) is not None, 30), (
+            f"the stats were never shown: title {window_title(xvfb, wid)!r}"
+        )
         proc.send_signal(signum)
         out, err = finish(proc, 128 + signum)  # 130 after Ctrl-C, 143 after SIGTERM
     finally:
