@@ -20,6 +20,7 @@ from pathlib import Path
 import cv2
 import pytest
 from recording_backend import RecordingStore
+from waiting import poll
 
 from livecam.app import App
 from livecam.cli.main import main as cli_main
@@ -287,7 +288,7 @@ def test_stop_joins_every_thread(vcam: RecordingStore) -> None:
     before = {t.name for t in threading.enumerate()}
     app = App(cfg)
     app.start()
-    time.sleep(0.5)
+    assert poll(lambda: len(vcam.frames) > 0), "the stream runs"
     assert app.running
     assert app.stop() == [], "every thread joined within the stop deadline"
     leftover = {t.name for t in threading.enumerate()} - before
@@ -308,14 +309,11 @@ def test_camera_that_disappears_is_reopened(tmp_path: Path, testdata: Path) -> N
     app = App(cfg, telemetry=telemetry)
     app.start()
     clip.rename(tmp_path / "unplugged.mp4")  # the "camera" is gone at the end of its stream
-    deadline = time.monotonic() + 10
-    while not any(e.level == "error" for e in events) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert poll(lambda: any(e.level == "error" for e in events)), "the loss was reported"
     frames_while_gone = app.snapshot().frames_in
     (tmp_path / "unplugged.mp4").rename(clip)  # replugged
-    while not any(e.message == "reopened" for e in events) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    assert poll(lambda: any(e.message == "reopened" for e in events)), "it was reopened"
+    assert poll(lambda: app.snapshot().frames_in > frames_while_gone), "frames flow again"
     app.stop()
     error = next(e for e in events if e.level == "error")
     assert "stopped delivering" in error.message and "replug" in error.hint
@@ -370,7 +368,7 @@ def test_cli_bad_config_value_names_the_field(
 
 
 def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
-    stats = tmp_path / "s.json"
+    stats, last = tmp_path / "s.json", tmp_path / "last.png"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -383,6 +381,8 @@ def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
             "320x240",
             "--sink",
             "null",
+            "--sink",
+            str(last),
             "--stats-json",
             str(stats),
             "--quiet",
@@ -392,12 +392,18 @@ def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    time.sleep(2.5)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=10)
+    try:
+        # the image sink writes the first frame it gets: the stream runs
+        assert poll(lambda: last.exists() or proc.poll() is not None, 60), "no frame written"
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, err  # the shell convention: 143
     assert "did not stop" not in err
-    assert json.loads(stats.read_text())["frames_in"] > 10
+    summary = json.loads(stats.read_text())
+    assert summary["frames_in"] > 0 and summary["frames_out"] > 0
     assert "frames in" in out
 
 
@@ -420,7 +426,7 @@ def test_stop_waits_for_an_output_still_finishing_its_files() -> None:
     sink = SlowToFinish()
     app = App(cfg, sinks=[sink])
     app.start()
-    time.sleep(0.3)
+    assert poll(lambda: sink.frames > 0), "the stream runs"
     assert app.stop(timeout_s=1.0) == [], "the output thread was given time to finish"
     assert sink.finished, "the file was finished, not cut off"
 

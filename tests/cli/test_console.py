@@ -6,20 +6,24 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
+from waiting import poll
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
-def wait_for(proc: subprocess.Popen[str], path: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
+def wait_for(proc: subprocess.Popen[str], check: Callable[[], bool], what: str) -> None:
+    """Wait until ``check()`` holds while ``proc`` runs (its stderr if it ended first)."""
+    assert poll(lambda: check() or proc.poll() is not None, 60), what
+    assert proc.poll() is None, proc.communicate()[1]
+
+
+def black(path: Path) -> bool:
+    frame = cv2.imread(str(path))  # None while the file is being replaced
+    return frame is not None and not frame.any()
 
 
 def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path) -> None:
@@ -47,10 +51,12 @@ def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path
     )
     assert proc.stdin is not None
     try:
-        wait_for(proc, last)  # the image sink writes once a second: the stream runs
+        wait_for(proc, last.exists, f"{last} never appeared")  # the stream runs
+        assert not black(last)
         proc.stdin.write("bogus\nswap maybe\nface\nset detect_size 5\nswap off\nblank on\n")
         proc.stdin.flush()
-        time.sleep(2.5)  # let the image sink write a frame after the blank
+        # the commands are applied in order: the image sink writes the blank (once a second)
+        wait_for(proc, lambda: black(last), "the blank never reached the image sink")
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)

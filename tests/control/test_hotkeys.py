@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import missing
 from PySide6.QtGui import QKeySequence
 from pytestqt.qtbot import QtBot
+from waiting import poll
 
 from livecam.app import App
 from livecam.config.schema import Config, HotkeysConfig
@@ -49,16 +50,6 @@ def swap_config(**hotkeys: object) -> Config:
             "hotkeys": dict(hotkeys),
         }
     )
-
-
-def poll(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    """True once ``check()`` holds (bounded wait, not a timing assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # --- combinations and config --------------------------------------------------------------
@@ -197,7 +188,7 @@ def test_refused_action_is_an_error_event_not_an_exception() -> None:
 @pytest.fixture
 def display(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> str:
     if shutil.which("xdotool") is None:
-        pytest.skip("xdotool is not installed (apt-get install xdotool)")
+        missing("xdotool is not installed (apt-get install xdotool)")
     monkeypatch.setenv("DISPLAY", xvfb)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.setenv("XDG_SESSION_TYPE", "x11")
@@ -209,7 +200,8 @@ def press(keys: str) -> None:
 
 
 def test_global_hotkeys_toggle_the_stream_through_x(display: str, app: App) -> None:
-    assert hotkeys_available() == (True, hotkeys_available()[1])
+    ok, why = hotkeys_available()
+    assert ok and why == "global hotkeys work while other apps have the focus", why
     actions = HotkeyActions(app.controls, report=lambda e: None)
     listener = HotkeyListener(app.config.hotkeys.bindings(), actions.handlers())
     listener.start()
