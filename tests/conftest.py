@@ -38,6 +38,17 @@ def missing(what: str) -> None:
     pytest.skip(what)
 
 
+def other_hardware(what: str) -> None:
+    """Skip, in CI too, a test written for the other kind of machine, told apart by hardware
+    that a CI machine never has: an NVIDIA GPU or driver (and so a CUDA that works), or a
+    real virtual-camera device. These tests check the machine without it, which is exactly
+    what CI runs on (``.ci/run``: CPU wheels, no driver, no v4l2loopback), so in CI they
+    always run; on a machine with the hardware, bench/ (``bench/gpu_check.sh``) measures
+    the hardware path, and failing there would only say that the machine is not CI's.
+    Every other missing thing goes through ``missing``."""
+    pytest.skip(what)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Analysed source faces, model files, accepted licences and TensorRT caches go to

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from conftest import missing, other_hardware
 from media import xvfb_display
 from recording_backend import RecordingStore
 
@@ -64,7 +65,7 @@ def test_probe_reports_cpu_working_and_gpu_providers_with_reasons() -> None:
     assert set(probes) == set(ort.get_available_providers())
     assert probes[CPU].works and probes[CPU].detail
     if _has_nvidia():
-        pytest.skip("an NVIDIA GPU is present; the GPU probes are checked by bench/")
+        other_hardware("an NVIDIA GPU is present; the GPU probes are checked by bench/")
     for name in (CUDA, TENSORRT):
         if name in probes:  # listed as available by onnxruntime-gpu, but cannot work here
             assert probes[name].works is False
@@ -94,9 +95,9 @@ def test_create_session_from_a_path(tmp_path: Path) -> None:
 
 def test_cpu_fallback_is_loud(caplog: pytest.LogCaptureFixture) -> None:
     if _has_nvidia():
-        pytest.skip("CUDA may really work on this machine")
+        other_hardware("CUDA may really work on this machine")
     if CUDA not in ort.get_available_providers():
-        pytest.skip("this ONNX Runtime build has no CUDA provider")
+        missing("the CUDA provider of onnxruntime-gpu")
     with caplog.at_level(logging.WARNING, logger="livecam.runtime.providers"):
         session, used = create_session(tiny_model_bytes(), "cuda")
     assert used == CPU and session.get_providers() == [CPU]
@@ -111,7 +112,7 @@ def test_auto_on_a_machine_without_an_nvidia_driver_is_the_cpu_quietly(
     """The GPU build of ONNX Runtime on a machine with no NVIDIA GPU (this one): ``auto``
     does not try CUDA, so nothing warns and ORT prints none of its own errors."""
     if nvidia_driver_present():
-        pytest.skip("an NVIDIA driver is installed here")
+        other_hardware("an NVIDIA driver is installed here")
     assert CUDA in ort.get_available_providers(), "the project installs onnxruntime-gpu"
     with caplog.at_level(logging.WARNING):
         session, used = create_session(tiny_model_bytes(), "auto")
@@ -162,7 +163,7 @@ def test_doctor_on_this_machine() -> None:
     assert by_name["ONNX Runtime cpu"].ok is True
     cam = by_name["virtual camera"]
     if cam.ok:
-        pytest.skip("a real virtual camera works here")
+        other_hardware("a real virtual camera works here")
     if sys.platform == "linux":
         assert "'v4l2loopback' backend" in cam.detail
         assert "sudo modprobe v4l2loopback devices=1 video_nr=10 exact_nr=1" in cam.fix
@@ -202,14 +203,14 @@ def test_format_checks() -> None:
 
 def test_display_check_without_and_with_xvfb(monkeypatch: pytest.MonkeyPatch) -> None:
     if sys.platform != "linux":
-        pytest.skip("display detection by environment is Linux-only")
+        missing("Linux (display detection by environment is Linux-only)")
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     absent = check_display()
     assert absent.ok is None and "DISPLAY" in absent.detail and "xvfb-run" in absent.fix
     with xvfb_display() as display:
         if display is None:
-            pytest.skip("Xvfb not installed")
+            missing("Xvfb is not installed (apt-get install xvfb)")
         monkeypatch.setenv("DISPLAY", display)
         present = check_display()
     assert (
@@ -245,7 +246,7 @@ def test_window_check_without_and_with_a_display(
     monkeypatch: pytest.MonkeyPatch, xvfb: str
 ) -> None:
     if sys.platform != "linux":
-        pytest.skip("display detection by environment is Linux-only")
+        missing("Linux (display detection by environment is Linux-only)")
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("DISPLAY", raising=False)

@@ -11,7 +11,6 @@ import io
 import logging
 import sys
 import threading
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -20,7 +19,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from conftest import missing, other_hardware
 from face_parts_data import load_face_image, yunet_faces
+from waiting import poll
 
 from livecam.benchmark.synthetic_models import inswapper_like
 from livecam.face.crops import align
@@ -77,7 +78,7 @@ def test_a_stage_stream_off_cuda_is_inert_and_lets_errors_through() -> None:
 
 def test_without_cuda_every_stream_and_event_is_a_no_op() -> None:
     if cuda_available():
-        pytest.skip("CUDA is here: streams are real (bench/gpu_check.sh measures them)")
+        other_hardware("CUDA is here: streams are real (bench/gpu_check.sh measures them)")
     stream = StageStream("cuda:0")
     assert not stream.active and stream.handle is None
     assert current_stream_event("cuda:0") is None
@@ -149,10 +150,10 @@ def test_missing_cuda_libraries_are_named_without_printing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     if CUDA not in ort.get_available_providers():
-        pytest.skip("this ONNX Runtime has no CUDA provider")
+        missing("the CUDA provider of onnxruntime-gpu")
     error = load_cuda_libraries()
     if error is None:
-        pytest.skip("the CUDA provider library loads here")
+        other_hardware("the CUDA provider library loads here")
     assert ".so" in error or ".dll" in error, error  # the library that is missing
     assert capsys.readouterr().out == ""
 
@@ -217,7 +218,7 @@ def test_trt_session_options_point_at_the_models_own_engine_folder(
     options = RuntimeOptions(provider="tensorrt", cache_dir=tmp_path, tensorrt_fp16=True)
     model = OnnxModel(narrow_swapper, options)
     if TENSORRT not in ort.get_available_providers():
-        pytest.skip("this ONNX Runtime has no TensorRT provider")
+        missing("the TensorRT provider of onnxruntime-gpu")
     chain = dict(s if isinstance(s, tuple) else (s, {}) for s in model.provider_chain)
     key = EngineKey.for_model(narrow_swapper, fp16=True)
     engines = engine_cache_dir(tmp_path / "tensorrt", key)
@@ -247,7 +248,8 @@ def test_a_first_build_shows_its_elapsed_time_until_the_session_is_made(
         caplog.at_level(logging.INFO, logger="livecam.runtime.tensorrt"),
         build_progress(tmp_path / "e", "inswapper.onnx", shown),
     ):
-        time.sleep(1.3)  # the session being made: the line is redrawn meanwhile
+        # the session being made: the line is redrawn meanwhile
+        assert poll(lambda: shown.getvalue().count("building TensorRT engine") >= 2, 30)
     text = shown.getvalue()
     assert "building TensorRT engine for inswapper.onnx: 00:0" in text
     assert text.count("building TensorRT engine") >= 2, "redrawn while building"

@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from conftest import missing, other_hardware
 
 from livecam.benchmark.synthetic_models import inswapper_like
 from livecam.errors import ConfigError
@@ -30,10 +31,13 @@ from livecam.runtime.tensorrt import EngineKey, engine_cache_dir
 from livecam.telemetry.gpu import NvmlReader
 
 
-def _cuda_cannot_work() -> bool:
+def require_cuda_that_cannot_work() -> None:
+    """Only onnxruntime-gpu on a machine without an NVIDIA GPU (CI's) can show the fallback."""
+    if CUDA not in ort.get_available_providers():
+        missing("the CUDA provider of onnxruntime-gpu")
     with NvmlReader() as reader:
-        gpu = reader.available
-    return CUDA in ort.get_available_providers() and not gpu
+        if reader.available:
+            other_hardware("an NVIDIA GPU is here: CUDA may really work")
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +60,7 @@ def test_every_preference_has_an_explicit_chain() -> None:
 def test_cuda_request_is_a_fallback_with_its_cause(
     testdata: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    if not _cuda_cannot_work():
-        pytest.skip("needs onnxruntime-gpu on a machine without a working CUDA")
+    require_cuda_that_cannot_work()
     with caplog.at_level(logging.WARNING, logger="livecam.runtime.providers"):
         model = OnnxModel(testdata / "models/mobilefacenet.onnx", RuntimeOptions(provider="cuda"))
     assert model.providers.requested == ("cuda",) and model.providers.used == ("cpu",)
@@ -74,8 +77,7 @@ def test_a_cuda_graph_request_falls_back_once_and_says_so_once(
 ) -> None:
     # ORT refuses a CUDA graph for some models: the first try is quiet, the retry without
     # the graph is the one that warns; here CUDA itself cannot load, so one warning
-    if not _cuda_cannot_work():
-        pytest.skip("needs onnxruntime-gpu on a machine without a working CUDA")
+    require_cuda_that_cannot_work()
     options = RuntimeOptions(provider="cuda", cuda_graph=True)
     with caplog.at_level(logging.WARNING, logger="livecam"):
         quiet = open_session(testdata / "models/mobilefacenet.onnx", "cuda", announce=False)

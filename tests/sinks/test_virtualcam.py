@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from conftest import other_hardware
 from pyvirtualcam.camera import BACKENDS
 from recording_backend import (
     FailingBackend,
@@ -95,7 +96,7 @@ def test_every_backend_failure_is_listed_with_the_fix(failing: str) -> None:
         text = str(e)
     else:
         sink.close()
-        pytest.skip("a real virtual camera is available on this machine")
+        other_hardware("a real virtual camera is available on this machine")
     assert f"'{failing}' backend: {FailingBackend.MESSAGE}" in text
     if platform.system() == "Linux":
         assert "'v4l2loopback' backend:" in text

@@ -26,6 +26,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from conftest import missing
+from waiting import poll
 
 from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
@@ -151,7 +153,7 @@ def test_close_from_another_thread_while_reading(video01: Path) -> None:
 
     t = threading.Thread(target=loop)
     t.start()
-    time.sleep(0.2)
+    assert poll(lambda: reads > 0), "the reader runs"
     cam.close()
     t.join(timeout=5)
     stop.set()
@@ -413,7 +415,7 @@ class _X11:
     def __init__(self, display: str) -> None:
         lib = ctypes.util.find_library("X11")
         if lib is None:
-            pytest.skip("libX11 not found: cannot draw on the Xvfb display")
+            missing("libX11 (apt-get install libx11-6): it draws on the Xvfb display")
         x = ctypes.CDLL(lib)
         x.XOpenDisplay.restype = ctypes.c_void_p
         x.XOpenDisplay.argtypes = [ctypes.c_char_p]
@@ -505,8 +507,9 @@ def test_screen_out_of_range_says_what_exists(display: str, spec: str) -> None:
     assert "1: 640x480 at (0,0)" in err.value.message and err.value.hint
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="DISPLAY is X11-only")
 def test_screen_without_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not sys.platform.startswith("linux"):
+        missing("Linux (DISPLAY is X11-only)")
     monkeypatch.delenv("DISPLAY", raising=False)
     with pytest.raises(SourceError) as err:
         ScreenSource().open()
