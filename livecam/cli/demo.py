@@ -74,7 +74,7 @@ def demo_config(
 
 def run_demo(args: argparse.Namespace) -> int:
     from livecam.sinks.preview import window_problem
-    from livecam.sinks.recording.recorder import VIDEO_CODECS
+    from livecam.sinks.recording.video import VIDEO_CODECS
 
     window = args.window if args.window is not None else window_problem() is None
     frames = args.frames if args.frames is not None or window else HEADLESS_FRAMES

@@ -10,12 +10,8 @@ from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
 from livecam.sinks.preview import PreviewWindowSink
-from livecam.sinks.recording.recorder import (
-    IMAGE_SUFFIXES,
-    VIDEO_CODECS,
-    ImageWriterSink,
-    RecorderSink,
-)
+from livecam.sinks.recording.image import IMAGE_SUFFIXES, ImageWriterSink
+from livecam.sinks.recording.video import VIDEO_CODECS, RecorderSink
 from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
 

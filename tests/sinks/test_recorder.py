@@ -1,6 +1,6 @@
-"""The recorder: H.264 through PyAV timed by capture times, OpenCV MJPG/mp4v as named
-choices, temporary file + rename, no overwriting, and honest failure. Files are read back
-with PyAV."""
+"""The recorder: H.264 through PyAV timed by capture times, mp4v and MJPEG as named
+choices timed to the frame period, temporary file + rename, no overwriting, and honest
+failure. Files are read back with PyAV."""
 
 from __future__ import annotations
 
@@ -88,37 +88,60 @@ def test_without_capture_times_frames_are_one_output_period_apart(tmp_path: Path
     assert video.times_s == pytest.approx([i / 30 for i in range(15)], abs=0.002)
 
 
-def test_avi_is_mjpg_through_opencv_and_keeps_real_time(tmp_path: Path) -> None:
-    """OpenCV writes a fixed rate: each frame of a 15 fps stream fills two 30 fps periods
-    (the last one, like every recording's last frame, one period)."""
+def test_avi_is_mjpeg_and_keeps_real_time(tmp_path: Path) -> None:
+    """AVI has a fixed rate: a 15 fps stream in a 30 fps recording leaves every other
+    period empty (players hold the frame), so each frame plays at its capture time and
+    the last one, like every recording's last frame, lasts one period."""
     sent = smooth_frames(10)
     sink = RecorderSink(tmp_path / "clip.avi")
     record(sink, sent, fps_in=15.0)
-    assert sink.encoder == "MJPG"
+    assert sink.encoder == "mjpeg" and sink.frames_written == 10
     video = read_back(tmp_path / "clip.avi")
     assert video.codec == "mjpeg"
-    assert len(video.frames) == 19 and video.duration_s == pytest.approx(19 / 30, abs=0.01)
-    for i, got in enumerate(video.frames):
-        assert int(np.argmax([psnr(got, s) for s in sent])) == i // 2
+    assert video.times_s == pytest.approx([2 * i / 30 for i in range(10)], abs=0.001)
+    assert video.duration_s == pytest.approx(19 / 30, abs=0.01)
+    for got, want in zip(video.frames, sent, strict=True):
+        assert psnr(got, want) > 30
+
+
+def test_a_second_frame_in_one_period_is_left_out(tmp_path: Path) -> None:
+    """Timed to the frame period, a frame 5 ms after the one of its 30 fps period is left
+    out (the first one stays, at its time); ``frames_written`` counts the frames in the
+    file."""
+    sent = smooth_frames(12)
+    sink = RecorderSink(tmp_path / "clip.avi")
+    sink.open(160, 120, 30.0)
+    t0 = time.perf_counter_ns()
+    for i, frame in enumerate(sent):
+        sink.send(frame, t0 + round(i // 2 * S / 30) + i % 2 * 5_000_000)
+    sink.close()
+    assert sink.frames_written == 6
+    video = read_back(tmp_path / "clip.avi")
+    assert video.times_s == pytest.approx([i / 30 for i in range(6)], abs=0.001)
+    for got, want in zip(video.frames, sent[::2], strict=True):
+        assert psnr(got, want) > 30
 
 
 def test_mp4v_is_a_named_choice(tmp_path: Path) -> None:
     sent = smooth_frames(12)
     sink = RecorderSink(tmp_path / "clip.mp4", codec="mp4v")
     record(sink, sent, fps_in=10.0)
-    assert sink.encoder == "mp4v"
+    assert sink.encoder == "mpeg4"
     video = read_back(tmp_path / "clip.mp4")
     assert video.codec == "mpeg4"
-    assert len(video.frames) == 34 and video.duration_s == pytest.approx(34 / 30, abs=0.01)
+    assert video.times_s == pytest.approx([i / 10 for i in range(12)], abs=0.001)
+    assert video.duration_s == pytest.approx(34 / 30, abs=0.01)
+    for got, want in zip(video.frames, sent, strict=True):
+        assert psnr(got, want) > 30
 
 
 def test_no_h264_encoder_falls_back_to_mp4v_loudly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     sink = RecorderSink(tmp_path / "clip.mp4", h264_encoders=("no_such_h264_encoder",))
-    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.recorder"):
+    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.video"):
         record(sink, smooth_frames(6), fps_in=None)
-    assert sink.codec == "mp4v" and sink.encoder == "mp4v"
+    assert sink.codec == "mp4v" and sink.encoder == "mpeg4"
     assert read_back(tmp_path / "clip.mp4").codec == "mpeg4"
     warning = caplog.records[0].getMessage()
     assert "H.264 UNAVAILABLE" in warning and "no_such_h264_encoder" in warning
@@ -178,7 +201,7 @@ def test_an_existing_recording_is_kept_unless_overwrite(
     path = tmp_path / "show.mp4"
     path.write_bytes(b"last week's stream")
     sink = RecorderSink(path)
-    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.recorder"):
+    with caplog.at_level(logging.WARNING, logger="livecam.userfiles"):
         record(sink, smooth_frames(5), fps_in=30.0)
     assert path.read_bytes() == b"last week's stream"
     assert sink.target.parent == tmp_path and sink.target.name.startswith("show-")
@@ -294,7 +317,7 @@ def test_a_folder_removed_mid_stream_turns_the_recorder_off(
             "run": {"frames": 60},
         }
     )
-    with caplog.at_level(logging.INFO, logger="livecam.sinks.recording.recorder"):
+    with caplog.at_level(logging.INFO, logger="livecam.sinks.recording.video"):
         app = App(cfg, telemetry=telemetry)
         app.start()
         assert app.wait(30)
@@ -377,9 +400,15 @@ def test_an_avi_recording_says_the_sound_is_not_recorded(
     clip = testdata / "video" / "openmpf_video_01_short_h264_aac.mp4"
     sink = RecorderSink(tmp_path / "clip.avi")
     sink.take_audio_from(clip)
-    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.recorder"):
+    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.video"):
         record(sink, smooth_frames(3), fps_in=None)
     assert sink.audio is None and "NOT RECORDED" in caplog.text and ".mp4 or .mkv" in caplog.text
+    mjpeg = RecorderSink(tmp_path / "clip.mkv", codec="mjpg")
+    mjpeg.take_audio_from(clip)  # MJPEG in .mkv is written by PyAV too: with the sound
+    record(mjpeg, smooth_frames(3), fps_in=None)
+    assert mjpeg.audio == "aac copied"
+    with av.open(str(tmp_path / "clip.mkv")) as container:
+        assert [s.codec_context.name for s in container.streams] == ["mjpeg", "aac"]
     silent = RecorderSink(tmp_path / "silent.mp4")
     silent.take_audio_from(tmp_path / "clip.avi")  # a file without sound: nothing to carry
     record(silent, smooth_frames(3), fps_in=None)

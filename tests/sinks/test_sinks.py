@@ -68,7 +68,7 @@ def test_image_writer_keeps_an_existing_file_unless_overwrite(
     path.write_bytes(b"the user's own picture")
     frames = smooth_frames(2)
     sink = ImageWriterSink(path, interval_s=3600)
-    with caplog.at_level(logging.WARNING, logger="livecam.sinks.recording.recorder"):
+    with caplog.at_level(logging.WARNING, logger="livecam.userfiles"):
         sink.open(160, 120, 30.0)
     sink.send(frames[0])
     sink.close()

@@ -1,29 +1,29 @@
-"""File sinks: a video recorder and a still-image writer.
+"""The video recorder sink: every new frame into a video file, through PyAV.
 
-The recorder encodes H.264 (yuv420p) through PyAV with presentation timestamps taken from
-the frames' capture times, so a recording lasts as long as the stream it recorded, however
-few frames the pipeline delivered. OpenCV writers (MJPG, mp4v) are named choices, and
-mp4v is the loud fallback when no H.264 encoder opens. Both sinks write to a temporary
-file in the target folder and rename it on success; an existing file is never replaced
-unless ``overwrite`` is set: a new name with a timestamp is chosen instead.
+H.264 (yuv420p) is the default, with presentation timestamps taken from the frames'
+capture times, so a recording lasts as long as the stream it recorded, however few
+frames the pipeline delivered. MPEG-4 part 2 ("mp4v") and MJPEG are named choices, and
+mp4v is the loud fallback when no H.264 encoder opens. The file is written to a temporary
+file in the target folder and renamed on success (``livecam.userfiles``); an existing
+file is never replaced unless ``overwrite`` is set: a new name with a timestamp is chosen
+instead.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NoReturn
 
 import av
-import cv2
 import numpy as np
 
 from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import AudioTrack, has_audio
+from livecam.sinks.recording.timeline import TIME_BASE, Timeline
 from livecam.types import Frame
 from livecam.userfiles import OutputFile
 
@@ -41,78 +41,46 @@ VIDEO_CODECS: dict[str, tuple[RecordCodec, ...]] = {
 _AV_FORMATS = {".mp4": "mp4", ".mkv": "matroska", ".avi": "avi"}
 #: FFmpeg H.264 encoders tried in order (libx264 ships in PyAV's wheels)
 H264_ENCODERS = ("libx264", "libopenh264", "h264_videotoolbox", "h264_mf", "h264_nvenc")
-#: presentation timestamps are counted in this unit
-TIME_BASE = Fraction(1, 90000)
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 MP4V_FALLBACK_NOTE = (
     "the file plays in VLC and ffmpeg but not in browsers or most editors; "
     "reinstall PyAV (`pip install --force-reinstall av`) for H.264"
 )
 
 
-class Timeline:
-    """Presentation timestamps (in ``TIME_BASE`` units) of a recording's frames.
-
-    From capture times when given (the first frame is 0), so the file plays in real time;
-    without one, a frame comes one output period after the previous. Always increasing.
-    """
-
-    def __init__(self, fps: float) -> None:
-        self.period = float(1 / (TIME_BASE * Fraction(fps).limit_denominator(1_000_000)))
-        self.last: int | None = None
-        self._origin_ns: int | None = None
-
-    def next_pts(self, t_capture_ns: int | None) -> int:
-        fixed = 0 if self.last is None else round(self.last + self.period)
-        if t_capture_ns is None:
-            pts = fixed
-        else:
-            if self._origin_ns is None:
-                self._origin_ns = t_capture_ns - self._to_ns(fixed)
-            pts = round((t_capture_ns - self._origin_ns) * 1e-9 / TIME_BASE)
-        if self.last is not None and pts <= self.last:
-            pts = self.last + 1
-        self.last = pts
-        return pts
-
-    def _to_ns(self, pts: int) -> int:
-        return round(pts * TIME_BASE * 10**9)
-
-    @property
-    def duration_s(self) -> float:
-        """Length of the recording so far: up to the last frame plus one period."""
-        return 0.0 if self.last is None else float((self.last + self.period) * TIME_BASE)
-
-
-class _Writer(Protocol):
-    encoder: str
-    audio: AudioTrack | None
-
-    def write(self, frame: Frame, pts: int) -> None: ...
-
-    def finish(self, end_s: float) -> None: ...
-
-    def abort(self) -> None: ...
+#: the pixel format of each codec (MJPEG: full-range YUV, as JPEG has it)
+_PIX_FMTS: dict[RecordCodec, str] = {"h264": "yuv420p", "mp4v": "yuv420p", "mjpg": "yuvj420p"}
+#: the FFmpeg encoders of the other codecs (H.264's: ``RecorderSink.h264_encoders``)
+_ENCODERS: dict[RecordCodec, tuple[str, ...]] = {"mp4v": ("mpeg4",), "mjpg": ("mjpeg",)}
 
 
 class _PyAVWriter:
-    """H.264 yuv420p through PyAV; frames carry their own presentation timestamps.
+    """One video stream (and the sound of ``audio_from``, when given) into one file; the
+    first of ``encoders`` that opens is used (``encoder``).
+
+    H.264 is timed to ``TIME_BASE``; mp4v and MJPEG to the frame period (MPEG-4 part 2
+    takes no time base finer than 1/65535 s, and AVI has a fixed frame rate), with the
+    rate control of OpenCV's FFmpeg writer (at most 1.5 bits per pixel and frame, qmin 3).
 
     ``audio_from``: a media file whose sound goes into the recording too (see
-    ``livecam.sinks.recording.audio``); when it cannot be carried, the video is recorded without it
-    and a warning says why.
+    ``livecam.sinks.recording.audio``); when it cannot be carried, the video is recorded
+    without it and a warning says why.
     """
 
     def __init__(
         self,
         tmp: Path,
         fmt: str,
+        codec: RecordCodec,
         size: tuple[int, int],
         fps: float,
         encoders: tuple[str, ...],
         audio_from: Path | None = None,
     ) -> None:
         self.size = size
+        self.pix_fmt = _PIX_FMTS[codec]
+        rate = Fraction(fps).limit_denominator(1001)
+        self.time_base = TIME_BASE if codec == "h264" else 1 / rate
+        self.last_pts: int | None = None  # in ``time_base`` units
         self.audio: AudioTrack | None = None
         failures: list[str] = []
         for name in encoders:
@@ -120,13 +88,13 @@ class _PyAVWriter:
                 failures.append(f"{name}: not in this FFmpeg build")
                 continue
             try:
-                self._open(tmp, fmt, name, fps, audio_from)
+                self._open(tmp, fmt, name, rate, audio_from)
             except Exception as e:
                 if audio_from is None:
                     failures.append(f"{name}: {e}")
                     continue
                 try:  # was it the sound?
-                    self._open(tmp, fmt, name, fps, None)
+                    self._open(tmp, fmt, name, rate, None)
                 except Exception:
                     failures.append(f"{name}: {e}")
                     continue
@@ -134,19 +102,24 @@ class _PyAVWriter:
             self.encoder = name
             return
         tmp.unlink(missing_ok=True)
-        raise SinkError("no H.264 encoder could be opened: " + "; ".join(failures))
+        raise SinkError(f"no {codec} encoder could be opened: " + "; ".join(failures))
 
-    def _open(self, tmp: Path, fmt: str, name: str, fps: float, audio_from: Path | None) -> None:
+    def _open(
+        self, tmp: Path, fmt: str, name: str, rate: Fraction, audio_from: Path | None
+    ) -> None:
         container = av.open(str(tmp), "w", format=fmt)
         audio = None
         try:
-            stream: Any = container.add_stream(name, rate=Fraction(fps).limit_denominator(1001))
+            stream: Any = container.add_stream(name, rate=rate)
             stream.width, stream.height = self.size
-            stream.pix_fmt = "yuv420p"
-            stream.time_base = TIME_BASE
-            stream.codec_context.time_base = TIME_BASE
+            stream.pix_fmt = self.pix_fmt
+            stream.time_base = self.time_base
+            stream.codec_context.time_base = self.time_base
             if name == "libx264":
                 stream.options = {"preset": "veryfast", "crf": "21"}
+            elif self.time_base != TIME_BASE:
+                stream.codec_context.bit_rate = round(1.5 * self.size[0] * self.size[1] * rate)
+                stream.codec_context.qmin = 3
             stream.codec_context.open()
             if audio_from is not None:
                 audio = AudioTrack(audio_from, container, fmt)
@@ -158,13 +131,21 @@ class _PyAVWriter:
             raise
         self.container, self.stream, self.audio = container, stream, audio
 
-    def write(self, frame: Frame, pts: int) -> None:
+    def write(self, frame: Frame, pts: int) -> bool:
+        """Encode ``frame`` at ``pts`` (``TIME_BASE`` units); False when it was left out:
+        timed to the frame period, a frame falling in a period that already has one."""
+        if self.time_base != TIME_BASE:
+            pts = round(pts * TIME_BASE / self.time_base)
+            if self.last_pts is not None and pts <= self.last_pts:
+                return False
+        self.last_pts = pts
         picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
-        picture.pts, picture.time_base = pts, TIME_BASE
+        picture.pts, picture.time_base = pts, self.time_base
         for packet in self.stream.encode(picture):
             self.container.mux(packet)
         if self.audio is not None:
-            self.audio.mux_until(float(pts * TIME_BASE))
+            self.audio.mux_until(float(pts * self.time_base))
+        return True
 
     def finish(self, end_s: float) -> None:
         for packet in self.stream.encode():
@@ -179,54 +160,13 @@ class _PyAVWriter:
         _quietly(self.container.close)
 
 
-class _OpenCVWriter:
-    """A fixed-rate OpenCV writer that keeps real time: each frame is held until the next
-    one arrives and then fills every output period up to it; of two frames falling in the
-    same period the later one is kept."""
-
-    def __init__(self, tmp: Path, fourcc: str, size: tuple[int, int], fps: float) -> None:
-        self.writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter.fourcc(*fourcc), fps, size)
-        if not self.writer.isOpened():
-            self.writer.release()
-            tmp.unlink(missing_ok=True)
-            raise SinkError(f"OpenCV could not open a {fourcc} writer")
-        self.encoder = fourcc
-        self.audio: AudioTrack | None = None  # OpenCV writes no sound
-        self.period = float(1 / (TIME_BASE * Fraction(fps).limit_denominator(1_000_000)))
-        self.periods_written = 0
-        self._held: tuple[Frame, int] | None = None  # the last frame and its period index
-
-    def write(self, frame: Frame, pts: int) -> None:
-        index = round(pts / self.period)
-        if self._held is not None:
-            held, held_index = self._held
-            self._put(held, index - held_index)
-            index = max(index, held_index)
-        self._held = (frame, index)
-
-    def _put(self, frame: Frame, periods: int) -> None:
-        for _ in range(periods):
-            self.writer.write(frame)
-        self.periods_written += max(periods, 0)
-
-    def finish(self, end_s: float) -> None:
-        if self._held is not None:
-            self._put(self._held[0], 1)
-            self._held = None
-        self.writer.release()
-
-    def abort(self) -> None:
-        self._held = None
-        self.writer.release()
-
-
 class RecorderSink(Sink):
     """Records every new frame to a video file (``.mp4``, ``.mkv``, ``.avi``).
 
-    ``codec``: None picks the container's default (H.264 through PyAV for .mp4/.mkv, MJPG
-    through OpenCV for .avi); "h264", "mp4v" or "mjpg" asks for one. With the default, an
-    H.264 encoder that cannot open falls back to OpenCV mp4v with a loud warning.
-    ``wants_repeats`` is False: frames are timed by their capture times, not by repeats.
+    ``codec``: None picks the container's default (H.264 for .mp4/.mkv, MJPEG for .avi);
+    "h264", "mp4v" or "mjpg" asks for one. With the default, an H.264 encoder that cannot
+    open falls back to mp4v with a loud warning. ``wants_repeats`` is False: frames are
+    timed by their capture times, not by repeats.
 
     The file is written to a hidden temporary file beside the target and renamed when
     ``close`` succeeds; ``target`` is the name it gets (a new one with a timestamp when the
@@ -234,7 +174,9 @@ class RecorderSink(Sink):
     SinkError, the temporary file is removed and nothing claims success.
 
     In a conversion of a video file (``take_audio_from``), the file's sound is recorded
-    too (H.264 recordings, i.e. .mp4 and .mkv; see ``livecam.sinks.recording.audio``).
+    too (.mp4 and .mkv recordings; see ``livecam.sinks.recording.audio``).
+    ``frames_written`` counts the frames in the file: timed to the frame period (mp4v,
+    MJPEG), a second frame within one period is left out.
     """
 
     name = "recorder"
@@ -267,9 +209,9 @@ class RecorderSink(Sink):
         self.overwrite = overwrite
         self.h264_encoders = h264_encoders
         self.target = self.path
-        self.encoder: str | None = None  # e.g. "libx264", "mp4v", "MJPG" once open
+        self.encoder: str | None = None  # e.g. "libx264", "mpeg4", "mjpeg" once open
         self.frames_written = 0
-        self._writer: _Writer | None = None
+        self._writer: _PyAVWriter | None = None
         self._out: OutputFile | None = None
         self._tmp: Path | None = None
         self._size = (0, 0)
@@ -293,7 +235,7 @@ class RecorderSink(Sink):
         tmp = out.temp_path("recording")
         self._size = (width, height)
         try:
-            self._writer = self._open_writer(tmp, (width, height), fps)
+            self._writer = self._open_writer(tmp, _even((width, height)), fps)
         except BaseException:
             out.discard()
             raise
@@ -312,37 +254,37 @@ class RecorderSink(Sink):
             f", sound {self.audio}" if self.audio else "",
         )
 
-    def _open_writer(self, tmp: Path, size: tuple[int, int], fps: float) -> _Writer:
+    def _open_writer(self, tmp: Path, size: tuple[int, int], fps: float) -> _PyAVWriter:
+        suffix = self.path.suffix.lower()
+        audio_from = self.audio_from
+        if audio_from is not None and suffix == ".avi":
+            log.warning(
+                "the sound of %s is NOT RECORDED: .avi recordings have no sound; "
+                "record to .mp4 or .mkv for sound",
+                audio_from,
+            )
+            audio_from = None
+        encoders = self.h264_encoders if self.codec == "h264" else _ENCODERS[self.codec]
         try:
-            if self.codec == "h264":
-                fmt = _AV_FORMATS[self.path.suffix.lower()]
-                return _PyAVWriter(tmp, fmt, _even(size), fps, self.h264_encoders, self.audio_from)
-            if self.audio_from is not None:
-                log.warning(
-                    "the sound of %s is NOT RECORDED: %s recordings (through OpenCV) have "
-                    "no sound; record to .mp4 or .mkv for sound",
-                    self.audio_from,
-                    self.codec,
-                )
-            return _OpenCVWriter(
-                tmp, self.codec.upper() if self.codec == "mjpg" else "mp4v", size, fps
+            return _PyAVWriter(
+                tmp, _AV_FORMATS[suffix], self.codec, size, fps, encoders, audio_from
             )
         except SinkError as e:
             if not self._fallback:
                 raise SinkError(
                     f"cannot record to {self.target}: {e.message}",
-                    "check the folder is writable, or record to .avi (MJPG) instead",
+                    "check the folder is writable, or record to .avi (MJPEG) instead",
                 ) from e
             log.warning(
                 "H.264 UNAVAILABLE (%s): recording %s with the FALLBACK codec mp4v "
-                "through OpenCV; %s",
+                "(MPEG-4 part 2); %s",
                 e.message,
                 self.target,
                 MP4V_FALLBACK_NOTE,
             )
             self.codec, self._fallback = "mp4v", False
             return self._open_writer(tmp, size, fps)
-        except Exception as e:  # PyAV/OpenCV errors: a missing folder, no permission
+        except Exception as e:  # PyAV errors: a missing folder, no permission
             tmp.unlink(missing_ok=True)
             raise SinkError(
                 f"cannot record to {self.target}: {e!r}", "check the folder is writable"
@@ -362,10 +304,10 @@ class RecorderSink(Sink):
         try:
             if not tmp.parent.is_dir():
                 raise FileNotFoundError(f"the folder {tmp.parent} was removed")
-            writer.write(_crop_even(frame), self._timeline.next_pts(t_capture_ns))
+            written = writer.write(_crop_even(frame), self._timeline.next_pts(t_capture_ns))
         except Exception as e:
             self._fail(e)
-        self.frames_written += 1
+        self.frames_written += written
 
     def close(self) -> None:
         """Finish the file and give it its name; raise SinkError if that fails."""
@@ -397,7 +339,7 @@ class RecorderSink(Sink):
             f", sound {self.audio}" if self.audio else "",
         )
 
-    def _fail(self, error: Exception) -> None:
+    def _fail(self, error: Exception) -> NoReturn:
         """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
         writer, tmp, out = self._writer, self._tmp, self._out
         self._writer = self._tmp = self._out = None
@@ -414,7 +356,7 @@ class RecorderSink(Sink):
         ) from error
 
 
-def _describe_audio(writer: _Writer) -> str | None:
+def _describe_audio(writer: _PyAVWriter) -> str | None:
     """``aac copied`` / ``pcm_s16le as AAC`` for a writer that records sound, else None."""
     audio = writer.audio
     if audio is None:
@@ -423,10 +365,10 @@ def _describe_audio(writer: _Writer) -> str | None:
 
 
 def _even(size: tuple[int, int]) -> tuple[int, int]:
-    """H.264 in yuv420p needs even sides: drop a last odd column/row."""
+    """yuv420p needs even sides: drop a last odd column/row."""
     w, h = size
     if (w % 2, h % 2) != (0, 0):
-        log.info("recording %dx%d as %dx%d (H.264 needs even sides)", w, h, w - w % 2, h - h % 2)
+        log.info("recording %dx%d as %dx%d (yuv420p needs even sides)", w, h, w - w % 2, h - h % 2)
     return w - w % 2, h - h % 2
 
 
@@ -443,81 +385,3 @@ def _quietly(action: Any) -> None:
         action()
     except Exception as e:
         log.debug("clean-up after a recording failure: %r", e)
-
-
-class ImageWriterSink(Sink):
-    """Keeps the latest frame in an image file: written every ``interval_s`` and on close.
-
-    Each write goes to a temporary file that replaces the target, so readers never see a
-    half-written image. An existing file is kept unless ``overwrite``: ``target`` is then
-    a new name with a timestamp. ``wants_repeats`` is False (a repeat would not change
-    the file).
-    """
-
-    name = "image"
-    wants_repeats = False
-
-    def __init__(
-        self, path: str | os.PathLike[str], interval_s: float = 1.0, *, overwrite: bool = False
-    ) -> None:
-        self.path = Path(path)
-        if self.path.suffix.lower() not in IMAGE_SUFFIXES:
-            raise SinkError(
-                f"cannot write images to {self.path}: unknown image type {self.path.suffix!r}",
-                f"use one of {', '.join(IMAGE_SUFFIXES)}",
-            )
-        self.interval_s = interval_s
-        self.overwrite = overwrite
-        self.target = self.path
-        self._out: OutputFile | None = None
-        self._last: Frame | None = None
-        self._last_write = 0.0
-        self.writes = 0
-
-    def open(self, width: int, height: int, fps: float) -> None:
-        self.close()
-        out = OutputFile(self.path, overwrite=self.overwrite)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.target = out.claim()
-        except OSError as e:
-            raise SinkError(
-                f"cannot write images to {self.path}: {e.strerror or e}",
-                "write into a writable folder",
-            ) from e
-        self._out = out
-        self._last = None
-        self._last_write = time.monotonic()  # first periodic write one interval in
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        self._last = frame
-        now = time.monotonic()
-        if now - self._last_write >= self.interval_s:
-            self._write()
-            self._last_write = now
-
-    def _write(self) -> None:
-        if self._last is None or self._out is None:
-            return
-        ok, data = cv2.imencode(self.target.suffix.lower(), self._last)
-        if not ok:
-            raise SinkError(f"OpenCV could not encode a frame as {self.target.suffix}")
-        try:
-            self._out.write_bytes(data.tobytes())
-        except OSError as e:
-            raise SinkError(
-                f"cannot write {self.target}: {e.strerror or e}",
-                "check that the folder still exists and the disk has room",
-            ) from e
-        self.writes += 1
-        self.written = self.target
-
-    def close(self) -> None:
-        """Write the last frame; without any frame, remove the claimed name."""
-        out = self._out
-        try:
-            self._write()
-        finally:
-            self._out, self._last = None, None
-            if out is not None:
-                out.discard()

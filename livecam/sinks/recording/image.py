@@ -1,0 +1,94 @@
+"""The still-image sink: the latest frame kept in an image file."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import cv2
+
+from livecam.errors import SinkError
+from livecam.sinks.base import Sink
+from livecam.types import Frame
+from livecam.userfiles import OutputFile
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+class ImageWriterSink(Sink):
+    """Keeps the latest frame in an image file: written every ``interval_s`` and on close.
+
+    Each write goes to a temporary file that replaces the target, so readers never see a
+    half-written image. An existing file is kept unless ``overwrite``: ``target`` is then
+    a new name with a timestamp. ``wants_repeats`` is False (a repeat would not change
+    the file).
+    """
+
+    name = "image"
+    wants_repeats = False
+
+    def __init__(
+        self, path: str | os.PathLike[str], interval_s: float = 1.0, *, overwrite: bool = False
+    ) -> None:
+        self.path = Path(path)
+        if self.path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise SinkError(
+                f"cannot write images to {self.path}: unknown image type {self.path.suffix!r}",
+                f"use one of {', '.join(IMAGE_SUFFIXES)}",
+            )
+        self.interval_s = interval_s
+        self.overwrite = overwrite
+        self.target = self.path
+        self._out: OutputFile | None = None
+        self._last: Frame | None = None
+        self._last_write = 0.0
+        self.writes = 0
+
+    def open(self, width: int, height: int, fps: float) -> None:
+        self.close()
+        out = OutputFile(self.path, overwrite=self.overwrite)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.target = out.claim()
+        except OSError as e:
+            raise SinkError(
+                f"cannot write images to {self.path}: {e.strerror or e}",
+                "write into a writable folder",
+            ) from e
+        self._out = out
+        self._last = None
+        self._last_write = time.monotonic()  # first periodic write one interval in
+
+    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+        self._last = frame
+        now = time.monotonic()
+        if now - self._last_write >= self.interval_s:
+            self._write()
+            self._last_write = now
+
+    def _write(self) -> None:
+        if self._last is None or self._out is None:
+            return
+        ok, data = cv2.imencode(self.target.suffix.lower(), self._last)
+        if not ok:
+            raise SinkError(f"OpenCV could not encode a frame as {self.target.suffix}")
+        try:
+            self._out.write_bytes(data.tobytes())
+        except OSError as e:
+            raise SinkError(
+                f"cannot write {self.target}: {e.strerror or e}",
+                "check that the folder still exists and the disk has room",
+            ) from e
+        self.writes += 1
+        self.written = self.target
+
+    def close(self) -> None:
+        """Write the last frame; without any frame, remove the claimed name."""
+        out = self._out
+        try:
+            self._write()
+        finally:
+            self._out, self._last = None, None
+            if out is not None:
+                out.discard()
