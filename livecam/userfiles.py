@@ -1,12 +1,18 @@
-"""The user's output files, written so that nothing of theirs is lost.
+"""Every file LiveCam writes, written so that nothing is lost or seen half-written.
+
+``write_atomically`` (or ``OutputFile`` for a file written over time, e.g. a recording)
+is the one way the project writes a file: recordings, stills, saved configs, the panel's
+settings, face caches, downloaded and generated models.
 
 * A name is *claimed* before anything is written: the requested path, or, when a file
   is there and ``overwrite`` is off, a new name beside it with a timestamp. The claim is
   an empty file created exclusively (``O_EXCL``), so a second writer (another LiveCam,
   a rerun, a second sink) sees the name taken and picks another one, even while the
   first is still writing.
-* Content goes to a hidden temporary file in the same folder, renamed over the claimed
-  name only when it is complete (``os.replace`` is atomic within one folder).
+* Content goes to a hidden temporary file in the same folder with a name of its own,
+  renamed over the target only when it is complete (``os.replace`` is atomic within one
+  folder): a reader sees the old file or the new one, and two writers of one file (two
+  panels, two processes) each leave a whole file, the later one winning.
 * Files get the user's normal permissions (``0o666`` less the umask), never the
   owner-only mode of ``tempfile.mkstemp``.
 """
@@ -18,6 +24,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from livecam.errors import LivecamError
@@ -102,16 +109,21 @@ class OutputFile:
         self._committed = True
         return self.target
 
-    def write_bytes(self, data: bytes) -> Path:
-        """Replace the target's content with ``data`` atomically; return the target."""
+    def write_with(self, produce: Callable[[Path], object]) -> Path:
+        """Replace the target's content with what ``produce(tmp)`` writes into ``tmp``, a
+        new empty temporary file, atomically; return the target. The temporary file is
+        removed when ``produce`` raises."""
         tmp = self.new_temp()
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
+            produce(tmp)
             return self.commit(tmp)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+    def write_bytes(self, data: bytes) -> Path:
+        """Replace the target's content with ``data`` atomically; return the target."""
+        return self.write_with(lambda tmp: tmp.write_bytes(data))
 
     def discard(self) -> None:
         """Remove the empty claim when nothing was committed (never the user's file)."""
@@ -122,13 +134,27 @@ class OutputFile:
         self._claimed = False
 
 
-def write_new_file(path: str | os.PathLike[str], data: bytes, *, overwrite: bool) -> Path:
-    """Write ``data`` to ``path`` (or a new timestamped name when a file is there and
-    ``overwrite`` is off), atomically; return the name written. Raises OSError."""
+def write_atomically(
+    path: str | os.PathLike[str],
+    content: bytes | Callable[[Path], object],
+    *,
+    overwrite: bool = True,
+) -> Path:
+    """Write a whole file: ``content`` (bytes, or a function that writes the temporary
+    file whose path it is given) goes to a new hidden temporary file beside ``path``,
+    renamed over ``path`` once complete; return the name written. Raises OSError (the
+    folder must exist).
+
+    ``overwrite`` False keeps an existing file: a new name with a timestamp is claimed
+    and written instead (see ``OutputFile.claim``).
+    """
     out = OutputFile(path, overwrite=overwrite)
-    out.claim()
+    if not overwrite:
+        out.claim()
     try:
-        return out.write_bytes(data)
+        if isinstance(content, bytes):
+            return out.write_bytes(content)
+        return out.write_with(content)
     finally:
         out.discard()
 

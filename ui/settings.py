@@ -24,6 +24,7 @@ import tomli_w
 
 from livecam.config.schema import Config
 from livecam.errors import ConfigError
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,11 @@ def first_run_config() -> Config:
     )
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file of its own (two panels may save at
+    once: each leaves a whole file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, text.encode("utf-8"))
 
 
 def _set_aside(path: Path, why: str) -> None:
@@ -111,10 +112,10 @@ class UiSettings:
     def save_config(self, config: Config) -> None:
         """Keep ``config`` (absolute paths) as this user's stream settings."""
         self.config = config
-        _write_atomic(self.config_path, config.with_paths_from(Path.cwd()).to_toml())
+        _write_text(self.config_path, config.with_paths_from(Path.cwd()).to_toml())
 
     def save_panel(self) -> None:
-        _write_atomic(self.panel_path, tomli_w.dumps(self.panel.to_dict()))
+        _write_text(self.panel_path, tomli_w.dumps(self.panel.to_dict()))
 
     def add_recent_face(self, path: str | Path) -> None:
         """Put ``path`` first in the recent faces (once; at most ``MAX_RECENT_FACES``) and save."""

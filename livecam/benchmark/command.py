@@ -13,7 +13,7 @@ from livecam.benchmark.synthetic import SyntheticSize
 from livecam.cli.options import as_option_error
 from livecam.config.schema import MemoryStrategy, Provider, SourceConfig
 from livecam.errors import ConfigError
-from livecam.userfiles import check_output_path, write_new_file
+from livecam.userfiles import check_output_path, write_atomically
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
 MODEL_ROLES = ("detector", "recognizer", "swapper", "enhancer")
@@ -215,6 +215,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(format_table(figures))
     if args.json:
         data = (json.dumps(figures, indent=2) + "\n").encode()
-        written = write_new_file(args.json, data, overwrite=args.overwrite)
+        written = write_atomically(args.json, data, overwrite=args.overwrite)
         print(f"wrote {written}")
     return 0 if figures["frames_out"] > 0 else 1

@@ -8,7 +8,6 @@ into a folder and reused."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -17,6 +16,7 @@ import platformdirs
 
 from livecam.benchmark.synthetic_models import FULL_WIDTH, arcface_like, inswapper_like
 from livecam.models.store import ModelStore
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,8 @@ def _build_once(path: Path, build: Callable[[Path], object]) -> Path:
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     log.info("building %s (once)", path)
-    try:
-        build(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomically(path, build)
 
 
 def require_present(store: ModelStore, names: Sequence[str]) -> None:

@@ -31,6 +31,8 @@ import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
+from livecam.userfiles import write_atomically
+
 log = logging.getLogger(__name__)
 
 Kind = Literal["inswapper", "hyperswap"]
@@ -226,9 +228,7 @@ def _write(model: onnx.ModelProto, path: str | os.PathLike[str]) -> ModelStats:
     stats = model_stats(model)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    onnx.save(model, str(tmp))
-    os.replace(tmp, target)
+    write_atomically(target, lambda tmp: onnx.save(model, str(tmp)))
     log.info("wrote %s (%s)", target, stats)
     return stats
 

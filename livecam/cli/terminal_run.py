@@ -17,7 +17,7 @@ from livecam.config.schema import Config
 from livecam.errors import one_line
 from livecam.stream.playback import expected_frames
 from livecam.types import Event
-from livecam.userfiles import write_new_file
+from livecam.userfiles import write_atomically
 
 if TYPE_CHECKING:
     from livecam.app import App
@@ -165,7 +165,7 @@ def run_pipeline(
     if cfg.run.stats_json:
         try:
             data = json.dumps(summary, indent=2).encode("utf-8")
-            stats = write_new_file(cfg.run.stats_json, data, overwrite=cfg.output.overwrite)
+            stats = write_atomically(cfg.run.stats_json, data, overwrite=cfg.output.overwrite)
             summary["files"].append(str(stats))
         except OSError as e:
             summary["errors"].append(

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from livecam.userfiles import OutputFile
+
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
@@ -112,7 +114,7 @@ def download(
             part.unlink(missing_ok=True)
             reasons.append(f"{url}: {e}")
             continue
-        os.replace(part, target)
+        OutputFile(target, overwrite=True).commit(part)
         log.info("downloaded %s from %s (sha256 %s)", target.name, url, digest)
         return Fetched(target, url, digest, got)
     raise DownloadFailed(reasons)

@@ -32,7 +32,7 @@ from livecam.models.manifest import (
     contract_problems,
     load_manifest,
 )
-from livecam.userfiles import write_new_file
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class ModelStore:
     def _write(self, file: str, data: dict[str, Any]) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        write_new_file(self.data_dir / file, text.encode(), overwrite=True)
+        write_atomically(self.data_dir / file, text.encode(), overwrite=True)
 
     def recorded_hash(self, name: str) -> str:
         """The sha256 recorded for ``name`` at its first download ("" when none)."""

@@ -24,6 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from livecam.models.download import sha256_of
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -204,14 +205,12 @@ def make_dynamic_batch(
     rewrite = rewrite_and_verify(model, source, fix_reshape)
     cache.mkdir(parents=True, exist_ok=True)
     if rewrite.model is None:
-        refused.write_text(rewrite.detail + "\n")
+        write_atomically(refused, (rewrite.detail + "\n").encode())
         log.warning(
             "%s keeps its fixed batch (the stage loops per face): %s", source.name, rewrite.detail
         )
         return None
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(rewrite.model.SerializeToString())
-    os.replace(tmp, target)
+    write_atomically(target, rewrite.model.SerializeToString())
     log.info("%s: %s, verified; copy at %s", source.name, rewrite.detail, target)
     return target
 

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from livecam.types import Face, Frame
-from livecam.userfiles import write_new_file
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def write_face_sheet(photo: Path, image: Frame, faces: Sequence[Face]) -> Path |
         try:
             if target.is_file() and target.read_bytes() == data:
                 return target
-            return write_new_file(target, data, overwrite=False)
+            return write_atomically(target, data, overwrite=False)
         except OSError as e:
             log.debug("cannot write the face sheet %s: %s", target, e)
     return None

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from livecam.face.source.face_sheet import write_face_sheet
 from livecam.models.download import sha256_of as file_sha256
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
+from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -248,21 +247,19 @@ class SourceFaceCache:
         path = self.file_for(*key)
         if path is None:
             return
+        arrays: dict[str, Any] = {
+            "format": np.array(CACHE_FORMAT),
+            "model_id": np.array(key[1]),
+            **faces_to_arrays(faces),
+        }
+
+        def save(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                arrays: dict[str, Any] = {
-                    "format": np.array(CACHE_FORMAT),
-                    "model_id": np.array(key[1]),
-                    **faces_to_arrays(faces),
-                }
-                with os.fdopen(fd, "wb") as fh:
-                    np.savez(fh, **arrays)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomically(path, save)
         except OSError as e:
             log.warning("cannot write the face cache file %s (%s); keeping it in memory", path, e)
 
