@@ -2,7 +2,8 @@
 path, honours ``Range: bytes=N-`` (206), and can misbehave on purpose per path:
 ``truncate`` (send half of the body, then close the connection; ``times`` limits how
 often), ``no-range`` (ignore Range, always 200 from byte 0). Unknown paths are 404.
-Every request is logged as (path, Range header or None, bytes sent)."""
+Every request is logged as (path, Range header or None, bytes sent), before its body is
+sent, so the log is complete once the client has the response."""
 
 from __future__ import annotations
 
@@ -79,9 +80,11 @@ class _Handler(BaseHTTPRequestHandler):
         if misbehave and route.mode == "truncate":
             body = body[: len(body) // 2]
             self.close_connection = True
+        # logged before the body goes out: a client that has read it all may return (and
+        # its test read the log) before this thread runs again
+        self._record(wanted, len(body))
         self.wfile.write(body)
         self.wfile.flush()
-        self._record(wanted, len(body))
 
     def _record(self, wanted: str | None, sent: int) -> None:
         with self.server.files.lock:
