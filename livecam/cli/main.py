@@ -6,53 +6,19 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, get_args
+from typing import Any, NoReturn
 
 from livecam import __version__
-from livecam.cli.options import check_options, config_from_args, given_fields
+from livecam.cli.options import add_config_options, check_options, config_from_args, given_fields
 from livecam.cli.signals import exit_code, stop_signals
 from livecam.cli.terminal_run import exit_status, print_summary, run_pipeline
-from livecam.config.schema import (
-    BlendMode,
-    CameraBackend,
-    ColorTransfer,
-    ConvAlgoSearch,
-    EnhancerModel,
-    FaceSelection,
-    LabelPosition,
-    MaskKind,
-    MemoryStrategy,
-    Provider,
-    QualityLevel,
-    StageName,
-    SwapperModel,
-)
+from livecam.config.schema import field_choices
 from livecam.errors import LivecamError, format_error, one_line
 from livecam.runtime.providers import quiet_onnxruntime_logs
 from livecam.sources.cv_capture import quiet_ffmpeg_logs
 from livecam.userfiles import check_output_path
 
 log = logging.getLogger("livecam")
-
-
-SOURCE_HELP = (
-    "camera[:N] or N (webcam N, default 0) | /dev/videoN | a stream URL (rtsp://..., "
-    "http://...) | screen[:N] (monitor N) | screen:x,y,w,h (a region) | synthetic (test "
-    "pattern; see --face-motion, --stamp) | PATH to a video (played once; see --loop) or an "
-    "image"
-)
-SINK_HELP = (
-    "virtualcam (OBS/Zoom/Meet camera) | window (preview) | auto (virtual camera, else a window) | "
-    "null | FILE.mp4/.avi (record) | FILE.png/.jpg (last frame); repeat for several"
-)
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 1280x720, got {text!r}") from None
-    return w, h
 
 
 class Parser(argparse.ArgumentParser):
@@ -77,199 +43,28 @@ class Parser(argparse.ArgumentParser):
 
 def offered_presets() -> list[str]:
     """Every preset (``auto`` included), for ``--preset``."""
-    from livecam.face.presets import preset_names
-
-    return list(preset_names())
+    return list(field_choices("swap.preset"))
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Options of `livecam run` (also used by `livecam demo`). Unset options keep the config."""
-    src = p.add_argument_group("source")
-    src.add_argument("--source", metavar="SPEC", help=SOURCE_HELP)
-    src.add_argument("--fps", type=float, help="requested capture rate (default 30)")
-    src.add_argument("--size", type=_size, metavar="WxH", help="frame size, e.g. 1280x720")
-    pace = src.add_mutually_exclusive_group()
-    pace.add_argument(
-        "--unpaced",
-        action="store_true",
-        default=None,
-        help="deliver frames as fast as possible, no repeats (benchmarks; the default for a "
-        "video file whose sinks are all files: a conversion keeps every frame and the file's "
-        "timing)",
-    )
-    pace.add_argument(
-        "--realtime",
-        dest="unpaced",
-        action="store_const",
-        const=False,
-        help="play a video file at its own speed, like a camera (the newest frame wins); the "
-        "default when a sink is a virtual camera or a window",
-    )
-    src.add_argument(
-        "--loop",
-        action="store_true",
-        default=None,
-        help="video file: start again at its end (default: play it once, then stop)",
-    )
-    src.add_argument(
-        "--mirror",
-        action="store_true",
-        default=None,
-        help="flip every captured frame left-right (a selfie view)",
-    )
-    src.add_argument(
-        "--camera-backend",
-        choices=get_args(CameraBackend),
-        help="OpenCV capture backend (default: the right one for this OS)",
-    )
-    src.add_argument(
-        "--no-mjpg",
-        dest="mjpg",
-        action="store_false",
-        default=None,
-        help="do not ask the camera for MJPG",
-    )
-    src.add_argument(
-        "--face-motion",
-        metavar="IMG",
-        help="synthetic source: animate this portrait with smooth head motion",
-    )
-    src.add_argument(
-        "--stamp",
-        action="store_true",
-        default=None,
-        help="synthetic source: write the capture time into the pixels",
-    )
-    out = p.add_argument_group("output")
-    out.add_argument("--sink", action="append", metavar="SPEC", help=SINK_HELP)
-    out.add_argument("--output-fps", type=float, help="output rate (default: the source's)")
-    out.add_argument("--vcam-backend", help="pyvirtualcam backend (default: try each)")
-    out.add_argument("--vcam-device", help="virtual camera device, e.g. /dev/video10")
-    out.add_argument(
-        "--overwrite",
-        action="store_true",
-        default=None,
-        help="replace an existing recording or image file (default: keep it and write to "
-        "a new name with a timestamp)",
-    )
-    out.add_argument(
-        "--label",
-        metavar="TEXT",
-        help='draw TEXT (e.g. "AI-modified") on every output frame: the virtual camera and '
-        "the recording both carry it",
-    )
-    out.add_argument(
-        "--label-position",
-        choices=get_args(LabelPosition),
-        help="corner of the --label (default bottom-right)",
-    )
-    out.add_argument(
-        "--label-size",
-        type=float,
-        metavar="F",
-        help="--label text height as a fraction of the frame height (default 0.05)",
-    )
-    pipe = p.add_argument_group("pipeline")
-    pipe.add_argument(
-        "--stage",
-        action="append",
-        choices=get_args(StageName),
-        help="stage to run, in order; repeat for several (default: swap when "
-        "--face is given, else passthrough)",
-    )
-    pipe.add_argument(
-        "--yunet",
-        metavar="ONNX",
-        help="another YuNet 2023mar model for the facebox stage (default: the bundled one)",
-    )
-    pipe.add_argument(
-        "--overlap",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="find and track the faces of the next frame while this one is swapped, on a "
-        "second thread (default: when a model runs on a GPU)",
-    )
-    pipe.add_argument(
-        "--batch",
-        type=int,
-        metavar="N",
-        help="lossless runs: frames processed together (default 4); live runs always take "
-        "the newest frame and batch its faces",
-    )
-    pipe.add_argument(
-        "--lossless",
-        action="store_true",
-        default=None,
-        help="never drop frames: slow the source down instead (offline rendering; the "
-        "default for a video file converted to files)",
-    )
-    swap = p.add_argument_group("face swap")
-    swap.add_argument("--face", metavar="IMG", help="source face image to swap in")
-    swap.add_argument(
-        "--face-index",
-        type=int,
-        metavar="N",
-        help="which face of --face when it holds several (0 = largest)",
-    )
-    swap.add_argument(
-        "--preset",
-        choices=offered_presets(),
-        help="model set (default offline: no download; lite: a few MB; standard, quality: "
-        "neural swappers; auto: the best whose models are present)",
-    )
-    swap.add_argument(
-        "--select",
-        choices=get_args(FaceSelection),
-        help="faces to replace: one (largest), all, or reference",
-    )
-    swap.add_argument("--reference", metavar="IMG", help="with --select reference: whose face")
-    swap.add_argument(
-        "--blend",
-        choices=get_args(BlendMode),
-        help="feather (default) or seamless (Poisson cloning, slower)",
-    )
-    swap.add_argument(
-        "--color",
-        choices=get_args(ColorTransfer),
-        help="colour matching: lab (with local light, default), rct, none",
-    )
-    swap.add_argument(
-        "--opacity",
-        type=float,
-        metavar="0-1",
-        help="how much of the swapped face shows over yours (default 1: all of it)",
-    )
-    swap.add_argument(
-        "--keep-eyes",
-        action="store_true",
-        default=None,
-        help="keep the target's eyes (when the source photo blinks)",
-    )
-    swap.add_argument(
-        "--no-keep-mouth",
-        dest="keep_mouth",
-        action="store_false",
-        default=None,
-        help="paste the source's mouth too instead of keeping the target's",
-    )
-    swap.add_argument(
-        "--detect-every",
-        type=int,
-        metavar="N",
-        help="run the face detector every N frames, track between (default 3)",
-    )
-    swap.add_argument(
-        "--detect-size",
-        type=int,
-        metavar="PX",
-        help="the detector works on the frame shrunk by a whole factor to at most this long "
-        "side (default 400: faces from ~6%% of the frame width at any resolution; 800 finds "
-        "~3%%, at ~4x the detector's CPU time)",
-    )
-    add_model_options(p)
-    run = p.add_argument_group("run")
-    run.add_argument("--frames", type=int, metavar="N", help="stop after N captured frames")
-    run.add_argument("--stats-json", metavar="PATH", help="write a JSON summary at the end")
+class _DebugHelp(argparse.Action):
+    """``--help-debug``: the help with the test and bench knobs shown, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        shown = argparse.ArgumentParser(prog=parser.prog, description=parser.description)
+        add_run_options(shown, debug_shown=True)
+        shown.print_help()
+        parser.exit()
+
+
+def add_run_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> None:
+    """Options of `livecam run`: one per config field (generated from the fields'
+    Settings, see ``livecam.cli.options``) and those of the run itself. Unset options keep
+    the config."""
+    add_config_options(p, debug_shown)
+    run = next(g for g in p._action_groups if g.title == "run")
     run.add_argument("--config", metavar="FILE.toml", help="load settings; options override it")
     run.add_argument(
         "--save-config",
@@ -292,157 +87,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-
-
-def _percent4(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.replace(",", " ").split())
-    except ValueError:
-        values = ()
-    if len(values) != 4:
-        raise argparse.ArgumentTypeError(f"expected 4 percentages like 0,10,0,10, got {text!r}")
-    return values
-
-
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    """Options of the ONNX presets (lite, standard, quality): models, quality and masks."""
-    neural = p.add_argument_group("neural presets (lite, standard, quality)")
-    neural.add_argument(
-        "--provider",
-        choices=get_args(Provider),
-        help="compute provider of the ONNX models (default auto: the best this machine has; "
-        "the one really used is shown)",
-    )
-    neural.add_argument("--gpu", type=int, metavar="N", help="which GPU (default 0)")
-    neural.add_argument(
-        "--threads",
-        type=int,
-        metavar="N",
-        help="CPU threads of each ONNX model (default 0: ONNX Runtime's choice)",
-    )
-    neural.add_argument(
-        "--cudnn-algo",
-        choices=get_args(ConvAlgoSearch),
-        help="CUDA: cuDNN convolution algorithm search (default EXHAUSTIVE: slow first frame, "
-        "fastest after)",
-    )
-    neural.add_argument(
-        "--cuda-graph",
-        action="store_true",
-        default=None,
-        help="CUDA: replay the swapper as one captured CUDA graph (fixed shapes: one face per "
-        "call)",
-    )
-    neural.add_argument(
-        "--memory",
-        choices=get_args(MemoryStrategy),
-        help="memory strategy: low (exact-size CUDA arena capped per model, one face per call), "
-        "balanced (default: 4 faces per call), high (8)",
-    )
-    neural.add_argument(
-        "--quality",
-        choices=get_args(QualityLevel),
-        help="auto: step down the quality ladder when the fps stays below --target-fps (and "
-        "back up); a level pins it (default full; the VRAM watchdog still steps below it "
-        "when GPU memory runs out)",
-    )
-    neural.add_argument(
-        "--target-fps",
-        type=float,
-        metavar="FPS",
-        help="--quality auto: the frame rate to keep (default: the output rate)",
-    )
-    neural.add_argument(
-        "--accept-licence",
-        action="store_true",
-        default=None,
-        help="accept the licences of the models this run downloads (else asked once per model)",
-    )
-    neural.add_argument("--swapper", choices=get_args(SwapperModel), help="swapper model")
-    neural.add_argument(
-        "--enhancer", choices=get_args(EnhancerModel), help="face enhancer (none: off)"
-    )
-    for part in ("detector", "recognizer", "swapper", "enhancer"):
-        neural.add_argument(
-            f"--{part}-model",
-            metavar="PATH",
-            help=f"your own {part} ONNX file (checked against the {part}'s contract first)",
+    if not debug_shown:
+        run.add_argument(
+            "--help-debug",
+            action=_DebugHelp,
+            help="show the help with the test and bench knobs too (synthetic source, debug "
+            "stages, CUDA tuning), and exit",
         )
-    neural.add_argument(
-        "--pixel-boost",
-        type=int,
-        metavar="K",
-        help="swap at K x the swapper's resolution in K*K tiles (1, 2 or 4; default 1)",
-    )
-    neural.add_argument(
-        "--identity-weight",
-        type=float,
-        metavar="W",
-        help="source identity strength from 0 to 1 (default 0.5: as the model gives it)",
-    )
-    neural.add_argument(
-        "--enhance-blend", type=float, metavar="B", help="enhanced face share 0-1 (default 0.8)"
-    )
-    neural.add_argument(
-        "--enhance-every",
-        type=int,
-        metavar="N",
-        help="run the enhancer every N frames and re-paste its last face between (default 1)",
-    )
-    neural.add_argument(
-        "--reuse",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="give a tracked face its last swapped face again while it barely changes, "
-        "re-pasted where the face is now (neural swappers; default on)",
-    )
-    neural.add_argument(
-        "--reuse-similarity",
-        type=float,
-        metavar="DB",
-        help="least PSNR of the face's 32x32 aligned crop against the one last swapped for a "
-        "reuse (10-99 dB, default 32; higher reuses less)",
-    )
-    neural.add_argument(
-        "--reuse-max",
-        type=int,
-        metavar="K",
-        help="reuses in a row before the swapper runs again (0-30, default 3)",
-    )
-    neural.add_argument(
-        "--codeformer-fidelity",
-        type=float,
-        metavar="F",
-        help="CodeFormer: 0 sharper, 1 closer to the input (default 0.5)",
-    )
-    neural.add_argument(
-        "--mask",
-        action="append",
-        choices=get_args(MaskKind),
-        help="mask of the swapped face (repeat to combine by minimum; default: the preset's)",
-    )
-    neural.add_argument(
-        "--mask-blur", type=float, metavar="B", help="box mask border blur 0-1 (default 0.3)"
-    )
-    neural.add_argument(
-        "--mask-padding",
-        type=_percent4,
-        metavar="T,R,B,L",
-        help="box mask padding in %% of the crop (default 0,0,0,0)",
-    )
-    neural.add_argument(
-        "--mouth-mask",
-        type=int,
-        metavar="0-100",
-        help="keep this much of your real mouth (0 = off, 100 = fully yours)",
-    )
-    neural.add_argument(
-        "--map",
-        action="append",
-        metavar="SOURCE=TARGET",
-        help="several sources: put the face of photo SOURCE onto the person of photo TARGET "
-        "(repeat per person)",
-    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -6,88 +6,103 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, get_type_hints
 
 from livecam.config.inputs import input_file_problem
-from livecam.config.schema import Config, SwapConfig, sink_file, source_file, split_pair
+from livecam.config.schema import NEURAL, Config, SwapConfig
+from livecam.config.setting import (
+    Setting,
+    is_list,
+    literal_choices,
+    option_text,
+    plain_type,
+    sections,
+    setting_of,
+)
+from livecam.config.specs import SinkSpec, SourceSpec
+from livecam.config.tomlfile import split_pair
 from livecam.errors import ConfigError
 
 log = logging.getLogger("livecam")
 
 
-#: config field -> (the option that sets it, its argparse dest); one row per option
+#: argument groups of `livecam run`, in help order: a section's fields go to the group
+#: of its name (buffer's to pipeline's) unless their Setting names another
+GROUPS = {
+    "source": "source",
+    "output": "output",
+    "pipeline": "pipeline",
+    "buffer": "pipeline",
+    "swap": "face swap",
+    NEURAL: NEURAL,
+    "run": "run",
+}
+DEBUG_GROUP = "test and bench knobs (left out of --help)"
+
+
+def config_settings() -> Iterator[tuple[str, dataclasses.Field[Any], Any, Setting]]:
+    """``(section.field, field, type hint, Setting)`` of every field with an option."""
+    for section, cls in sections(Config):
+        hints = get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            info = setting_of(f)
+            if info.option is not None:
+                yield f"{section}.{f.name}", f, hints[f.name], info
+
+
+#: config field -> (the option that sets it, its argparse dest); derived from the fields
 FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {
-        "source.spec": ("--source", "source"),
-        "source.fps": ("--fps", "fps"),
-        "source.size": ("--size", "size"),
-        "source.unpaced": ("--unpaced", "unpaced"),
-        "source.loop": ("--loop", "loop"),
-        "source.mirror": ("--mirror", "mirror"),
-        "source.camera_backend": ("--camera-backend", "camera_backend"),
-        "source.mjpg": ("--no-mjpg", "mjpg"),
-        "source.face_motion": ("--face-motion", "face_motion"),
-        "source.stamp": ("--stamp", "stamp"),
-        "output.sinks": ("--sink", "sink"),
-        "output.fps": ("--output-fps", "output_fps"),
-        "output.virtualcam_backend": ("--vcam-backend", "vcam_backend"),
-        "output.virtualcam_device": ("--vcam-device", "vcam_device"),
-        "output.overwrite": ("--overwrite", "overwrite"),
-        "pipeline.stages": ("--stage", "stage"),
-        "output.label": ("--label", "label"),
-        "output.label_position": ("--label-position", "label_position"),
-        "output.label_size": ("--label-size", "label_size"),
-        "pipeline.yunet_model": ("--yunet", "yunet"),
-        "pipeline.overlap": ("--overlap", "overlap"),
-        "buffer.batch_limit": ("--batch", "batch"),
-        "buffer.lossless": ("--lossless", "lossless"),
-        "swap.face": ("--face", "face"),
-        "swap.face_index": ("--face-index", "face_index"),
-        "swap.preset": ("--preset", "preset"),
-        "swap.select": ("--select", "select"),
-        "swap.reference": ("--reference", "reference"),
-        "swap.blend": ("--blend", "blend"),
-        "swap.color": ("--color", "color"),
-        "swap.keep_eyes": ("--keep-eyes", "keep_eyes"),
-        "swap.keep_mouth": ("--no-keep-mouth", "keep_mouth"),
-        "swap.detect_every": ("--detect-every", "detect_every"),
-        "swap.detect_size": ("--detect-size", "detect_size"),
-        "swap.provider": ("--provider", "provider"),
-        "swap.gpu": ("--gpu", "gpu"),
-        "swap.threads": ("--threads", "threads"),
-        "swap.cudnn_conv_algo_search": ("--cudnn-algo", "cudnn_algo"),
-        "swap.cuda_graph": ("--cuda-graph", "cuda_graph"),
-        "swap.memory": ("--memory", "memory"),
-        "swap.quality": ("--quality", "quality"),
-        "swap.target_fps": ("--target-fps", "target_fps"),
-        "swap.accept_licence": ("--accept-licence", "accept_licence"),
-        "swap.swapper": ("--swapper", "swapper"),
-        "swap.enhancer": ("--enhancer", "enhancer"),
-        "swap.detector_model": ("--detector-model", "detector_model"),
-        "swap.recognizer_model": ("--recognizer-model", "recognizer_model"),
-        "swap.swapper_model": ("--swapper-model", "swapper_model"),
-        "swap.enhancer_model": ("--enhancer-model", "enhancer_model"),
-        "swap.pixel_boost": ("--pixel-boost", "pixel_boost"),
-        "swap.identity_weight": ("--identity-weight", "identity_weight"),
-        "swap.enhance_blend": ("--enhance-blend", "enhance_blend"),
-        "swap.enhance_every": ("--enhance-every", "enhance_every"),
-        "swap.reuse": ("--reuse", "reuse"),
-        "swap.reuse_similarity": ("--reuse-similarity", "reuse_similarity"),
-        "swap.reuse_max": ("--reuse-max", "reuse_max"),
-        "swap.codeformer_fidelity": ("--codeformer-fidelity", "codeformer_fidelity"),
-        "swap.masks": ("--mask", "mask"),
-        "swap.mask_blur": ("--mask-blur", "mask_blur"),
-        "swap.mask_padding": ("--mask-padding", "mask_padding"),
-        "swap.mouth_mask": ("--mouth-mask", "mouth_mask"),
-        "swap.map": ("--map", "map"),
-        "swap.opacity": ("--opacity", "opacity"),
-        "run.frames": ("--frames", "frames"),
-        "run.stats_json": ("--stats-json", "stats_json"),
-    }
+    {name: (info.option, info.dest) for name, _, _, info in config_settings() if info.option}
 )
+
+
+def _help(f: dataclasses.Field[Any], info: Setting, debug_shown: bool) -> str:
+    if info.debug and not debug_shown:
+        return argparse.SUPPRESS
+    default = f.default if f.default is not dataclasses.MISSING else None
+    return info.help.replace("{default}", option_text(default, ","))
+
+
+def add_config_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> None:
+    """The options of `livecam run` that set config fields, generated from the fields'
+    Settings; every one defaults to None (unset: the config keeps its value). Debug knobs
+    are hidden from the help unless ``debug_shown``."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for title in (*dict.fromkeys(GROUPS.values()), DEBUG_GROUP):
+        groups[title] = p.add_argument_group(title)
+    for name, f, hint, info in config_settings():
+        assert info.option is not None
+        title = DEBUG_GROUP if info.debug else info.group or GROUPS[name.partition(".")[0]]
+        group: Any = groups[title]
+        text = _help(f, info, debug_shown)
+        kind = plain_type(hint)
+        if kind is bool:
+            if info.off is not None:  # --unpaced | --realtime
+                group = group.add_mutually_exclusive_group()
+            if info.negatable:
+                action: Any = argparse.BooleanOptionalAction
+            else:
+                action = "store_false" if info.option.startswith("--no-") else "store_true"
+            group.add_argument(info.option, dest=info.dest, action=action, default=None, help=text)
+            if info.off is not None:
+                off_help = argparse.SUPPRESS if text == argparse.SUPPRESS else info.off_help
+                group.add_argument(
+                    info.off, dest=info.dest, action="store_const", const=False, help=off_help
+                )
+            continue
+        choices = info.choices() if info.choices is not None else literal_choices(hint)
+        group.add_argument(
+            info.option,
+            dest=info.dest,
+            type=info.parse or (None if choices else kind),
+            choices=choices,
+            action="append" if is_list(hint) else "store",
+            metavar=info.metavar,
+            help=text,
+        )
 
 
 def given_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -98,17 +113,6 @@ def given_fields(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             given[name] = tuple(value) if isinstance(value, list) else value
     return given
-
-
-def _option_text(value: Any) -> str:
-    """A config value as it is typed on the command line."""
-    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return f"{value[0]}x{value[1]}"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, tuple | list):
-        return " ".join(str(v) for v in value)
-    return str(value)
 
 
 def _field_of(error: ConfigError) -> str | None:
@@ -123,7 +127,7 @@ def as_option_error(error: ConfigError, given: Mapping[str, Any]) -> ConfigError
         return error
     option = FIELD_OPTIONS[name][0]
     return ConfigError(
-        f"{option} {_option_text(error.value)} is invalid",
+        f"{option} {option_text(error.value)} is invalid",
         f"allowed: {error.allowed}" if error.allowed else error.hint,
         field=error.field,
         value=error.value,
@@ -164,34 +168,37 @@ class Scope:
     field_needs: str
 
 
-def _is_camera(spec: str) -> bool:
-    text = spec.strip()
-    return text.partition(":")[0] == "camera" or text.isdigit() or text.startswith("/dev/video")
+def _source(cfg: Config) -> SourceSpec:
+    return SourceSpec.parse(cfg.source.spec)
+
+
+def _sinks(cfg: Config) -> list[SinkSpec]:
+    return [SinkSpec.parse(s) for s in cfg.output.sinks]
 
 
 SWAP_FIELDS = tuple(f"swap.{f.name}" for f in dataclasses.fields(SwapConfig))
 SCOPES = (
     Scope(
         ("source.face_motion", "source.stamp"),
-        lambda c: c.source.spec.strip() == "synthetic",
+        lambda c: _source(c).kind == "synthetic",
         "--source synthetic",
         "source.spec = 'synthetic'",
     ),
     Scope(
         ("source.camera_backend", "source.mjpg"),
-        lambda c: _is_camera(c.source.spec),
+        lambda c: _source(c).is_webcam,
         "a camera source (--source camera:N)",
         "a camera in source.spec",
     ),
     Scope(
         ("output.virtualcam_backend", "output.virtualcam_device"),
-        lambda c: any(s.strip().lower() in ("virtualcam", "auto") for s in c.output.sinks),
+        lambda c: any(s.is_virtualcam for s in _sinks(c)),
         "--sink virtualcam (or auto)",
         "'virtualcam' or 'auto' in output.sinks",
     ),
     Scope(
         ("output.overwrite",),
-        lambda c: c.run.stats_json is not None or any(sink_file(s) for s in c.output.sinks),
+        lambda c: c.run.stats_json is not None or any(s.file for s in _sinks(c)),
         "a file sink (--sink out.mp4) or --stats-json",
         "a file in output.sinks or run.stats_json",
     ),
@@ -215,13 +222,13 @@ SCOPES = (
     ),
     Scope(
         ("source.loop",),
-        lambda c: source_file(c.source.spec) is not None,
+        lambda c: _source(c).file is not None,
         "a video file (--source clip.mp4)",
         "a video file in source.spec",
     ),
     Scope(
         ("buffer.batch_limit",),
-        lambda c: c.buffer.lossless or source_file(c.source.spec) is not None,
+        lambda c: c.buffer.lossless or _source(c).file is not None,
         "--lossless (or a video file --source)",
         "buffer.lossless = true (or a video file in source.spec)",
     ),

@@ -1,42 +1,63 @@
 """Configuration: a tree of frozen dataclasses, loadable from and savable to TOML.
 
-Every field is validated where it is created: a bad value raises ConfigError naming the
-field (``section.field``) and the allowed values. Nothing is silently reset.
+Each field is defined once, here: its type, default and ``setting(...)`` metadata (its
+``livecam run`` option, help, range and choices; see ``livecam.config.setting``). Every
+field is validated where it is created (``livecam.config.validation``): a bad value raises
+ConfigError naming the field (``section.field``) and the allowed values. Nothing is
+silently reset. TOML I/O is ``livecam.config.tomlfile``; source and sink specs are parsed
+by ``livecam.config.specs``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import secrets
-import stat
-import tomllib
-import types
-import typing
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, get_type_hints
 
+from livecam.config.setting import literal_choices, setting, setting_of
+from livecam.config.specs import sink_file, source_file
+from livecam.config.tomlfile import read_toml, split_pair, to_toml, with_paths_from, write_toml
+from livecam.config.validation import Validated, from_dict
 from livecam.control.keycombo import ALLOWED as KEYCOMBO_ALLOWED
 from livecam.control.keycombo import canonical, find_conflict
 from livecam.errors import ConfigError
 
+__all__ = [
+    "BlendMode",
+    "BufferConfig",
+    "CameraBackend",
+    "ColorTransfer",
+    "Config",
+    "ConvAlgoSearch",
+    "EnhancerModel",
+    "FaceSelection",
+    "HotkeysConfig",
+    "LabelPosition",
+    "MaskKind",
+    "MemoryStrategy",
+    "OutputConfig",
+    "PipelineConfig",
+    "Preset",
+    "Provider",
+    "QualityLevel",
+    "RunConfig",
+    "SourceConfig",
+    "StageName",
+    "SwapConfig",
+    "SwapperModel",
+    "field_choices",
+    "sink_file",
+    "source_file",
+    "split_pair",
+]
+
 CameraBackend = Literal["auto", "v4l2", "dshow", "msmf", "avfoundation", "gstreamer", "ffmpeg"]
 StageName = Literal["passthrough", "facebox", "swap"]
-Preset = Literal["offline", "lite", "standard", "quality", "auto"]
 FaceSelection = Literal["one", "all", "reference"]
 ColorTransfer = Literal["lab", "rct", "none"]
 BlendMode = Literal["feather", "seamless"]
 Provider = Literal["auto", "tensorrt", "cuda", "directml", "coreml", "cpu"]
-SwapperModel = Literal[
-    "inswapper-128",
-    "inswapper-128-fp16",
-    "hyperswap-1a-256",
-    "hyperswap-1b-256",
-    "hyperswap-1c-256",
-]
-EnhancerModel = Literal["none", "gfpgan-1.4", "codeformer", "gpen-bfr-256", "gpen-bfr-512"]
 MaskKind = Literal["box", "insightface", "ellipse", "region"]
 LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right"]
 ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
@@ -45,191 +66,147 @@ MemoryStrategy = Literal["low", "balanced", "high"]  # see livecam.runtime.onnx_
 QualityLevel = Literal[
     "auto", "full", "small-batch", "enhance-half", "no-enhancer", "small-detector", "cpu"
 ]
+# names from their tables (checked against them: field_choices): the preset table
+# (livecam.face.presets) and the model manifest (models/manifest.toml)
+Preset = str
+SwapperModel = str
+EnhancerModel = str
+ENHANCER_OFF = "none"
 
 MIN_FPS, MAX_FPS = 1, 240  # capture and output rates (frames per second)
+FPS_RANGE = (MIN_FPS, MAX_FPS)
+FPS_WORDS = "a number of frames per second from {min} to {max}"
 MAX_FRAMES = 10**9  # run.frames: about a year at 30 fps
 MAX_FACE_INDEX = 999  # swap.face_index: faces in one group photo
-MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes
-SINK_NAMES = ("virtualcam", "window", "auto", "null")  # every other sink spec is a file
+NEURAL = "neural presets (lite, standard, quality)"
 
 
-def source_file(spec: str) -> str | None:
-    """The file a source spec names, or None for a camera, a screen, a device, a stream
-    URL or the synthetic source."""
-    text = spec.strip()
-    kind = text.partition(":")[0]
-    special = kind in ("camera", "screen") or text == "synthetic" or text.isdigit()
-    return None if special or "://" in text or text.startswith("/dev/") else text
+@functools.cache
+def preset_names() -> tuple[str, ...]:
+    """Every name ``swap.preset`` accepts: ``auto`` and the rows of the preset table."""
+    from livecam.face.presets import preset_names as table_names  # the table imports config
+
+    return tuple(table_names())
 
 
-def sink_file(spec: str) -> str | None:
-    """The file a sink spec names (a recording or an image), or None for a named sink."""
-    return None if spec.strip().lower() in SINK_NAMES else spec
+@functools.cache
+def _models(task: str) -> tuple[str, ...]:
+    from livecam.models.manifest import load_manifest  # read once, when first asked
+
+    return tuple(name for name, entry in load_manifest().items() if entry.task == task)
 
 
-def _any_file(value: str) -> str | None:
-    return value
+def swapper_names() -> tuple[str, ...]:
+    """The swappers of the model manifest (``swap.swapper``)."""
+    return _models("swapper")
 
 
-def path_field(default: Any, which: Callable[[str], str | None] = _any_file) -> Any:
-    """A config field holding a path (or, for specs, maybe a path: ``which`` says which
-    values are files). Such paths are relative to the config file they were loaded from."""
-    return field(default=default, metadata={"path": which})
+def enhancer_names() -> tuple[str, ...]:
+    """``none`` (off) and the enhancers of the model manifest (``swap.enhancer``)."""
+    return (ENHANCER_OFF, *_models("enhancer"))
 
 
-def pair_paths_field(default: Any) -> Any:
-    """A config field of ``A=B`` path pairs (both relative to the config file)."""
-    return field(default=default, metadata={"path": _any_file, "pairs": True})
+def _size(text: str) -> tuple[int, int]:
+    import argparse
+
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 1280x720, got {text!r}") from None
+    return w, h
 
 
-def split_pair(value: str) -> tuple[str, str] | None:
-    """``"a.jpg=b.jpg"`` -> ``("a.jpg", "b.jpg")``; None when it is not two non-blank paths."""
-    left, sep, right = value.partition("=")
-    return (left.strip(), right.strip()) if sep and left.strip() and right.strip() else None
+def _percent4(text: str) -> tuple[int, ...]:
+    import argparse
+
+    try:
+        values = tuple(int(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        values = ()
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"expected 4 percentages like 0,10,0,10, got {text!r}")
+    return values
 
 
-def _rebase(value: str, base: Path) -> str:
-    """``value`` as an absolute path, a relative one taken from ``base`` (a blank value is
-    left as it is: it names no file)."""
-    if not value.strip():
-        return value
-    expanded = os.path.expanduser(value)
-    return expanded if os.path.isabs(expanded) else os.path.join(base, expanded)
-
-
-def _type_name(hint: Any) -> str:
-    origin = get_origin(hint)
-    if origin is Literal:
-        return " | ".join(repr(a) for a in get_args(hint))
-    if origin in (typing.Union, types.UnionType):
-        named = [_type_name(a) for a in get_args(hint) if a is not type(None)]
-        optional = len(named) < len(get_args(hint))  # TOML has no none: leave the field out
-        return " or ".join(named) + (" (or leave the field out)" if optional else "")
-    if origin is tuple:
-        args = get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return f"list of ({_type_name(args[0])})"
-        return f"list of {len(args)} values"
-    if hint is bool:
-        return "true or false"
-    return "none" if hint is type(None) else getattr(hint, "__name__", str(hint))
-
-
-def _coerce(path: str, hint: Any, value: Any) -> Any:
-    """Return ``value`` converted to ``hint`` or raise ConfigError naming ``path``."""
-    origin = get_origin(hint)
-    bad = ConfigError.bad_value(path, value, _type_name(hint))
-    if origin in (typing.Union, types.UnionType):
-        for arg in get_args(hint):
-            try:
-                return _coerce(path, arg, value)
-            except ConfigError:
-                continue
-        raise bad
-    if hint is type(None):
-        if value is None:
-            return None
-        raise bad
-    if origin is Literal:
-        if value in get_args(hint):
-            return value
-        raise bad
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise bad
-        args = get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(f"{path}[{i}]", args[0], v) for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise bad
-        return tuple(_coerce(f"{path}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise bad
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise bad
-    if hint is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise bad
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise bad
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        if isinstance(value, hint):
-            return value
-        if isinstance(value, dict):
-            return _from_dict(hint, value, path)
-        raise bad
-    raise TypeError(f"unsupported config type {hint!r} at {path}")
-
-
-def _from_dict(cls: type[Any], data: dict[str, Any], path: str) -> Any:
-    hints = get_type_hints(cls)
-    names = [f.name for f in fields(cls) if f.init]
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        where = f"[{path}]" if path else "the top level"
-        raise ConfigError(
-            f"unknown config field(s) {', '.join(map(repr, unknown))} in {where}",
-            f"allowed fields: {', '.join(names)}",
-        )
-    kwargs = {k: _coerce(f"{path}.{k}" if path else k, hints[k], v) for k, v in data.items()}
-    return cls(**kwargs)
-
-
-class _Validated:
-    """Mixin: type-checks every field on construction and runs ``_check`` for ranges."""
-
-    SECTION: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        hints = get_type_hints(type(self))
-        for f in fields(self):  # type: ignore[arg-type]
-            path = f"{self.SECTION}.{f.name}" if self.SECTION else f.name
-            value = _coerce(path, hints[f.name], getattr(self, f.name))
-            object.__setattr__(self, f.name, value)
-        self._check()
-
-    def _check(self) -> None:
-        """Range checks beyond the type; raise ConfigError naming the field."""
-
-    def _require(self, ok: bool, name: str, allowed: str) -> None:
-        if not ok:
-            raise ConfigError.bad_value(f"{self.SECTION}.{name}", getattr(self, name), allowed)
+SOURCE_HELP = (
+    "camera[:N] or N (webcam N, default 0) | /dev/videoN | a stream URL (rtsp://..., "
+    "http://...) | screen[:N] (monitor N) | screen:x,y,w,h (a region) | synthetic (test "
+    "pattern; see --help-debug) | PATH to a video (played once; see --loop) or an image"
+)
+SINK_HELP = (
+    "virtualcam (OBS/Zoom/Meet camera) | window (preview) | auto (virtual camera, else a window) | "
+    "null | FILE.mp4/.avi (record) | FILE.png/.jpg (last frame); repeat for several"
+)
 
 
 @dataclass(frozen=True)
-class SourceConfig(_Validated):
+class SourceConfig(Validated):
     """Where frames come from: ``camera[:N]``, ``screen[:N]``, ``screen:x,y,w,h``,
     ``synthetic``, or a video/image file path."""
 
     SECTION: ClassVar[str] = "source"
-    spec: str = path_field("camera:0", source_file)
-    fps: float = 30.0
-    size: tuple[int, int] | None = None  # (width, height) requested from the device
+    spec: str = setting(
+        "camera:0", path=source_file, option="--source", metavar="SPEC", help=SOURCE_HELP
+    )
+    fps: float = setting(
+        30.0,
+        option="--fps",
+        range=FPS_RANGE,
+        allowed=FPS_WORDS,
+        help="requested capture rate (default {default})",
+    )
+    # (width, height) requested from the device
+    size: tuple[int, int] | None = setting(
+        None, option="--size", parse=_size, metavar="WxH", help="frame size, e.g. 1280x720"
+    )
     # True: as fast as possible (benchmarks, file conversions); False: at the source's own
     # rate (real time); None: unpaced for a video file whose sinks are all files or null
     # (a conversion), real time otherwise (see livecam.stream.playback)
-    unpaced: bool | None = None
-    loop: bool = False  # a video file starts again at its end (default: play once, then end)
-    mirror: bool = False  # flip every captured frame left-right (as a selfie view)
-    mjpg: bool = True  # ask cameras for MJPG (higher fps at 720p+ over USB 2)
-    camera_backend: CameraBackend = "auto"
-    face_motion: str | None = path_field(None)  # synthetic: animate this portrait
-    stamp: bool = False  # synthetic: write capture time into the pixels
-    reopen_interval_s: float = 1.0  # retry period after a device failure
+    unpaced: bool | None = setting(
+        None,
+        option="--unpaced",
+        help="deliver frames as fast as possible, no repeats (benchmarks; the default for a "
+        "video file whose sinks are all files: a conversion keeps every frame and the file's "
+        "timing)",
+        off="--realtime",
+        off_help="play a video file at its own speed, like a camera (the newest frame wins); "
+        "the default when a sink is a virtual camera or a window",
+    )
+    loop: bool = setting(
+        False,
+        option="--loop",
+        help="video file: start again at its end (default: play it once, then stop)",
+    )
+    mirror: bool = setting(
+        False, option="--mirror", help="flip every captured frame left-right (a selfie view)"
+    )
+    # ask cameras for MJPG (higher fps at 720p+ over USB 2)
+    mjpg: bool = setting(True, option="--no-mjpg", help="do not ask the camera for MJPG")
+    camera_backend: CameraBackend = setting(
+        "auto",
+        option="--camera-backend",
+        help="OpenCV capture backend (default {default}: the right one for this OS)",
+    )
+    face_motion: str | None = setting(
+        None,
+        path=True,
+        option="--face-motion",
+        metavar="IMG",
+        help="synthetic source: animate this portrait with smooth head motion",
+        debug=True,
+    )
+    stamp: bool = setting(
+        False,
+        option="--stamp",
+        debug=True,
+        help="synthetic source: write the capture time into the pixels (latency measurements)",
+    )
+    # retry period after a device failure
+    reopen_interval_s: float = setting(
+        1.0, range=(0.05, 60), allowed="a number of seconds from {min} to {max}"
+    )
 
     def _check(self) -> None:
-        self._require(
-            MIN_FPS <= self.fps <= MAX_FPS,
-            "fps",
-            f"a number of frames per second from {MIN_FPS} to {MAX_FPS}",
-        )
         if self.size is not None:
             w, h = self.size
             self._require(
@@ -237,26 +214,31 @@ class SourceConfig(_Validated):
                 "size",
                 "even width and height from 16x16 to 7680x4320, e.g. 1280x720",
             )
-        self._require(
-            0.05 <= self.reopen_interval_s <= 60,
-            "reopen_interval_s",
-            "a number of seconds from 0.05 to 60",
-        )
 
 
 @dataclass(frozen=True)
-class BufferConfig(_Validated):
+class BufferConfig(Validated):
     """The ring buffer between capture and inference."""
 
     SECTION: ClassVar[str] = "buffer"
-    capacity: int = 8
-    batch_limit: int = 4  # lossless: frames processed together (live: the newest frame only)
+    capacity: int = setting(8, range=(1, 64))
+    batch_limit: int = setting(
+        4,
+        option="--batch",
+        metavar="N",
+        help="lossless runs: frames processed together (default {default}); live runs always "
+        "take the newest frame and batch its faces",
+    )
     # block the source instead of dropping (offline rendering); None: lossless when the
     # source is unpaced and finite (a video file conversion)
-    lossless: bool | None = None
+    lossless: bool | None = setting(
+        None,
+        option="--lossless",
+        help="never drop frames: slow the source down instead (offline rendering; the "
+        "default for a video file converted to files)",
+    )
 
     def _check(self) -> None:
-        self._require(1 <= self.capacity <= 64, "capacity", "an integer from 1 to 64")
         self._require(
             1 <= self.batch_limit <= self.capacity,
             "batch_limit",
@@ -265,20 +247,52 @@ class BufferConfig(_Validated):
 
 
 @dataclass(frozen=True)
-class OutputConfig(_Validated):
+class OutputConfig(Validated):
     """Where finished frames go: ``virtualcam``, ``window``, ``auto``, ``null`` or a file
     path (``.mp4``/``.avi`` records, ``.png``/``.jpg`` keeps the last frame)."""
 
     SECTION: ClassVar[str] = "output"
-    sinks: tuple[str, ...] = path_field(("auto",), sink_file)
-    fps: float | None = None  # None: the source's fps
-    virtualcam_backend: str | None = None  # None: try every pyvirtualcam backend
-    virtualcam_device: str | None = None
-    overwrite: bool = False  # replace existing recordings/images (else a new timestamped name)
+    sinks: tuple[str, ...] = setting(
+        ("auto",), path=sink_file, option="--sink", metavar="SPEC", help=SINK_HELP
+    )
+    fps: float | None = setting(
+        None,
+        option="--output-fps",
+        range=FPS_RANGE,
+        allowed=FPS_WORDS + ", or unset for the source's rate",
+        help="output rate (default: the source's)",
+    )
+    virtualcam_backend: str | None = setting(
+        None, option="--vcam-backend", help="pyvirtualcam backend (default: try each)"
+    )
+    virtualcam_device: str | None = setting(
+        None, option="--vcam-device", help="virtual camera device, e.g. /dev/video10"
+    )
+    overwrite: bool = setting(
+        False,
+        option="--overwrite",
+        help="replace an existing recording or image file (default: keep it and write to "
+        "a new name with a timestamp)",
+    )
     # responsible use: text drawn on every output frame (e.g. "AI-modified"), None: none
-    label: str | None = None
-    label_position: LabelPosition = "bottom-right"
-    label_size: float = 0.05  # text height as a fraction of the frame height
+    label: str | None = setting(
+        None,
+        option="--label",
+        metavar="TEXT",
+        help='draw TEXT (e.g. "AI-modified") on every output frame: the virtual camera and '
+        "the recording both carry it",
+    )
+    label_position: LabelPosition = setting(
+        "bottom-right", option="--label-position", help="corner of the --label (default {default})"
+    )
+    label_size: float = setting(
+        0.05,
+        option="--label-size",
+        metavar="F",
+        range=(0.02, 0.25),
+        allowed="a fraction of the frame height from {min} to {max}",
+        help="--label text height as a fraction of the frame height (default {default})",
+    )
 
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")
@@ -287,18 +301,6 @@ class OutputConfig(_Validated):
             "label",
             "1 to 80 printable ASCII characters (the font has no others), e.g. AI-modified",
         )
-        self._require(
-            0.02 <= self.label_size <= 0.25,
-            "label_size",
-            "a fraction of the frame height from 0.02 to 0.25",
-        )
-        if self.fps is not None:
-            self._require(
-                MIN_FPS <= self.fps <= MAX_FPS,
-                "fps",
-                f"a number of frames per second from {MIN_FPS} to {MAX_FPS}, or unset for "
-                "the source's rate",
-            )
 
 
 def _plain_text(text: str) -> bool:
@@ -307,106 +309,326 @@ def _plain_text(text: str) -> bool:
 
 
 @dataclass(frozen=True)
-class SwapConfig(_Validated):
+class SwapConfig(Validated):
     """Which face goes where, and how it is blended (the swap stage)."""
 
     SECTION: ClassVar[str] = "swap"
-    face: str | None = path_field(None)  # source face image
-    face_index: int | None = None  # which face of the source image, when it has several
-    preset: Preset = "offline"
-    select: FaceSelection = "one"
-    reference: str | None = path_field(None)  # with select = "reference": the reference photo
+    face: str | None = setting(
+        None, path=True, option="--face", metavar="IMG", help="source face image to swap in"
+    )
+    face_index: int | None = setting(
+        None,
+        option="--face-index",
+        metavar="N",
+        range=(0, MAX_FACE_INDEX),
+        help="which face of --face when it holds several (0 = largest)",
+    )
+    preset: Preset = setting(
+        "offline",
+        option="--preset",
+        choices=preset_names,
+        help="model set (default {default}: no download; lite: a few MB; standard, quality: "
+        "neural swappers; auto: the best whose models are present)",
+    )
+    select: FaceSelection = setting(
+        "one", option="--select", help="faces to replace: one (largest), all, or reference"
+    )
+    # with select = "reference": the reference photo
+    reference: str | None = setting(
+        None,
+        path=True,
+        option="--reference",
+        metavar="IMG",
+        help="with --select reference: whose face",
+    )
     reference_threshold: float | None = None  # max embedding distance (None: the model's own)
-    detect_every: int = 3  # run the detector every N frames, track in between
-    detect_size: int = 400  # detector input, long side at most (px): faces from ~1/16 of it
-    smoothing: float = 1.0  # landmark smoothing strength (0 = off)
-    keep_mouth: bool = True  # keep the target's inner mouth
-    keep_eyes: bool = False  # keep the target's eyes (when the source photo blinks)
-    color: ColorTransfer = "lab"
-    blend: BlendMode = "feather"
+    detect_every: int = setting(
+        3,
+        option="--detect-every",
+        metavar="N",
+        range=(1, 60),
+        help="run the face detector every N frames, track between (default {default})",
+    )
+    # detector input, long side at most (px): faces from ~1/16 of it
+    detect_size: int = setting(
+        400,
+        option="--detect-size",
+        metavar="PX",
+        range=(160, 4096),
+        allowed="an integer from {min} to {max} (px)",
+        help="the detector works on the frame shrunk by a whole factor to at most this long "
+        "side (default {default}: faces from ~6%% of the frame width at any resolution; 800 "
+        "finds ~3%%, at ~4x the detector's CPU time)",
+    )
+    smoothing: float = setting(1.0, range=(0, 10))  # landmark smoothing strength (0 = off)
+    keep_mouth: bool = setting(
+        True,
+        option="--no-keep-mouth",
+        help="paste the source's mouth too instead of keeping the target's",
+    )
+    keep_eyes: bool = setting(
+        False, option="--keep-eyes", help="keep the target's eyes (when the source photo blinks)"
+    )
+    color: ColorTransfer = setting(
+        "lab",
+        option="--color",
+        help="colour matching: lab (with local light), rct, none (default {default})",
+    )
+    blend: BlendMode = setting(
+        "feather",
+        option="--blend",
+        help="feather or seamless (Poisson cloning, slower) (default {default})",
+    )
     # ONNX presets (lite, standard, quality)
-    provider: Provider = "auto"  # compute provider of every ONNX model
-    gpu: int = 0  # which GPU (CUDA, TensorRT, DirectML device id)
-    threads: int = 0  # CPU threads of each ONNX model (0: ONNX Runtime's default)
-    spin_wait: bool = False  # CPU: ONNX Runtime's threads busy-wait between ops (faster alone)
-    cudnn_conv_algo_search: ConvAlgoSearch = "EXHAUSTIVE"  # CUDA: cuDNN's algorithm search
-    cuda_graph: bool = False  # CUDA: replay the swapper as one CUDA graph (fixed batch of 1)
-    memory: MemoryStrategy = "balanced"  # ORT memory arenas and batch limit (low, balanced, high)
-    face_batch: int = 0  # faces (and tiles) per model call; 0: the memory strategy's limit
+    provider: Provider = setting(
+        "auto",
+        option="--provider",
+        group=NEURAL,
+        help="compute provider of the ONNX models (default {default}: the best this machine "
+        "has; the one really used is shown)",
+    )
+    gpu: int = setting(
+        0,
+        option="--gpu",
+        metavar="N",
+        group=NEURAL,
+        range=(0, 64),
+        allowed="a GPU index from {min} to {max}",
+        help="which GPU (default {default})",
+    )
+    threads: int = setting(
+        0,
+        option="--threads",
+        metavar="N",
+        group=NEURAL,
+        range=(0, 256),
+        allowed="0 (automatic) to {max}",
+        help="CPU threads of each ONNX model (default {default}: ONNX Runtime's choice)",
+    )
+    # CPU: ONNX Runtime's threads busy-wait between ops (faster alone)
+    spin_wait: bool = False
+    cudnn_conv_algo_search: ConvAlgoSearch = setting(
+        "EXHAUSTIVE",
+        option="--cudnn-algo",
+        debug=True,
+        help="CUDA: cuDNN convolution algorithm search (default {default}: slow first frame, "
+        "fastest after)",
+    )
+    cuda_graph: bool = setting(
+        False,
+        option="--cuda-graph",
+        debug=True,
+        help="CUDA: replay the swapper as one captured CUDA graph (fixed shapes: one face per "
+        "call)",
+    )
+    memory: MemoryStrategy = setting(
+        "balanced",
+        option="--memory",
+        group=NEURAL,
+        help="memory strategy: low (exact-size CUDA arena capped per model, one face per "
+        "call), balanced (4 faces per call), high (8) (default {default})",
+    )
+    face_batch: int = setting(  # faces (and tiles) per model call; 0: the memory strategy's
+        0, range=(0, 64), allowed="0 (the memory strategy's) to {max}"
+    )
     # "auto": step the quality ladder down when the fps stays below target (and back up);
     # a level pins it (the VRAM watchdog still steps below it when memory runs out)
-    quality: QualityLevel = "full"
-    target_fps: float | None = None  # adaptive quality's target (None: the output rate)
-    accept_licence: bool = False  # accept the licences of models downloaded for this run
-    swapper: SwapperModel | None = None  # None: the preset's swapper
-    enhancer: EnhancerModel | None = None  # None: the preset's enhancer; "none": off
+    quality: QualityLevel = setting(
+        "full",
+        option="--quality",
+        group=NEURAL,
+        help="auto: step down the quality ladder when the fps stays below --target-fps (and "
+        "back up); a level pins it (default {default}; the VRAM watchdog still steps below it "
+        "when GPU memory runs out)",
+    )
+    target_fps: float | None = setting(
+        None,
+        option="--target-fps",
+        metavar="FPS",
+        group=NEURAL,
+        range=FPS_RANGE,
+        allowed=FPS_WORDS + ", or unset for the output rate",
+        help="--quality auto: the frame rate to keep (default: the output rate)",
+    )
+    accept_licence: bool = setting(
+        False,
+        option="--accept-licence",
+        group=NEURAL,
+        help="accept the licences of the models this run downloads (else asked once per model)",
+    )
+    swapper: SwapperModel | None = setting(
+        None,
+        option="--swapper",
+        group=NEURAL,
+        choices=swapper_names,
+        help="swapper model (default: the preset's)",
+    )
+    enhancer: EnhancerModel | None = setting(
+        None,
+        option="--enhancer",
+        group=NEURAL,
+        choices=enhancer_names,
+        help="face enhancer (none: off; default: the preset's)",
+    )
     # a model file of your own for a part (checked against the part's contract first)
-    detector_model: str | None = path_field(None)
-    recognizer_model: str | None = path_field(None)
-    swapper_model: str | None = path_field(None)
-    enhancer_model: str | None = path_field(None)
-    pixel_boost: int = 1  # swap at k x the swapper's size in k*k tiles (1, 2 or 4)
-    identity_weight: float = 0.5  # source identity strength (0.5: as the model gives it)
-    enhance_blend: float = 0.8  # share of the enhanced face in the result
-    enhance_every: int = 1  # run the enhancer every N frames, re-paste its last face between
-    codeformer_fidelity: float = 0.5  # CodeFormer: 0 sharper, 1 closer to the input
-    masks: tuple[MaskKind, ...] = ()  # () = the preset's; several are combined by minimum
-    mask_blur: float = 0.3  # box mask: share of the crop blurred at its border
-    mask_padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # box mask: top right bottom left %
-    mouth_mask: int = 0  # 0-100: how much of the user's real mouth is kept
-    opacity: float = 1.0  # 0-1: how much of the swapped face shows over the camera's
+    detector_model: str | None = setting(
+        None,
+        path=True,
+        option="--detector-model",
+        metavar="PATH",
+        group=NEURAL,
+        help="your own detector ONNX file (checked against the detector's contract first)",
+    )
+    recognizer_model: str | None = setting(
+        None,
+        path=True,
+        option="--recognizer-model",
+        metavar="PATH",
+        group=NEURAL,
+        help="your own recognizer ONNX file (checked against the recognizer's contract first)",
+    )
+    swapper_model: str | None = setting(
+        None,
+        path=True,
+        option="--swapper-model",
+        metavar="PATH",
+        group=NEURAL,
+        help="your own swapper ONNX file (checked against the swapper's contract first)",
+    )
+    enhancer_model: str | None = setting(
+        None,
+        path=True,
+        option="--enhancer-model",
+        metavar="PATH",
+        group=NEURAL,
+        help="your own enhancer ONNX file (checked against the enhancer's contract first)",
+    )
+    pixel_boost: int = setting(
+        1,
+        option="--pixel-boost",
+        metavar="K",
+        group=NEURAL,
+        help="swap at K x the swapper's resolution in K*K tiles (1, 2 or 4; default {default})",
+    )
+    identity_weight: float = setting(
+        0.5,
+        option="--identity-weight",
+        metavar="W",
+        group=NEURAL,
+        range=(0, 1),
+        help="source identity strength from 0 to 1 (default {default}: as the model gives it)",
+    )
+    enhance_blend: float = setting(
+        0.8,
+        option="--enhance-blend",
+        metavar="B",
+        group=NEURAL,
+        range=(0, 1),
+        help="enhanced face share 0-1 (default {default})",
+    )
+    enhance_every: int = setting(
+        1,
+        option="--enhance-every",
+        metavar="N",
+        group=NEURAL,
+        range=(1, 30),
+        help="run the enhancer every N frames and re-paste its last face between (default "
+        "{default})",
+    )
+    codeformer_fidelity: float = setting(
+        0.5,
+        option="--codeformer-fidelity",
+        metavar="F",
+        group=NEURAL,
+        range=(0, 1),
+        help="CodeFormer: 0 sharper, 1 closer to the input (default {default})",
+    )
+    masks: tuple[MaskKind, ...] = setting(
+        (),
+        option="--mask",
+        group=NEURAL,
+        help="mask of the swapped face (repeat to combine by minimum; default: the preset's)",
+    )
+    mask_blur: float = setting(
+        0.3,
+        option="--mask-blur",
+        metavar="B",
+        group=NEURAL,
+        range=(0, 1),
+        help="box mask border blur 0-1 (default {default})",
+    )
+    mask_padding: tuple[int, int, int, int] = setting(
+        (0, 0, 0, 0),
+        option="--mask-padding",
+        parse=_percent4,
+        metavar="T,R,B,L",
+        group=NEURAL,
+        range=(0, 100),
+        allowed="four percentages from {min} to {max} (top, right, bottom, left)",
+        help="box mask padding in %% of the crop (default {default})",
+    )
+    mouth_mask: int = setting(
+        0,
+        option="--mouth-mask",
+        metavar="0-100",
+        group=NEURAL,
+        range=(0, 100),
+        help="keep this much of your real mouth (0 = off, 100 = fully yours; default {default})",
+    )
+    opacity: float = setting(
+        1.0,
+        option="--opacity",
+        metavar="0-1",
+        range=(0, 1),
+        help="how much of the swapped face shows over yours (default {default}: all of it)",
+    )
     # neural swappers: a tracked face whose aligned crop barely changed gets its last
     # swapped face again (re-pasted where the face is now) instead of a swapper run
-    reuse: bool = True
-    reuse_similarity: float = 32.0  # least PSNR (dB) of the 32x32 grey crops for a reuse
-    reuse_max: int = 3  # reuses in a row before the swapper must run again
+    reuse: bool = setting(
+        True,
+        option="--reuse",
+        negatable=True,
+        group=NEURAL,
+        help="give a tracked face its last swapped face again while it barely changes, "
+        "re-pasted where the face is now (neural swappers; default on)",
+    )
+    reuse_similarity: float = setting(
+        32.0,
+        option="--reuse-similarity",
+        metavar="DB",
+        group=NEURAL,
+        range=(10, 99),
+        allowed="a PSNR from {min} to {max} (dB)",
+        help="least PSNR of the face's 32x32 aligned crop against the one last swapped for a "
+        "reuse (10-99 dB, default {default}; higher reuses less)",
+    )
+    reuse_max: int = setting(
+        3,
+        option="--reuse-max",
+        metavar="K",
+        group=NEURAL,
+        range=(0, 30),
+        help="reuses in a row before the swapper runs again (0-30, default {default})",
+    )
     # several sources: "SOURCE=TARGET" photo pairs; each target person gets its source face
-    map: tuple[str, ...] = pair_paths_field(())
+    map: tuple[str, ...] = setting(
+        (),
+        path=True,
+        pairs=True,
+        option="--map",
+        metavar="SOURCE=TARGET",
+        group=NEURAL,
+        help="several sources: put the face of photo SOURCE onto the person of photo TARGET "
+        "(repeat per person)",
+    )
 
     def _check(self) -> None:
-        self._require(
-            self.face_index is None or 0 <= self.face_index <= MAX_FACE_INDEX,
-            "face_index",
-            f"an integer from 0 to {MAX_FACE_INDEX}",
-        )
         self._require(
             self.reference_threshold is None or 0 < self.reference_threshold <= 2,
             "reference_threshold",
             "a distance in (0, 2], or unset for the model's default",
         )
-        self._require(1 <= self.detect_every <= 60, "detect_every", "an integer from 1 to 60")
-        self._require(
-            160 <= self.detect_size <= 4096, "detect_size", "an integer from 160 to 4096 (px)"
-        )
-        self._require(0 <= self.smoothing <= 10, "smoothing", "a number from 0 to 10")
-        self._require(0 <= self.gpu <= 64, "gpu", "a GPU index from 0 to 64")
-        self._require(0 <= self.threads <= 256, "threads", "0 (automatic) to 256")
-        self._require(0 <= self.face_batch <= 64, "face_batch", "0 (the memory strategy's) to 64")
-        self._require(
-            self.target_fps is None or MIN_FPS <= self.target_fps <= MAX_FPS,
-            "target_fps",
-            f"a number of frames per second from {MIN_FPS} to {MAX_FPS}, or unset for the "
-            "output rate",
-        )
         self._require(self.pixel_boost in (1, 2, 4), "pixel_boost", "1, 2 or 4")
-        self._require(0 <= self.identity_weight <= 1, "identity_weight", "a number from 0 to 1")
-        self._require(0 <= self.enhance_blend <= 1, "enhance_blend", "a number from 0 to 1")
-        self._require(1 <= self.enhance_every <= 30, "enhance_every", "an integer from 1 to 30")
-        self._require(
-            0 <= self.codeformer_fidelity <= 1, "codeformer_fidelity", "a number from 0 to 1"
-        )
-        self._require(0 <= self.mask_blur <= 1, "mask_blur", "a number from 0 to 1")
-        self._require(
-            all(0 <= p <= 100 for p in self.mask_padding),
-            "mask_padding",
-            "four percentages from 0 to 100 (top, right, bottom, left)",
-        )
-        self._require(0 <= self.mouth_mask <= 100, "mouth_mask", "an integer from 0 to 100")
-        self._require(0 <= self.opacity <= 1, "opacity", "a number from 0 to 1")
-        self._require(
-            10 <= self.reuse_similarity <= 99, "reuse_similarity", "a PSNR from 10 to 99 (dB)"
-        )
-        self._require(0 <= self.reuse_max <= 30, "reuse_max", "an integer from 0 to 30")
         self._require(
             all(split_pair(m) is not None for m in self.map),
             "map",
@@ -415,43 +637,64 @@ class SwapConfig(_Validated):
 
 
 @dataclass(frozen=True)
-class PipelineConfig(_Validated):
+class PipelineConfig(Validated):
     """The stage list run by the inference thread, in order."""
 
     SECTION: ClassVar[str] = "pipeline"
-    stages: tuple[StageName, ...] = ("passthrough",)
+    stages: tuple[StageName, ...] = setting(
+        ("passthrough",),
+        option="--stage",
+        debug=True,
+        help="stage to run, in order; repeat for several (default: swap when --face is "
+        "given, else passthrough; facebox draws the detected faces)",
+    )
     # find and track the faces of the next frame while this one is swapped (a render
     # thread); None: when a model of the stages runs on a GPU (on a CPU the two halves
     # only share the cores)
-    overlap: bool | None = None
+    overlap: bool | None = setting(
+        None,
+        option="--overlap",
+        negatable=True,
+        help="find and track the faces of the next frame while this one is swapped, on a "
+        "second thread (default: when a model runs on a GPU)",
+    )
     # facebox stage: path to face_detection_yunet_2023mar.onnx
-    yunet_model: str | None = path_field(None)
+    yunet_model: str | None = setting(
+        None,
+        path=True,
+        option="--yunet",
+        metavar="ONNX",
+        debug=True,
+        help="another YuNet 2023mar model for the facebox stage (default: the bundled one)",
+    )
 
 
 @dataclass(frozen=True)
-class RunConfig(_Validated):
+class RunConfig(Validated):
     """How long to run and what to report."""
 
     SECTION: ClassVar[str] = "run"
-    frames: int | None = None  # stop after this many captured frames
-    stats_json: str | None = path_field(None)
-    status_interval_s: float = 1.0
-
-    def _check(self) -> None:
-        self._require(
-            self.frames is None or 1 <= self.frames <= MAX_FRAMES,
-            "frames",
-            f"an integer from 1 to {MAX_FRAMES}",
-        )
-        self._require(
-            0.1 <= self.status_interval_s <= 3600,
-            "status_interval_s",
-            "a number of seconds from 0.1 to 3600",
-        )
+    frames: int | None = setting(
+        None,
+        option="--frames",
+        metavar="N",
+        range=(1, MAX_FRAMES),
+        help="stop after N captured frames",
+    )
+    stats_json: str | None = setting(
+        None,
+        path=True,
+        option="--stats-json",
+        metavar="PATH",
+        help="write a JSON summary at the end",
+    )
+    status_interval_s: float = setting(
+        1.0, range=(0.1, 3600), allowed="a number of seconds from {min} to {max}"
+    )
 
 
 @dataclass(frozen=True)
-class HotkeysConfig(_Validated):
+class HotkeysConfig(Validated):
     """Global hotkeys (``livecam run --hotkeys``, the panel): one key combination per action,
     written like ``Ctrl+Alt+S`` (see ``livecam.control.keycombo``); empty: no hotkey."""
 
@@ -465,7 +708,7 @@ class HotkeysConfig(_Validated):
     quality_up: str = "Ctrl+Alt+Up"  # the next better preset whose models are present
     quality_down: str = "Ctrl+Alt+Down"
     # more source faces for next/previous face (after swap.face), as photo paths
-    faces: tuple[str, ...] = path_field(())
+    faces: tuple[str, ...] = setting((), path=True)
 
     def bindings(self) -> dict[str, str]:
         """Action -> key combination of every action (faces excluded)."""
@@ -495,7 +738,7 @@ class HotkeysConfig(_Validated):
 
 
 @dataclass(frozen=True)
-class Config(_Validated):
+class Config(Validated):
     """The whole configuration tree."""
 
     source: SourceConfig = field(default_factory=SourceConfig)
@@ -512,7 +755,7 @@ class Config(_Validated):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
-        result: Config = _from_dict(cls, data, "")
+        result: Config = from_dict(cls, data, "")
         return result
 
     @classmethod
@@ -520,7 +763,7 @@ class Config(_Validated):
         """Load a TOML file; missing fields keep their defaults, and relative paths in it
         are taken from the file's folder. Every problem is a ConfigError naming the file."""
         p = Path(path)
-        data = _read_toml(p)
+        data = read_toml(p)
         try:
             cfg = cls.from_dict(data)
         except ConfigError as e:
@@ -530,135 +773,30 @@ class Config(_Validated):
         return cfg.with_paths_from(p.absolute().parent)
 
     def with_paths_from(self, base: Path) -> Config:
-        """A copy whose relative paths (``path_field`` fields) are taken from ``base``."""
-        changes: dict[str, Any] = {}
-        for section in fields(self):
-            part = getattr(self, section.name)
-            rebased = {}
-            for f in fields(part):
-                which = f.metadata.get("path")
-                value = getattr(part, f.name)
-                if which is None or value is None:
-                    continue
-                values = value if isinstance(value, tuple) else (value,)
-                if f.metadata.get("pairs"):
-                    pairs = [split_pair(v) for v in values]
-                    new = tuple(
-                        f"{_rebase(p[0], base)}={_rebase(p[1], base)}" if p else v
-                        for v, p in zip(values, pairs, strict=True)
-                    )
-                else:
-                    new = tuple(_rebase(v, base) if which(v) is not None else v for v in values)
-                if new != values:
-                    rebased[f.name] = new if isinstance(value, tuple) else new[0]
-            if rebased:
-                changes[section.name] = replace(part, **rebased)
-        return replace(self, **changes) if changes else self
+        """A copy whose relative paths (``path`` settings) are taken from ``base``."""
+        return with_paths_from(self, base)
 
     def to_toml(self) -> str:
         """Serialise to TOML (unset optional fields are left out)."""
-        lines: list[str] = []
-        for section in fields(self):
-            lines.append(f"[{section.name}]")
-            for f in fields(getattr(self, section.name)):
-                value = getattr(getattr(self, section.name), f.name)
-                if value is not None:
-                    lines.append(f"{f.name} = {_toml_value(value)}")
-            lines.append("")
-        return "\n".join(lines)
+        return to_toml(self)
 
     def save(self, path: str | Path, overwrite: bool = False) -> None:
         """Write the settings to ``path`` as TOML, with absolute paths so the file loads
         back from anywhere. An existing file is kept unless ``overwrite``; the file is
         written to a temporary name and renamed, so a failure leaves nothing behind."""
-        p = Path(path)
-        text = self.with_paths_from(Path.cwd()).to_toml()
-        folder = p.absolute().parent
-        if not folder.is_dir():
-            raise ConfigError(
-                f"cannot write the config file {p}: the folder {folder} does not exist",
-                "create the folder first, or choose another path",
-            )
-        if p.is_dir():
-            raise ConfigError(f"cannot write the config file {p}: it is a folder")
-        if p.exists() and not overwrite:
-            raise ConfigError(
-                f"config file {p} already exists and is kept",
-                "add --overwrite to replace it, or choose another name",
-            )
-        tmp = folder / f".{p.name}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the user's umask
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, p)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise ConfigError(f"cannot write the config file {p}: {e.strerror or e}") from None
+        write_toml(path, self.with_paths_from(Path.cwd()).to_toml(), overwrite)
 
 
-def _read_toml(p: Path) -> dict[str, Any]:
-    """The table in TOML file ``p`` (UTF-8, a BOM allowed); ConfigError naming the file."""
-    try:
-        st = p.stat()
-        if stat.S_ISDIR(st.st_mode):
-            raise ConfigError(
-                f"config file {p} is a folder",
-                "give the path of a TOML file (write one with --save-config FILE.toml)",
-            )
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"config file {p} is not a regular file", "give a TOML file")
-        if st.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(
-                f"config file {p} is {st.st_size} bytes, too large for a config file",
-                "give a TOML file (write one with --save-config FILE.toml)",
-            )
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"config file {p} does not exist", "check the path") from None
-    except (OSError, ValueError) as e:
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise ConfigError(f"cannot read the config file {p}: {why}") from None
-    if b"\0" in raw:
-        raise ConfigError(
-            f"config file {p} is a binary file, not TOML text", "give a TOML text file"
-        )
-    try:
-        text = raw.decode("utf-8-sig")  # Windows editors may start UTF-8 with a BOM
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"config file {p} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            "save the file as UTF-8",
-        ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
-    except RecursionError:
-        raise ConfigError(f"config file {p} nests too deeply to be a config file") from None
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + "".join(_toml_char(c) for c in value) + '"'
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {value!r} to TOML")
-
-
-def _toml_char(c: str) -> str:
-    """One character of a TOML basic string, escaped where TOML needs it."""
-    if c in ('"', "\\"):
-        return "\\" + c
-    if 0xD800 <= ord(c) <= 0xDFFF:  # a byte of a non-UTF-8 file name (surrogate escape)
-        raise ConfigError(
-            "a path holds bytes that are not UTF-8 and cannot be saved in a TOML file",
-            "rename the file to a UTF-8 name",
-        )
-    if ord(c) < 0x20 or ord(c) == 0x7F:
-        return f"\\u{ord(c):04x}"
-    return c
+def field_choices(name: str) -> tuple[Any, ...]:
+    """The values config field ``name`` (``section.field``) accepts: its Literal's, or the
+    names of its table (presets, models); for the panel's lists and the parser."""
+    section, _, key = name.partition(".")
+    section_cls = get_type_hints(Config)[section]
+    f = next(f for f in fields(section_cls) if f.name == key)
+    info = setting_of(f)
+    if info.choices is not None:
+        return info.choices()
+    found = literal_choices(get_type_hints(section_cls)[key])
+    if found is None:
+        raise KeyError(f"config field {name} has no choices")
+    return found

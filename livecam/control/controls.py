@@ -22,7 +22,7 @@ from typing import Any, Protocol, get_args
 import numpy as np
 
 from livecam.config.inputs import input_file_problem
-from livecam.config.schema import Config, FaceSelection, Preset, SwapConfig
+from livecam.config.schema import Config, FaceSelection, Preset, SwapConfig, field_choices
 from livecam.control.loader import LoaderWorker
 from livecam.errors import (
     ConfigError,
@@ -226,9 +226,10 @@ class Controls:
 
     def set_preset(self, preset: Preset) -> Change:
         """Switch the model set (``offline``, ``auto``, ...)."""
-        if preset not in get_args(Preset):
+        if preset not in field_choices("swap.preset"):
             raise ConfigError(
-                f"preset {preset!r} does not exist", f"use one of {', '.join(get_args(Preset))}"
+                f"preset {preset!r} does not exist",
+                f"use one of {', '.join(field_choices('swap.preset'))}",
             )
         return self._rebuild(f"preset {preset}", {"preset": preset})
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import cv2
 
 from livecam.config.schema import SourceConfig
+from livecam.config.specs import is_device_path, is_stream_url
 from livecam.errors import SourceError
 from livecam.sources.cv_capture import CvCaptureSource, RawFrame
 from livecam.types import Frame
@@ -35,17 +36,6 @@ _BACKENDS = {
 _OPEN_ATTEMPTS = 5  # reads tried right after opening (some drivers drop the first frames)
 _CLOSE_WAIT_S = 2.0
 STREAM_TIMEOUT_MS = 5000  # OpenCV's open and read timeouts for stream URLs
-
-
-def is_stream_url(spec: str) -> bool:
-    """``rtsp://...``, ``http://...`` and every other ``scheme://`` address."""
-    scheme, sep, _ = spec.partition("://")
-    return bool(sep) and scheme.isalpha()
-
-
-def is_device_path(spec: str) -> bool:
-    """A device node such as ``/dev/video2`` (a V4L2 camera on Linux)."""
-    return spec.startswith("/dev/")
 
 
 def camera_api(backend: str = "auto", platform: str = sys.platform) -> int:

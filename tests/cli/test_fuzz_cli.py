@@ -12,60 +12,107 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from livecam.cli.main import main
+from livecam.cli.options import FIELD_OPTIONS, config_settings
+from livecam.config.setting import Setting, is_list, literal_choices, number_text, plain_type
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = "a" * 300
 
-#: (option, good values, bad values); a value None is a flag. ``{tmp}``, ``{face}``,
+#: test values of options, (good, bad); a value None is a flag. ``{tmp}``, ``{face}``,
 #: ``{image}``, ``{video}`` and ``{yunet}`` are filled in per test. The face photo is rare
 #: among the good values: a run with the swap stage loads dlib's models (about a second).
-OPTIONS: list[tuple[str, list[str | None], list[str | None]]] = [
-    ("--source", ["synthetic", "synthetic", "{image}", "{video}"],
-     ["{tmp}", "{tmp}/missing.mp4", LONG, "screen", "camera:7", "0", "", " "]),
-    ("--fps", ["30", "60", "240", "29.97"],
-     ["0", "-5", "1e-300", "1e300", "nan", "inf", "241", "x"]),
-    ("--output-fps", ["30", "120", "240"], ["1e-10", "0", "nan", "1000", "y"]),
-    ("--size", ["160x120", "320x240", "64x48", "16x16"], ["15x15", "0x0", "abc", "7682x4320"]),
-    ("--sink", ["null", "{tmp}/o.png", "{tmp}/o.mp4"],
-     ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", ""]),
-    ("--stage", ["passthrough", "facebox"], ["blur", "swap"]),
-    ("--face", ["{face}"], ["{tmp}", "/dev/zero", "{tmp}/garbage.jpg", LONG, "{image}"]),
-    ("--face-index", ["0"], ["1", "-1", "1000", "x"]),
-    ("--select", ["one", "all"], ["reference", "biggest"]),
-    ("--reference", [], ["{face}", "{tmp}", "/dev/zero"]),
-    ("--preset", ["offline", "auto"], ["standard", "quality"]),
-    ("--detect-every", ["1", "3", "60"], ["0", "61"]),
-    ("--detect-size", ["160", "4096"], ["159", "5000"]),
-    ("--blend", ["feather", "seamless"], ["poisson"]),
-    ("--color", ["lab", "rct", "none"], ["hsv"]),
-    ("--keep-eyes", [None], []),
-    ("--no-keep-mouth", [None], []),
-    ("--stamp", [None], []),
-    ("--face-motion", ["{face}"], ["{tmp}", LONG, "/dev/zero"]),
-    ("--unpaced", [None], []),
-    ("--lossless", [None], []),
-    ("--batch", ["1", "4"], ["9", "0"]),
-    ("--yunet", ["{yunet}"], ["{tmp}/garbage.jpg", "{tmp}"]),
-    ("--stats-json", ["{tmp}/s.json"], ["{tmp}/nofolder/s.json", "{tmp}"]),
-    ("--overwrite", [None], []),
-    ("--camera-backend", [], ["auto", "nope"]),  # no camera here: out of scope
-    ("--no-mjpg", [], [None]),
-    ("--vcam-backend", [], ["no-such-backend"]),
-    ("--save-config", [], ["{tmp}/saved.toml", "{tmp}/nofolder/c.toml", "{tmp}"]),
-]  # fmt: skip
+#: Every other option's values come from its config field (``derived``): its choices, the
+#: ends of its range and just beyond them, and flags; these are added to them.
+VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
+    "--source": (["synthetic", "synthetic", "{image}", "{video}"],
+                 ["{tmp}", "{tmp}/missing.mp4", LONG, "screen", "camera:7", "0", "", " "]),
+    "--fps": (["30", "60", "240", "29.97"],
+              ["0", "-5", "1e-300", "1e300", "nan", "inf", "241", "x"]),
+    "--output-fps": (["30", "120", "240"], ["1e-10", "0", "nan", "1000", "y"]),
+    "--size": (["160x120", "320x240", "64x48", "16x16"], ["15x15", "0x0", "abc", "7682x4320"]),
+    "--sink": (["null", "{tmp}/o.png", "{tmp}/o.mp4"],
+               ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", ""]),
+    "--stage": (["passthrough", "facebox"], ["blur", "swap"]),
+    "--face": (["{face}"], ["{tmp}", "/dev/zero", "{tmp}/garbage.jpg", LONG, "{image}"]),
+    "--face-index": (["0"], ["1", "-1", "1000", "x"]),
+    "--select": (["one", "all"], ["reference", "biggest"]),
+    "--reference": ([], ["{face}", "{tmp}", "/dev/zero"]),
+    "--preset": (["offline", "auto"], ["standard", "quality"]),
+    "--detect-every": (["1", "3", "60"], ["0", "61"]),
+    "--detect-size": (["160", "4096"], ["159", "5000"]),
+    "--blend": (["feather", "seamless"], ["poisson"]),
+    "--color": (["lab", "rct", "none"], ["hsv"]),
+    "--face-motion": (["{face}"], ["{tmp}", LONG, "/dev/zero"]),
+    "--batch": (["1", "4"], ["9", "0"]),
+    "--yunet": (["{yunet}"], ["{tmp}/garbage.jpg", "{tmp}"]),
+    "--stats-json": (["{tmp}/s.json"], ["{tmp}/nofolder/s.json", "{tmp}"]),
+    "--camera-backend": ([], ["auto", "nope"]),  # no camera here: out of scope
+    "--no-mjpg": ([], [None]),
+    "--vcam-backend": ([], ["no-such-backend"]),
+    "--vcam-device": ([], ["/dev/null"]),
+    "--label": (["AI-modified"], ["", " ", "caf\u00e9", LONG]),
+    "--mask-padding": ([], ["0,0,0,101", "1,2,3", "a,b,c,d"]),
+    "--pixel-boost": ([], ["3", "0", "x"]),
+    "--map": ([], ["{face}", "{face}={tmp}", "=", "{face}={face}"]),
+    **{f"--{part}-model": ([], ["{tmp}/garbage.jpg", "{tmp}"]) for part in
+       ("detector", "recognizer", "swapper", "enhancer")},
+    # model names: good ones would download (bad: a licence not accepted, or no network)
+    "--swapper": ([], ["nope"]),
+    "--enhancer": ([], ["nope"]),
+    "--save-config": ([], ["{tmp}/saved.toml", "{tmp}/nofolder/c.toml", "{tmp}"]),
+}  # fmt: skip
+#: the config field options the fuzz leaves out, and why
+NOT_FUZZED: dict[str, str] = {
+    "--frames": "drawn on its own (FRAMES_GOOD, FRAMES_BAD): a run stays short",
+}
+
+
+def derived(info: Setting, hint: Any) -> tuple[list[str | None], list[str | None]]:
+    """Test values of an option from its config field: (good, bad)."""
+    if plain_type(hint) is bool:
+        return [None], []
+    choices = info.choices() if info.choices is not None else literal_choices(hint)
+    if choices is not None:
+        return [str(c) for c in choices], ["nope"]
+    if info.range is not None and not is_list(hint) and info.parse is None:
+        low, high = info.range
+        bad: list[str | None] = [number_text(low - 1), number_text(high + 1), "x"]
+        return [number_text(low), number_text(high)], bad + ["nan"] * (plain_type(hint) is float)
+    return [], []
+
+
+def run_options() -> list[tuple[str, list[str | None], list[str | None], str]]:
+    """(option, good values, bad values, its section) of every option of `livecam run`
+    that sets a config field (``--save-config`` too); neural options only bad."""
+    found = []
+    for name, _field, hint, info in config_settings():
+        assert info.option is not None
+        good, bad = derived(info, hint)
+        extra_good, extra_bad = VALUES.get(info.option, ([], []))
+        good = extra_good if info.option in VALUES else good
+        bad = list(dict.fromkeys([*bad, *extra_bad]))
+        section = name.partition(".")[0]
+        if info.group is not None:  # the neural presets' options: models, downloads, GPUs
+            good, bad = [], bad or good
+        found.append((info.option, good, bad, section))
+        if info.off is not None:  # --realtime
+            found.append((info.off, good, [], section))
+    found.append(("--save-config", *VALUES["--save-config"], "run"))
+    return [o for o in found if o[0] not in NOT_FUZZED]
+
+
+OPTIONS = run_options()
 #: options every run has unless it draws its own
 BASE = {"--source": "synthetic", "--size": "160x120", "--sink": "null"}
 #: options of the swap stage, drawn (good) only together with --face
-SWAP_OPTIONS = (
-    "--face-index", "--select", "--preset", "--detect-every", "--detect-size", "--blend",
-    "--color", "--keep-eyes", "--no-keep-mouth",
-)  # fmt: skip
+SWAP_OPTIONS = tuple(o for o, _, _, section in OPTIONS if section == "swap" and o != "--face")
 FRAMES_GOOD = ["1", "2", "3"]
 FRAMES_BAD = ["0", "-1", "x", "1000000001"]
 #: config fields with good TOML values; a bad one is any field with any of BAD_TOML
@@ -102,8 +149,8 @@ def command(
     for option, value in BASE.items():
         if option not in given:
             args += [option, value]
-    for option, value in options:
-        args += [option] if value is None else [option, value]
+    for option, drawn in options:
+        args += [option] if drawn is None else [option, drawn]
     if config is None:
         return args, None
     sections: dict[str, list[str]] = {}
@@ -117,10 +164,10 @@ def command(
 def choices(bad: bool, swap: bool = False) -> list[tuple[str, str | None]]:
     """Bad choices of every option, or good ones of the swap options or the others."""
     if bad:
-        return [(o, v) for o, _, wrong in OPTIONS for v in wrong]
+        return [(o, v) for o, _, wrong, _ in OPTIONS for v in wrong]
     return [
         (o, v)
-        for o, good, _ in OPTIONS
+        for o, good, _, _ in OPTIONS
         for v in good
         if (o in SWAP_OPTIONS) == swap and o != "--face"
     ]
@@ -156,6 +203,15 @@ def commands(draw: st.DrawFn) -> tuple[list[str], str | None]:
     frames = draw(st.sampled_from(FRAMES_BAD if bad == "frames" else FRAMES_GOOD))
     config = draw(bad_config if bad == "config" else st.none() | good_config)
     return command(options, frames, config)
+
+
+def test_every_option_that_sets_a_config_field_is_fuzzed() -> None:
+    """A new config option lands in the fuzz by itself (values from its field), or the
+    fuzz says why not; every one has a value to draw."""
+    fuzzed = {o for o, good, bad, _ in OPTIONS if good or bad}
+    options = {option for option, _ in FIELD_OPTIONS.values()}
+    assert options - set(NOT_FUZZED) <= fuzzed, sorted(options - fuzzed - set(NOT_FUZZED))
+    assert "--fps" in fuzzed and "--mouth-mask" in fuzzed and "--reuse-max" in fuzzed
 
 
 class Crashes(logging.Handler):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from pyvirtualcam.camera import BACKENDS
 
 from livecam.cli.doctor import Check, check_virtualcam
-from livecam.config.schema import Config, LabelPosition, sink_file
+from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
 from ui.panels.next_start import NextStartChanges
@@ -116,7 +116,7 @@ class OutputPanel(QWidget):
         self.label_text = QLineEdit()
         self.label_text.setPlaceholderText(DEFAULT_LABEL)
         self.label_position = QComboBox()
-        self.label_position.addItems(list(get_args(LabelPosition)))
+        self.label_position.addItems(list(field_choices("output.label_position")))
         self.size_note = QLabel()
         self.size_note.setWordWrap(True)
         self.message = QLabel()

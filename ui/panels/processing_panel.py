@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -33,20 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config.schema import (
-    Config,
-    EnhancerModel,
-    FaceSelection,
-    MaskKind,
-    MemoryStrategy,
-    Provider,
-    QualityLevel,
-    SwapperModel,
-    split_pair,
-)
+from livecam.config.schema import Config, field_choices, split_pair
 from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
-from livecam.face.presets import PRESETS, models_present, preset_names
+from livecam.face.presets import PRESETS, models_present
 from livecam.models.store import ModelStore
 from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
@@ -117,13 +107,13 @@ class ProcessingPanel(QWidget):
         models = QGroupBox("Models")
         form = QFormLayout(models)
         self.preset = QComboBox()
-        for name in preset_names():
+        for name in field_choices("swap.preset"):
             self.preset.addItem(name, name)
         self.preset.activated.connect(lambda _: self._on_preset())
         form.addRow("Preset", self.preset)
-        self.swapper = self._choices((PRESET_PART, *get_args(SwapperModel)), "swapper")
+        self.swapper = self._choices((PRESET_PART, *field_choices("swap.swapper")), "swapper")
         form.addRow("Swapper", self.swapper)
-        self.enhancer = self._choices((PRESET_PART, *get_args(EnhancerModel)), "enhancer")
+        self.enhancer = self._choices((PRESET_PART, *field_choices("swap.enhancer")), "enhancer")
         form.addRow("Enhancer", self.enhancer)
         self.enhance_blend = _Slider(lambda v: self.apply("enhance_blend", enhance_blend=v / 100))
         form.addRow("Enhancer blend", self.enhance_blend)
@@ -133,12 +123,12 @@ class ProcessingPanel(QWidget):
             lambda: self.apply("enhance every", enhance_every=self.enhance_every.value())
         )
         form.addRow("Enhance every Nth frame", self.enhance_every)
-        self.provider = self._choices(get_args(Provider), "provider")
+        self.provider = self._choices(field_choices("swap.provider"), "provider")
         form.addRow("Provider", self.provider)
         # auto: adaptive (the ladder of livecam.control.quality_ladder); a level pins it
-        self.quality = self._choices(get_args(QualityLevel), "quality")
+        self.quality = self._choices(field_choices("swap.quality"), "quality")
         form.addRow("Quality (auto: adaptive)", self.quality)
-        self.memory = self._choices(get_args(MemoryStrategy), "memory")
+        self.memory = self._choices(field_choices("swap.memory"), "memory")
         form.addRow("Memory strategy", self.memory)
         self.provider_used = QLabel("not running")
         form.addRow("Running on", self.provider_used)
@@ -152,7 +142,7 @@ class ProcessingPanel(QWidget):
         faces = QGroupBox("Faces")
         form = QFormLayout(faces)
         self.select = QComboBox()
-        for mode in get_args(FaceSelection):
+        for mode in field_choices("swap.select"):
             self.select.addItem(mode, mode)
         self.select.activated.connect(lambda _: self._on_select())
         form.addRow("Replace", self.select)
@@ -179,7 +169,7 @@ class ProcessingPanel(QWidget):
         form.addRow("Mouth mask", self.mouth_mask)
         self.masks: dict[str, QCheckBox] = {}
         row = QHBoxLayout()
-        for kind in get_args(MaskKind):
+        for kind in field_choices("swap.masks"):
             box = QCheckBox(kind)
             box.toggled.connect(lambda _on: self._on_masks())
             self.masks[kind] = box
