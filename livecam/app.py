@@ -1,7 +1,13 @@
-"""Builds source, ring, stages and sinks from a Config and runs the five-thread pipeline.
+"""The one place the stream is wired: source -> ring -> inference (the stages) -> output
+slot -> output -> sinks, built from a Config (``App._start`` reads in that order).
 
-The App owns everything long-lived: the source-face cache (shared by every build of the
-face pipeline), the threads (capture, inference, output, loader) and the control plane
+Threads: capture (source -> ring), inference (ring -> stages -> slot; with overlap, a
+render thread runs the swap while the inference thread tracks the next frame), output
+(slot -> sinks, paced to the fps), and for the control plane the loader (builds live
+changes) and the quality tuner; the caller's main thread (the terminal run or the Qt
+panel) starts, changes and stops the stream. The App owns everything long-lived:
+``Resources`` (the source-face cache, the dlib models and the model store shared by every
+build; the panel keeps one for all its runs), the threads and the control plane
 (``app.controls``). Start-up collects every cause of failure and closes whatever it had
 opened; once running, failures are events and the stream goes on.
 """
@@ -31,8 +37,11 @@ from livecam.errors import (
     StartupError,
     as_livecam_error,
 )
+from livecam.face.build import PHOTO_SIDES, YUNET_START_SCORE
 from livecam.face.debug_stages import FaceBoxStage, PassThroughStage
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.dlib_files import DlibModels
+from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFaceCache
 from livecam.models.store import ModelStore
 from livecam.sinks import make_sinks
@@ -51,7 +60,7 @@ from livecam.stream.worker import Worker
 from livecam.telemetry.gpu import NvmlReader
 from livecam.telemetry.hub import Telemetry
 from livecam.telemetry.snapshot import Snapshot
-from livecam.types import FramePacket
+from livecam.types import Face, Frame, FramePacket
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +93,36 @@ def build_stages(
     return stages
 
 
+class Resources:
+    """What outlives one run and is shared by every build: the source-face cache (each
+    photo analysed once per analyser, kept on disk), the dlib models (loaded once) and the
+    model store; ``find_faces`` numbers a photo's faces for the panel through that cache.
+    Thread-safe."""
+
+    def __init__(self, faces: SourceFaceCache | None = None) -> None:
+        if faces is None:  # group photos get a numbered sheet of their faces beside them
+            faces = SourceFaceCache(default_cache_dir(), face_sheets=True)
+        self.faces = faces
+        self.models = DlibModels()  # each model loaded once, shared by every build
+        self.store = ModelStore()  # model files: found, verified, downloaded
+        self._lock = threading.Lock()
+        self._finder: FaceAnalyzer | None = None
+
+    def find_faces(self, path: str | Path) -> tuple[Path, Frame, list[Face]]:
+        """(path, image, faces largest first) of a photo, as ``swap.face_index`` of the lite
+        preset counts them (its photo detector: bundled YuNet, two passes, the same start
+        score), analysed through the face cache. FaceSourceError when it cannot be read."""
+        with self._lock:
+            if self._finder is None:  # made on first use (a few ms)
+                detector = YuNetDetector(
+                    bundled_yunet(), max_sides=PHOTO_SIDES, start_score=YUNET_START_SCORE
+                )
+                self._finder = FaceAnalyzer(detector, None)
+        photo = Path(path).expanduser()
+        _, image, faces = self.faces.analyze_file(photo, self._finder)
+        return photo, image, faces
+
+
 class App:
     """The running pipeline: ``start`` (raises StartupError listing every cause), ``wait``,
     ``stop`` (joins every thread within about two seconds), ``controls`` to change the
@@ -98,15 +137,16 @@ class App:
         sinks: list[Sink] | None = None,
         faces: SourceFaceCache | None = None,
         quality: QualityOptions | None = None,
+        resources: Resources | None = None,
     ) -> None:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
-        if faces is None:  # group photos get a numbered sheet of their faces beside them
-            faces = SourceFaceCache(default_cache_dir(), face_sheets=True)
-        self.faces = faces
-        self.models = DlibModels()  # each model loaded once, shared by every build
-        self.store = ModelStore()  # model files: found, verified, downloaded
+        #: the face cache (``faces`` when given), dlib models and model store of every build
+        self.resources = resources if resources is not None else Resources(faces)
+        self.faces = self.resources.faces
+        self.models = self.resources.models
+        self.store = self.resources.store
         self._stages = stages
         self._sinks = sinks
         self._quality_options = quality
@@ -179,26 +219,41 @@ class App:
 
     def _start(self, undo: contextlib.ExitStack) -> None:
         cfg = pinned_config(self._config)  # a pinned quality level's settings applied
+        source, stages, sinks = self._make_parts(cfg)
+        undo.callback(self._close_all, stages, sinks)
+        play = self._plan(cfg, source, sinks)
+        ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, play.lossless)
+        slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, play.lossless)
+        self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
+        capture = self._capture(cfg, play, source, ring, undo)  # source -> ring
+        size = self._first_frame(cfg, capture, stages)
+        fps = cfg.output.fps or source.fps
+        self.sinks = self._open(capture, stages, sinks, size, fps)
+        inference = self._inference(cfg, play, stages, ring, slot)  # ring -> stages -> slot
+        self._output = self._output_thread(cfg, play, slot, fps)  # slot -> sinks
+        self._go(cfg, capture, inference, size, fps)
+
+    def _make_parts(self, cfg: Config) -> tuple[Source, list[Stage], list[Sink]]:
+        """The source, the stages and the sinks, made (not opened): StartupError with the
+        cause of every one that could not be made."""
         causes: list[LivecamError] = []
         source = _collect(causes, "source", lambda: make_source(cfg.source))
-        stages = (
-            self._stages
-            if self._stages is not None
-            else _collect(
+        stages = self._stages
+        if stages is None:
+            stages = _collect(
                 causes, "pipeline", lambda: build_stages(cfg, self.faces, self.models, self.store)
             )
-        )
-        sinks = (
-            self._sinks
-            if self._sinks is not None
-            else _collect(causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output))
-        )
+        sinks = self._sinks
+        if sinks is None:
+            sinks = _collect(causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output))
         if causes or source is None or stages is None or sinks is None:
             self._close_all(stages or [], [])
             raise StartupError(causes)
-        undo.callback(self._close_all, stages, sinks)
+        return source, stages, sinks
+
+    def _plan(self, cfg: Config, source: Source, sinks: list[Sink]) -> Playback:
+        """Real time or a conversion (whose recordings get the file's sound)."""
         self.source, self.playback = source, plan_playback(cfg, source, sinks)
-        lossless = self.playback.lossless
         if self.playback.conversion and source.media_path is not None:
             for sink in sinks:
                 sink.take_audio_from(source.media_path)
@@ -208,16 +263,24 @@ class App:
                 "converted (no window or virtual camera among the sinks, or --unpaced)",
                 source.media_path,
             )
+        return self.playback
 
-        ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, lossless)
-        slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, lossless)
-        self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
+    def _capture(
+        self,
+        cfg: Config,
+        play: Playback,
+        source: Source,
+        ring: RingBuffer[FramePacket],
+        undo: contextlib.ExitStack,
+    ) -> CaptureWorker:
+        """The capture thread (source -> ring), started: it reads the first frame, then
+        waits for ``go``."""
         capture = CaptureWorker(
             source,
             ring,
             self._stop,
             self.telemetry,
-            paced=self.playback.paced,
+            paced=play.paced,
             size=cfg.source.size,
             mirror=cfg.source.mirror,
             max_frames=cfg.run.frames,
@@ -226,6 +289,13 @@ class App:
         )
         capture.start()
         undo.callback(capture.join, 1.0)
+        return capture
+
+    def _first_frame(
+        self, cfg: Config, capture: CaptureWorker, stages: list[Stage]
+    ) -> tuple[int, int]:
+        """The frame size, once the source delivered its first frame (else StartupError)."""
+        causes: list[LivecamError] = []
         if not capture.ready.wait(FIRST_FRAME_TIMEOUT_S):
             causes.append(
                 SourceError(
@@ -239,53 +309,87 @@ class App:
         if causes or capture.size is None:
             self._abort(capture, stages, [])
             raise StartupError(causes)
-        self.frame_size = width, height = capture.size
-        fps = cfg.output.fps or source.fps
+        self.frame_size = capture.size
+        return capture.size
 
+    def _open(
+        self,
+        capture: CaptureWorker,
+        stages: list[Stage],
+        sinks: list[Sink],
+        size: tuple[int, int],
+        fps: float,
+    ) -> list[Sink]:
+        """Open the sinks and warm the stages up at the frame size: the opened sinks, or
+        StartupError with every cause."""
+        causes: list[LivecamError] = []
         opened: list[Sink] = []
         for sink in sinks:
             try:
-                sink.open(width, height, fps)
+                sink.open(*size, fps)
                 opened.append(sink)
             except Exception as e:
                 causes.append(as_livecam_error(e, f"output {sink.name}"))
         for stage in stages:
             try:
-                stage.warmup(width, height)
+                stage.warmup(*size)
             except Exception as e:
                 causes.append(as_livecam_error(e, f"stage {stage.name}"))
         if causes:
             self._abort(capture, stages, opened)
             raise StartupError(causes)
-
-        self.sinks = opened
         report_stages(stages, self.telemetry)
-        inference = InferenceWorker(
+        return opened
+
+    def _inference(
+        self,
+        cfg: Config,
+        play: Playback,
+        stages: list[Stage],
+        ring: RingBuffer[FramePacket],
+        slot: RingBuffer[FramePacket],
+    ) -> InferenceWorker:
+        """The inference thread (ring -> stages -> slot); with overlap, its render thread."""
+        overlap = cfg.pipeline.overlap
+        return InferenceWorker(
             stages,
             ring,
             slot,
             self._stop,
             self.telemetry,
             cfg.buffer.batch_limit,
-            lossless=lossless,
-            overlap=uses_accelerator(stages)
-            if cfg.pipeline.overlap is None
-            else cfg.pipeline.overlap,
+            lossless=play.lossless,
+            overlap=uses_accelerator(stages) if overlap is None else overlap,
         )
-        self._output = OutputWorker(
-            opened,
+
+    def _output_thread(
+        self, cfg: Config, play: Playback, slot: RingBuffer[FramePacket], fps: float
+    ) -> OutputWorker:
+        """The output thread (slot -> the opened sinks), paced to ``fps``."""
+        return OutputWorker(
+            self.sinks,
             slot,
             self._stop,
             self.telemetry,
             fps,
-            repeat=self.playback.paced,
-            lossless=lossless,
+            repeat=play.paced,
+            lossless=play.lossless,
             label=Label.of(cfg.output),
         )
+
+    def _go(
+        self,
+        cfg: Config,
+        capture: CaptureWorker,
+        inference: InferenceWorker,
+        size: tuple[int, int],
+        fps: float,
+    ) -> None:
+        """The control plane (controls, loader, quality ladder), then every thread started,
+        the capture's frames last."""
+        assert self._output is not None
         loader = LoaderWorker(self._stop, self.telemetry)
-        self._controls = Controls(
-            cfg, (width, height), inference, loader, self.telemetry, self.build_warm
-        )
+        self._controls = Controls(cfg, size, inference, loader, self.telemetry, self.build_warm)
         self.quality = QualityController(
             self._controls, self.telemetry, fps, self._quality_options, base=self._config.swap
         )
@@ -298,8 +402,7 @@ class App:
         self.overlap = inference.overlap
         log.info(
             "running %dx%d at %.1f fps: %s%s",
-            width,
-            height,
+            *size,
             fps,
             self.describe(),
             " (tracking beside the swap: overlap)" if self.overlap else "",

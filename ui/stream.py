@@ -20,7 +20,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from livecam.app import App
+from livecam.app import App, Resources
 from livecam.config.schema import Config
 from livecam.control.controls import Applied, Change, Controls
 from livecam.errors import LivecamError, as_livecam_error
@@ -93,6 +93,7 @@ class StreamController(QObject):
         super().__init__(parent)
         self._config = config
         self._app: App | None = None
+        self.resources = Resources()  # face cache, models, model store: of every run here
         self._subscription: Subscription | None = None
         self._handoff = FrameHandoff()
         self._shown = 0
@@ -199,7 +200,7 @@ class StreamController(QObject):
         sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
         self._handoff = FrameHandoff()
         self._shown = 0
-        app = App(cfg, sinks=[*sinks, PanelSink(self._handoff)])
+        app = App(cfg, sinks=[*sinks, PanelSink(self._handoff)], resources=self.resources)
         self._subscription = app.telemetry.subscribe(on_event=self._queue_event)
         return app
 

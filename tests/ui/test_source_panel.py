@@ -12,9 +12,11 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from pytestqt.qtbot import QtBot
 
+from livecam.app import Resources
 from livecam.config.schema import Config
+from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.dlib_files import DlibModels
-from livecam.face.presets import PRESETS, build_parts, photo_analyzer
+from livecam.face.presets import PRESETS
 from livecam.sources.image import load_image_bgr
 from ui.panels.photo_faces import BOX_COLOURS, PhotoFaceFinder
 from ui.panels.source_panel import SourcePanel
@@ -98,7 +100,7 @@ def test_two_people_are_boxed_and_face_1_goes_into_the_config(
 def test_panel_numbers_faces_as_the_swap_does(testdata: Path) -> None:
     """Face N of the panel is face N of the offline swap's own photo analysis."""
     photo = testdata / TWO_PEOPLE
-    boxes = PhotoFaceFinder().find(photo).boxes
+    boxes = PhotoFaceFinder(Resources()).find(photo).boxes
     parts = build_parts(PRESETS["offline"], Config().swap, DlibModels())
     try:
         faces = photo_analyzer(parts, identity=False).analyze(load_image_bgr(photo))
@@ -175,3 +177,22 @@ def test_recent_faces_persist_and_a_click_uses_one(
         again.gallery.itemClicked.emit(again.gallery.item(1))
     assert again.stream.config.swap.face == str(first)
     assert again.stream.config.swap.face_index is None  # one face in that photo
+
+
+def test_the_panel_finds_faces_through_the_apps_cache(
+    qtbot: QtBot, testdata: Path, settings: UiSettings
+) -> None:
+    """One cache for the panel and every run it starts: a photo is analysed once."""
+    stream = StreamController(synthetic_config())
+    panel = make_panel(qtbot, stream, settings)
+    photo = testdata / TWO_PEOPLE
+    assert load(qtbot, panel, photo)
+    cache = stream.resources.faces
+    analysed = cache.analyses  # 1, or 0 where an earlier test left it on disk
+    assert load(qtbot, panel, photo)
+    assert cache.analyses == analysed and len(cache) == 1  # the second time from the cache
+    stream.start()
+    try:
+        assert stream.app is not None and stream.app.faces is stream.resources.faces
+    finally:
+        stream.stop()

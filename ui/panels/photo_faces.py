@@ -1,23 +1,20 @@
-"""The faces of a source photo for the Source panel: found with the photo detector the
-offline and lite presets use (bundled YuNet, two passes, the same start score) and
-numbered largest first, as ``swap.face_index`` counts them. No Qt: the panel calls
-``PhotoFaceFinder.find`` on a worker thread.
+"""The faces of a source photo for the Source panel: found by the app's photo analyser
+through the app's face cache (``livecam.app.Resources.find_faces``: the lite preset's photo
+detector) and numbered largest first, as ``swap.face_index`` counts them. No Qt: the
+panel calls ``PhotoFaceFinder.find`` on a worker thread.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from livecam.app import Resources
 from livecam.errors import FaceSourceError
-from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.presets import PHOTO_SIDES, YUNET_START_SCORE
-from livecam.face.source.analysis import FaceAnalyzer
-from livecam.face.source.photo import NO_FACE_HINT, SourceFaceCache
+from livecam.face.source.photo import NO_FACE_HINT
 from livecam.types import Frame
 
 THUMB_SIDE = 360  # the thumbnail's long side (px)
@@ -43,27 +40,16 @@ class PhotoFaces:
 
 
 class PhotoFaceFinder:
-    """Finds the faces of photos (thread-safe; the detector is made on first use)."""
+    """Finds the faces of photos with the app's ``Resources`` (those of every run the
+    panel starts); thread-safe."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._analyzer: FaceAnalyzer | None = None
-        self._reader = SourceFaceCache(None, max_entries=4)
-
-    def _get_analyzer(self) -> FaceAnalyzer:
-        with self._lock:
-            if self._analyzer is None:
-                detector = YuNetDetector(
-                    bundled_yunet(), max_sides=PHOTO_SIDES, start_score=YUNET_START_SCORE
-                )
-                self._analyzer = FaceAnalyzer(detector, None)
-            return self._analyzer
+    def __init__(self, resources: Resources) -> None:
+        self.resources = resources
 
     def find(self, path: str | Path) -> PhotoFaces:
         """The faces of the photo at ``path``; FaceSourceError when it cannot be read or
         holds no face (the message names the file, the hint the fix)."""
-        p = Path(path).expanduser()
-        _, image, faces = self._reader.analyze_file(p, self._get_analyzer())
+        p, image, faces = self.resources.find_faces(path)
         if not faces:
             raise FaceSourceError(f"no face found in {p.name}", NO_FACE_HINT)
         boxes = tuple(

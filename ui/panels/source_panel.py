@@ -123,7 +123,7 @@ class SourcePanel(QWidget):
         super().__init__(parent)
         self.stream = stream
         self.settings = settings
-        self.finder = PhotoFaceFinder()
+        self.finder = PhotoFaceFinder(stream.resources)
         self.faces: PhotoFaces | None = None
         self.face_index: int | None = None
         self._request = 0
