@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from livecam.face.build import photo_analyzer
 from livecam.face.parts import FaceParts, FrameContext
-from livecam.face.presets import photo_analyzer
 from livecam.face.source.photo import SourceFace
 from livecam.sources.image import load_image_bgr
 from livecam.types import FaceWork, Frame

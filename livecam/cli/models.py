@@ -98,7 +98,7 @@ def _fetch(store: ModelStore, names: Sequence[str], accept: bool, progress: bool
 
 
 def _verify(store: ModelStore, names: Sequence[str]) -> int:
-    wanted = [store.entry(n).name for n in names] or list(store.manifest)
+    wanted = [store.entry(n).name for n in names] or _folder_models(store)
     bad = 0
     for name in wanted:
         for found in store.candidates(name):
@@ -115,10 +115,16 @@ def _verify(store: ModelStore, names: Sequence[str]) -> int:
     return 1 if bad else 0
 
 
+def _folder_models(store: ModelStore) -> list[str]:
+    """The models whose files live in the model folders (not a Python package's)."""
+    return [name for name, entry in store.manifest.items() if entry.in_model_folders]
+
+
 def format_table(store: ModelStore) -> str:
     """One row per model: name, task, size, present, where, licence, commercial, hash."""
     rows = [("name", "task", "size", "present", "where", "commercial", "sha256", "licence")]
-    for name, entry in store.manifest.items():
+    for name in _folder_models(store):
+        entry = store.entry(name)
         found = store.candidates(name)
         path = store.locate(name)
         where = next((f.where for f in found if f.path == path), "-")

@@ -236,7 +236,7 @@ class Blender(Part, Protocol):
 
 @dataclass(frozen=True)
 class FaceParts:
-    """The parts one preset is made of, built together (``presets.build_parts``).
+    """The parts one preset is made of, built together (``build.build_parts``).
 
     ``photo_detector`` finds faces in source photos (slower, finer settings; it may
     share its model with ``detector``). ``landmarker`` is optional for presets whose

@@ -12,10 +12,11 @@ import numpy as np
 
 from livecam.config.schema import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
+from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.dlib_descriptor import Embedding
 from livecam.face.parts import FaceParts, FrameContext
-from livecam.face.presets import build_parts, photo_analyzer, resolve_preset
+from livecam.face.presets import resolve_preset
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper

@@ -7,13 +7,14 @@ Finding, verifying and downloading files is ``livecam.models.store``; the HTTP t
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import logging
 import os
 import threading
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -25,6 +26,12 @@ log = logging.getLogger(__name__)
 
 Task = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker"]
 TASKS: tuple[str, ...] = get_args(Task)
+#: where a model's weights come from: ``download`` (the model folders, downloaded when
+#: missing), ``bundled`` (shipped with LiveCam in livecam/assets, the store's last folder:
+#: never downloaded for a preset), ``package`` (an installed Python package's data folder,
+#: named by ``package``: dlib's weights from face_recognition_models)
+Source = Literal["download", "bundled", "package"]
+SOURCES: tuple[str, ...] = get_args(Source)
 #: the manifest inside a checkout (``models/``), else the copy packaged as livecam.modeldata
 CHECKOUT_MODELS = Path(__file__).resolve().parents[1] / "models"
 MANIFEST_NAME = "manifest.toml"
@@ -63,11 +70,37 @@ class ModelEntry:
     inputs: tuple[TensorShape, ...]
     outputs: tuple[TensorShape, ...]
     contract: Mapping[str, Any]
+    source: Source = "download"
+    package: str = ""
+    facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def needs_acceptance(self) -> bool:
         """A licence that forbids commercial use must be accepted before use."""
         return not self.commercial
+
+    @property
+    def in_model_folders(self) -> bool:
+        """Whether the model store finds (and verifies) this file in its folders."""
+        return self.source in ("download", "bundled")
+
+    @property
+    def downloaded(self) -> bool:
+        """Whether a preset that uses it needs it downloaded (``livecam models fetch``)."""
+        return self.source == "download"
+
+
+@functools.cache
+def default_manifest() -> Mapping[str, ModelEntry]:
+    """``load_manifest()`` read once per process (the entries are immutable)."""
+    return load_manifest()
+
+
+def names_for(task: Task, manifest: Mapping[str, ModelEntry] | None = None) -> tuple[str, ...]:
+    """The models of ``task`` in manifest order (``default_manifest()`` when None): the
+    choices of ``swap.swapper`` and ``swap.enhancer``, for example."""
+    entries = default_manifest() if manifest is None else manifest
+    return tuple(name for name, entry in entries.items() if entry.task == task)
 
 
 def load_manifest(path: str | os.PathLike[str] | None = None) -> Mapping[str, ModelEntry]:
@@ -120,6 +153,25 @@ def _entry(name: str, raw: Any, where: str) -> ModelEntry:
     contract = raw.get("contract", {})
     if not isinstance(contract, dict):
         raise bad("contract", "a table")
+    facts = raw.get("facts", {})
+    if not isinstance(facts, dict):
+        raise bad("facts", "a table")
+    source = raw.get("source", "download")
+    if source not in SOURCES:
+        raise bad("source", f"one of {', '.join(SOURCES)}")
+    package = raw.get("package", "")
+    if not isinstance(package, str) or (source == "package") != bool(package):
+        raise bad(
+            "package", 'the Python package that holds the file (only with source = "package")'
+        )
+    known = {*strings, "urls", "size", "commercial", "inputs", "outputs", "contract"}
+    known |= {"facts", "source", "package"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ModelError(
+            f"model manifest {where}: models.{name}.{unknown[0]} is not a manifest key",
+            f"use the keys listed at the top of the manifest: {', '.join(sorted(known))}",
+        )
     return ModelEntry(
         name=name,
         task=raw["task"],
@@ -135,6 +187,9 @@ def _entry(name: str, raw: Any, where: str) -> ModelEntry:
         inputs=_shapes(raw.get("inputs", []), bad("inputs", "a list of {name, shape}")),
         outputs=_shapes(raw.get("outputs", []), bad("outputs", "a list of {name, shape}")),
         contract=MappingProxyType(dict(contract)),
+        source=source,
+        package=package,
+        facts=MappingProxyType(dict(facts)),
     )
 
 

@@ -21,11 +21,12 @@ from livecam.benchmark.synthetic_models import (
     latent_colour_swapper,
 )
 from livecam.config.schema import SwapConfig
+from livecam.face.build import build_parts
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.dlib_descriptor import embedding_distance
 from livecam.face.identity.metrics import psnr
 from livecam.face.parts import FrameContext
-from livecam.face.presets import PRESETS, build_parts
+from livecam.face.presets import PRESETS
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.neural import InSwapper
 from livecam.face.swap_stage import build_swap_stage

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
-from livecam.config.schema import Preset, SwapConfig
+from livecam.config import schema
+from livecam.config.schema import SwapConfig
 from livecam.errors import ConfigError, ModelError
+from livecam.face.build import (
+    KINDS,
+    PHOTO_SIDES,
+    YUNET_START_SCORE,
+    PartsBuilder,
+    build_parts,
+    photo_analyzer,
+)
 from livecam.face.detect.yunet import YuNetDetector
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.onnx import OnnxRecognizer
@@ -19,11 +27,7 @@ from livecam.face.landmarks.onnx import Pfld68Landmarker
 from livecam.face.paste.blenders import RoiBlender
 from livecam.face.presets import (
     AUTO_ORDER,
-    PHOTO_SIDES,
     PRESETS,
-    YUNET_START_SCORE,
-    build_parts,
-    photo_analyzer,
     preset_model_names,
     preset_names,
     resolve_preset,
@@ -34,7 +38,7 @@ from livecam.models.store import ModelStore
 
 
 def test_every_config_preset_is_in_the_table() -> None:
-    assert set(preset_names()) == set(get_args(Preset))
+    assert schema.preset_names() == preset_names()  # the config's choices are the table's
     assert preset_names()[0] == "auto" and set(AUTO_ORDER) == set(PRESETS)
     with pytest.raises(dataclasses.FrozenInstanceError):
         PRESETS["offline"].swapper = "other"  # type: ignore[misc]
@@ -146,3 +150,64 @@ def test_offline_parts_and_the_photo_analyzer_made_of_them() -> None:
     assert analyzer.model_id == "+".join(
         [parts.photo_detector.model_id, parts.landmarker.model_id, parts.recognizer.model_id]
     )
+
+
+def test_every_manifest_model_has_a_part_kind_of_its_task() -> None:
+    # the registry reads the manifest's `part` field: no model is special-cased in code
+    for entry in load_manifest().values():
+        kind = KINDS[entry.part]
+        assert kind.role == entry.task and kind.weights, entry.name
+    assert not KINDS["classic-mesh"].weights  # the one part without weights
+
+
+def test_the_built_in_parts_are_manifest_rows(tmp_path: Path) -> None:
+    # offline needs no download, yet each of its parts but the classic swapper is a
+    # manifest row: YuNet bundled with LiveCam (found by the store), dlib's from the wheel
+    empty = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    builder = PartsBuilder(PRESETS["offline"], SwapConfig(), DlibModels(), empty)
+    sources = {
+        role: p.entry.source if p.entry is not None else None for role, p in builder.plan.items()
+    }
+    assert sources == {
+        "detector": "bundled",
+        "landmarker": "package",
+        "recognizer": "package",
+        "swapper": None,
+    }
+    builder.resolve_files()
+    assert list(builder.files) == ["yunet-2023mar"]  # package files are DlibModels' to load
+    assert builder.files["yunet-2023mar"].parent.name == "assets"
+    assert not list(tmp_path.rglob("*.onnx"))  # nothing downloaded
+
+
+def test_a_contract_key_the_part_does_not_take_fails_the_build(
+    testdata: Path, tmp_path: Path
+) -> None:
+    manifest = dict(load_manifest())
+    entry = manifest["mobilefacenet"]
+    manifest["mobilefacenet"] = dataclasses.replace(
+        entry,
+        contract={**entry.contract, "input_sise": 112},  # a typo in the manifest
+    )
+    store = ModelStore(manifest, models_dir=testdata / "models", data_dir=tmp_path / "data")
+    with pytest.raises(ModelError) as info:
+        build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
+    assert "models.mobilefacenet.contract has input_sise" in info.value.message
+    assert "OnnxRecognizer" in info.value.message and "input_size" in (info.value.hint or "")
+    # the real manifest's contracts are all taken: the same build succeeds
+    build_parts(
+        PRESETS["lite"],
+        SwapConfig(provider="cpu"),
+        DlibModels(),
+        ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data"),
+    ).close()
+
+
+def test_a_part_name_of_the_wrong_role_or_unknown_is_an_error(tmp_path: Path) -> None:
+    store = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    wrong = dataclasses.replace(PRESETS["lite"], swapper="mobilefacenet")
+    with pytest.raises(ModelError, match="mobilefacenet is not a swapper"):
+        PartsBuilder(wrong, SwapConfig(), DlibModels(), store)
+    unknown = dataclasses.replace(PRESETS["lite"], landmarker="slim-86")
+    with pytest.raises(ModelError, match="slim-86 \\(landmarker\\) has no model or part"):
+        PartsBuilder(unknown, SwapConfig(), DlibModels(), store)

@@ -22,7 +22,13 @@ from onnx import TensorProto, helper
 
 from livecam.cli.main import main
 from livecam.errors import ModelError
-from livecam.models.manifest import TASKS, contract_problems, load_manifest, model_identity
+from livecam.models.manifest import (
+    SOURCES,
+    TASKS,
+    contract_problems,
+    load_manifest,
+    model_identity,
+)
 from livecam.models.store import ModelStore
 
 COMMON_NAMES = [
@@ -33,8 +39,10 @@ COMMON_NAMES = [
     "pfld-68",
     "slim-68",
     "2d106det",
+    "dlib-shape68",
     "mobilefacenet",
     "arcface-w600k-r50",
+    "dlib-resnet128",
     "inswapper-128",
     "inswapper-128-fp16",
     "hyperswap-1a-256",
@@ -117,6 +125,7 @@ template = "arcface_112"
 mean = 127.5
 std = 127.5
 color = "rgb"
+[models.{name}.facts]
 dim = 128
 """
 
@@ -150,10 +159,23 @@ def test_the_manifest_has_every_model_with_a_task_urls_licence_and_contract() ->
     manifest = load_manifest()
     assert list(manifest) == COMMON_NAMES
     for entry in manifest.values():
-        assert entry.task in TASKS and entry.part and entry.urls and entry.licence
-        assert all(u.startswith("https://") for u in entry.urls)
-        assert {"input_size", "mean", "std", "color"} <= set(entry.contract)
+        assert entry.task in TASKS and entry.part and entry.licence
+        if entry.source == "package":  # dlib's .dat files: no ONNX contract, no download
+            assert entry.package == "face_recognition_models" and not entry.urls
+            assert not entry.inputs and not entry.contract and entry.file.endswith(".dat")
+            continue
+        assert entry.urls and all(u.startswith("https://") for u in entry.urls)
+        # YuNet runs in OpenCV: its input contract is a fact, not constructor keywords
+        where = entry.facts if entry.source == "bundled" else entry.contract
+        assert {"input_size", "mean", "std", "color"} <= set(where), entry.name
         assert entry.inputs, entry.name
+    by_source = {s: [n for n, e in manifest.items() if e.source == s] for s in SOURCES}
+    assert by_source["bundled"] == ["yunet-2023mar"]
+    assert by_source["package"] == ["dlib-shape68", "dlib-resnet128"]
+    # what the graph does is a fact, never a constructor keyword
+    assert manifest["scrfd-10g"].facts == {"strides": [8, 16, 32], "anchors": 2}
+    assert manifest["arcface-w600k-r50"].facts == {"dim": 512}
+    assert all("points" not in e.contract and "dim" not in e.contract for e in manifest.values())
     restricted = {n for n, e in manifest.items() if not e.commercial}
     assert {"inswapper-128", "scrfd-10g", "arcface-w600k-r50", "gpen-bfr-512"} <= restricted
     assert {"hyperswap-1a-256", "codeformer"} <= restricted
@@ -182,6 +204,20 @@ def test_a_malformed_manifest_names_the_field(tmp_path: Path) -> None:
     )
     with pytest.raises(ModelError, match=r"models\.x\.task must be one of detector"):
         load_manifest(_manifest(tmp_path, bad))
+
+
+def test_a_misspelt_manifest_key_or_source_fails_to_load(tmp_path: Path) -> None:
+    good = _entry_toml("x", "x.onnx", [], "", 0, MOBILEFACENET_IO)
+    assert load_manifest(_manifest(tmp_path, good))["x"].source == "download"
+    typo = good.replace('licence = "MIT"', 'licence = "MIT"\nhash_sorce = "typo"')
+    with pytest.raises(ModelError, match=r"models\.x\.hash_sorce is not a manifest key"):
+        load_manifest(_manifest(tmp_path, typo))
+    unknown = good.replace('part = "arcface"', 'part = "arcface"\nsource = "wheel"')
+    with pytest.raises(ModelError, match=r"models\.x\.source must be one of download"):
+        load_manifest(_manifest(tmp_path, unknown))
+    no_package = good.replace('part = "arcface"', 'part = "arcface"\nsource = "package"')
+    with pytest.raises(ModelError, match=r"models\.x\.package must be the Python package"):
+        load_manifest(_manifest(tmp_path, no_package))
 
 
 # ---------------------------------------------------------------- lookup and verification

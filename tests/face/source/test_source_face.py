@@ -16,8 +16,9 @@ import pytest
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import FaceSourceError
+from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.dlib_files import DlibModels
-from livecam.face.presets import PRESETS, build_parts, photo_analyzer
+from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import (
     BLURRY_SHARPNESS,

@@ -1,0 +1,431 @@
+"""Building a preset's parts in one pass, from one part-kind -> factory registry.
+
+``build_parts`` reads the preset row (``livecam.face.presets``) and the manifest once: every
+part name of the row is a manifest model, whose ``part`` field names the kind that runs it
+(``KINDS``), or a kind without weights (``classic-mesh``). It then resolves every file once
+(one ``ModelStore.require`` for the model folders' files, the user's files checked against
+their entry's contract), opens each model's session, and calls each kind's factory with
+only that part's options. No model name is special-cased here: a new model of a known
+kind is a manifest row; a new kind is one factory and one ``KINDS`` row.
+
+The manifest's ``[models.NAME.contract]`` holds the part's constructor keywords and
+nothing else: ``with_contract`` raises on a key the part does not take (a typo in the
+manifest fails the build instead of being ignored).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from livecam.config.schema import SwapConfig
+from livecam.errors import ConfigError, ModelError
+from livecam.face.detect.scrfd import START_SCORE as SCRFD_START_SCORE
+from livecam.face.detect.scrfd import ScrfdDetector
+from livecam.face.detect.yunet import YuNetDetector, YuNetModel
+from livecam.face.dlib_files import DlibModels
+from livecam.face.enhance import FaceEnhancer
+from livecam.face.identity.dlib_descriptor import DlibDescriptor
+from livecam.face.identity.onnx import OnnxRecognizer
+from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
+from livecam.face.landmarks.onnx import Landmarker106, Pfld68Landmarker
+from livecam.face.masks import BoxMasker, CombinedMasker, EllipseMasker, MouthMasker, RegionMasker
+from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recognizer
+from livecam.face.paste.blenders import AffineBlender, RoiBlender
+from livecam.face.presets import FACE_PARSER, PresetRow, given_files
+from livecam.face.source.analysis import FaceAnalyzer
+from livecam.face.swap.classic import ClassicSwapper
+from livecam.face.swap.neural import HyperSwapper, InSwapper
+from livecam.models.manifest import ModelEntry
+from livecam.models.store import ModelStore
+from livecam.runtime.cuda import StageStream
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions, memory_options
+
+# Source photos: two detector passes, long side 1024 px (small faces: a group photo's
+# ~40 px faces) and 400 px (a face filling a selfie); any photo size, faces merged.
+PHOTO_SIDES = (1024, 400)
+# YuNet scores at or above this start a track or are a photo's face. Real faces at 5-80 %
+# of the frame width score 0.83-0.95 on the test portraits (dark, blurred, noisy or tilted
+# 20 deg included); the best false face seen, trees in a painting, 0.82. Between the
+# threshold (0.6) and this, a detection only confirms a face already tracked.
+YUNET_START_SCORE = 0.85
+#: the roles built from the registry, in build order (the detector needs the landmarker's
+#: box convention, the swapper the recognizer)
+ROLES = ("landmarker", "detector", "recognizer", "swapper", "enhancer")
+
+
+def with_contract(cls: Callable[..., Any], entry: ModelEntry, *args: Any, **options: Any) -> Any:
+    """``cls(*args, **contract, **options)`` with ``entry``'s manifest contract. A contract
+    key ``cls`` does not take is a ModelError naming the entry and the keys it takes (facts
+    about the graph belong in ``[models.NAME.facts]``)."""
+    accepted = inspect.signature(cls).parameters
+    unknown = [k for k in entry.contract if k not in accepted]
+    if unknown:
+        takes = ", ".join(p for p in accepted if p not in ("self", "model", "model_path"))
+        raise ModelError(
+            f"model manifest: models.{entry.name}.contract has {', '.join(unknown)}, which "
+            f"{getattr(cls, '__name__', cls)} (part {entry.part!r}) does not take",
+            f"it takes {takes}; put facts about the graph in [models.{entry.name}.facts]",
+        )
+    return cls(*args, **entry.contract, **options)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """One part's model as its factory gets it: the manifest ``entry``, its resolved file
+    (``path``; None for a package's file, which ``dlib`` loads once per app) and how its
+    ONNX Runtime session is opened (``session``)."""
+
+    entry: ModelEntry
+    path: Path | None
+    dlib: DlibModels
+    opener: Callable[[ModelEntry, Path, bool], OnnxModel]
+
+    def session(self, cuda_graph: bool = False) -> OnnxModel:
+        """The model's session (see ``PartsBuilder.open``)."""
+        if self.path is None:
+            raise ModelError(f"{self.entry.name} has no model file for ONNX Runtime")
+        return self.opener(self.entry, self.path, cuda_graph)
+
+
+Built = Mapping[str, Any]  # role -> the part built so far
+Options = Callable[[SwapConfig, Built], dict[str, Any]]
+
+
+def _no_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class PartKind:
+    """One kind of part: its ``role`` (the manifest task), the factory ``make(weights,
+    **options)`` (weights None for a kind without any), the part's own ``options`` from the
+    swap config and the parts built before it, whether it runs on ONNX Runtime (``onnx``:
+    then a model file of the user's may replace its model) and whether it has weights."""
+
+    role: str
+    make: Callable[..., Any]
+    options: Options = _no_options
+    onnx: bool = True
+    weights: bool = True
+
+
+# ---------------------------------------------------------------- factories
+
+
+def _detector_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+    landmarker = built.get("landmarker")
+    return {
+        "live_sides": (cfg.detect_size,),
+        "photo_sides": PHOTO_SIDES,
+        "box_for_kps": landmarker.box_for_kps if landmarker is not None else None,
+    }
+
+
+def _yunet(w: Weights, **options: Any) -> tuple[Detector, Detector]:
+    """The live detector (on the frame shrunk to ``detect_size``) and the one for source
+    photos (two passes), sharing one model's bytes."""
+    assert w.path is not None
+    model = YuNetModel.read(w.path)
+    return _live_and_photo(YuNetDetector, w.entry, model, YUNET_START_SCORE, **options)
+
+
+def _scrfd(w: Weights, **options: Any) -> tuple[Detector, Detector]:
+    return _live_and_photo(ScrfdDetector, w.entry, w.session(), SCRFD_START_SCORE, **options)
+
+
+def _live_and_photo(
+    cls: Callable[..., Detector],
+    entry: ModelEntry,
+    model: Any,
+    start_score: float,
+    *,
+    live_sides: tuple[int, ...],
+    photo_sides: tuple[int, ...],
+    box_for_kps: Any,
+) -> tuple[Detector, Detector]:
+    def one(sides: tuple[int, ...]) -> Detector:
+        part: Detector = with_contract(
+            cls, entry, model, max_sides=sides, start_score=start_score, box_for_kps=box_for_kps
+        )
+        return part
+
+    return one(live_sides), one(photo_sides)
+
+
+def _onnx_part(cls: Callable[..., Any]) -> Callable[..., Any]:
+    """The factory of a part whose model is its first argument."""
+
+    def make(w: Weights, **options: Any) -> Any:
+        return with_contract(cls, w.entry, w.session(), **options)
+
+    return make
+
+
+def _dlib_shape(w: Weights) -> Dlib68Landmarker:
+    part: Dlib68Landmarker = with_contract(
+        Dlib68Landmarker, w.entry, model=w.dlib.shape_predictor(w.entry.file)
+    )
+    return part
+
+
+def _dlib_descriptor(w: Weights) -> DlibDescriptor:
+    part: DlibDescriptor = with_contract(DlibDescriptor, w.entry, model=w.dlib.resnet())
+    return part
+
+
+def _neural_swapper_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+    recognizer = built["recognizer"]
+    weighted = cfg.identity_weight != 0.5 and getattr(recognizer, "dim", 0) == 512
+    return {
+        "cuda_graph": cfg.cuda_graph,
+        "pixel_boost": cfg.pixel_boost,
+        "identity_weight": cfg.identity_weight if weighted else 0.5,
+        "recognizer": recognizer if weighted else None,
+    }
+
+
+def _neural_swapper(cls: Callable[..., Any]) -> Callable[..., Any]:
+    def make(w: Weights, *, cuda_graph: bool, **options: Any) -> Any:
+        # a CUDA graph needs the fixed shapes: no dynamic-batch rewrite then
+        return with_contract(cls, w.entry, w.session(cuda_graph), **options)
+
+    return make
+
+
+def _classic(w: None, *, config: SwapConfig) -> ClassicSwapper:
+    return ClassicSwapper(config)
+
+
+def _enhancer_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+    return {
+        "blend": cfg.enhance_blend,
+        "every": cfg.enhance_every,
+        "fidelity": cfg.codeformer_fidelity,
+    }
+
+
+_ENHANCER = PartKind("enhancer", _onnx_part(FaceEnhancer), _enhancer_options)
+
+KINDS: Mapping[str, PartKind] = MappingProxyType(
+    {
+        "yunet": PartKind("detector", _yunet, _detector_options, onnx=False),
+        "scrfd": PartKind("detector", _scrfd, _detector_options),
+        "landmarks68": PartKind("landmarker", _onnx_part(Pfld68Landmarker)),
+        "landmarks106": PartKind("landmarker", _onnx_part(Landmarker106)),
+        "dlib-shape": PartKind("landmarker", _dlib_shape, onnx=False),
+        "arcface": PartKind("recognizer", _onnx_part(OnnxRecognizer)),
+        "dlib-descriptor": PartKind("recognizer", _dlib_descriptor, onnx=False),
+        "inswapper": PartKind("swapper", _neural_swapper(InSwapper), _neural_swapper_options),
+        "hyperswap": PartKind("swapper", _neural_swapper(HyperSwapper), _neural_swapper_options),
+        "classic-mesh": PartKind(
+            "swapper", _classic, lambda cfg, built: {"config": cfg}, onnx=False, weights=False
+        ),
+        "gfpgan": _ENHANCER,
+        "codeformer": _ENHANCER,
+        "gpen": _ENHANCER,
+        "bisenet": PartKind("masker", _onnx_part(RegionMasker)),
+    }
+)
+"""Part kind (the manifest's ``part`` field; for a part without weights, its name in the
+preset table) -> how it is built."""
+
+# the parts every neural swap pastes with: masks without weights, by mask name
+_PLAIN_MASKS: Mapping[str, Callable[[SwapConfig], Masker]] = MappingProxyType(
+    {
+        "box": lambda cfg: BoxMasker(cfg.mask_blur, cfg.mask_padding),
+        "ellipse": lambda cfg: EllipseMasker(),
+    }
+)
+
+
+# ---------------------------------------------------------------- the build
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One part of the plan: its name, its kind and its manifest entry (None: a kind
+    without weights)."""
+
+    name: str
+    kind: PartKind
+    entry: ModelEntry | None
+
+
+class PartsBuilder:
+    """One build of one preset row for one swap config: the plan (each role's name, kind
+    and entry, read once), the files (resolved once), the sessions it opened."""
+
+    def __init__(self, row: PresetRow, cfg: SwapConfig, models: DlibModels, store: ModelStore):
+        self.row = row
+        self.cfg = cfg
+        self.models = models
+        self.store = store
+        manifest = store.manifest
+        names = row.parts_for(cfg, manifest)
+        self.plan = {role: self._planned(role, name) for role, name in names.items()}
+        self.masks = row.masks_for(cfg, manifest)
+        self.neural = self.plan["swapper"].kind.weights
+        if self.neural and "region" in self.masks:
+            self.plan["masker"] = self._planned("masker", FACE_PARSER)
+        self.runtime = RuntimeOptions(
+            provider=cfg.provider,
+            device_id=cfg.gpu,
+            threads=cfg.threads,
+            spin_wait=cfg.spin_wait,
+            cudnn_conv_algo_search=cfg.cudnn_conv_algo_search,
+            **memory_options(cfg.memory, cfg.face_batch),  # arenas, batch limit
+        )
+        self.files: dict[str, Path] = {}
+        self.opened: list[OnnxModel] = []
+
+    def _planned(self, role: str, name: str) -> Planned:
+        entry = self.store.manifest.get(name)
+        kind = KINDS.get(entry.part if entry is not None else name)
+        if kind is None or (entry is None) == kind.weights:
+            what = f"its part kind {entry.part!r}" if entry is not None else "no model or part"
+            raise ModelError(
+                f"{name} ({role}) has {what} LiveCam can build",
+                f"part kinds: {', '.join(KINDS)}; models: see models/manifest.toml",
+            )
+        if kind.role != role:
+            raise ModelError(f"{name} is not a {role} LiveCam can run ({kind.role})")
+        return Planned(name, kind, entry)
+
+    def resolve_files(self) -> None:
+        """Every model file once: the model folders' files verified (downloaded when
+        missing, licences accepted by config), the user's files checked against their
+        entry's contract. One ModelError lists every missing or bad file."""
+        given = given_files(self.cfg)
+        for role in given:
+            planned = self.plan.get(role)
+            if planned is None or not planned.kind.onnx:
+                name = planned.name if planned is not None else f"no {role}"
+                raise ConfigError(
+                    f"--{role}-model applies to a preset whose {role} is an ONNX model; "
+                    f"preset '{self.row.name}' uses {name}",
+                    "use --preset standard or quality, or leave the option out",
+                )
+        needed = [
+            p.name
+            for role, p in self.plan.items()
+            if p.entry is not None and p.entry.in_model_folders and role not in given
+        ]
+        if needed:
+            self.files.update(
+                self.store.require(needed, download=True, accept_licence=self.cfg.accept_licence)
+            )
+        for role, path in given.items():
+            entry = self.plan[role].entry
+            assert entry is not None
+            self.files[entry.name] = self.store.user_file(path, entry)
+
+    def open(self, entry: ModelEntry, path: Path, cuda_graph: bool) -> OnnxModel:
+        """The session of ``entry``'s file. Batch-first: a fixed batch axis is rewritten
+        to a dynamic one when the rewrite gives the same outputs (checked once per file,
+        cached), else the part loops; ``cuda_graph`` keeps the fixed shapes a CUDA graph
+        needs."""
+        options = replace(self.runtime, cuda_graph=cuda_graph)
+        # each model-running part on its own CUDA stream (inactive without CUDA): its torch
+        # pre/post-processing and its ONNX Runtime runs are ordered on the stream, with no
+        # device-wide synchronisation between parts
+        stream = StageStream(f"cuda:{self.cfg.gpu}", enabled=self.cfg.provider != "cpu")
+        model = OnnxModel(
+            path,
+            options,
+            model_id=f"{entry.name}:{self.store.hashes.identity(path)}",
+            dynamic_batch=not cuda_graph,
+            compute_stream=stream if stream.active else None,
+            sha256=self.store.hashes.sha256(path),  # hashed once per file by the store
+        )
+        self.opened.append(model)
+        return model
+
+    def part(self, role: str, built: Built) -> Any:
+        """The part of ``role`` (None when the preset has none), with its own options."""
+        planned = self.plan.get(role)
+        if planned is None:
+            return None
+        weights = None
+        if planned.entry is not None:
+            path = self.files.get(planned.name)
+            weights = Weights(planned.entry, path, self.models, self.open)
+        return planned.kind.make(weights, **planned.kind.options(self.cfg, built))
+
+    def masker(self, built: Built) -> Masker | None:
+        if not self.neural:
+            return None
+        maskers: list[Masker] = []
+        for kind in self.masks:
+            if kind in _PLAIN_MASKS:
+                maskers.append(_PLAIN_MASKS[kind](self.cfg))
+            elif kind == "region":
+                maskers.append(self.part("masker", built))
+        if self.cfg.mouth_mask > 0:
+            maskers.append(MouthMasker(self.cfg.mouth_mask))
+        if not maskers:
+            return None
+        return maskers[0] if len(maskers) == 1 else CombinedMasker(maskers)
+
+    def blender(self) -> Blender:
+        if not self.neural:
+            return RoiBlender(self.cfg.blend)
+        return AffineBlender("insightface" if "insightface" in self.masks else "mask")
+
+    def close_opened(self) -> None:
+        for model in self.opened:
+            model.close()
+
+
+def build_parts(
+    row: PresetRow, cfg: SwapConfig, models: DlibModels, store: ModelStore | None = None
+) -> FaceParts:
+    """Build every part of ``row`` for ``cfg``: dlib models come from ``models`` (loaded
+    once per app), model files from ``store`` (downloaded when missing; licences accepted
+    by ``cfg.accept_licence`` or earlier). A missing or bad model is one ModelError naming
+    every file, its URL and the folder to put it in."""
+    builder = PartsBuilder(row, cfg, models, store if store is not None else ModelStore())
+    builder.resolve_files()
+    built: dict[str, Any] = {}
+    try:
+        for role in ROLES:
+            built[role] = builder.part(role, built)
+        detector, photo_detector = built["detector"]
+        recognizer: Recognizer = built["recognizer"]
+        return FaceParts(
+            preset=row.name,
+            detector=detector,
+            photo_detector=photo_detector,
+            landmarker=built["landmarker"],
+            recognizer=recognizer,
+            swapper=built["swapper"],
+            enhancer=built["enhancer"],
+            masker=builder.masker(built),
+            blender=builder.blender(),
+        )
+    except BaseException:
+        for part in _parts(built):
+            part.close()
+        builder.close_opened()
+        raise
+
+
+def _parts(built: Built) -> list[Part]:
+    out: list[Part] = []
+    for value in built.values():
+        for part in value if isinstance(value, tuple) else (value,):
+            if part is not None:
+                out.append(part)
+    return out
+
+
+def photo_analyzer(parts: FaceParts, identity: bool = True) -> FaceAnalyzer:
+    """The analyzer for source and reference photos made of the preset's own parts (its
+    photo detector, landmarker and, with ``identity``, recognizer; no models of its own)."""
+    return FaceAnalyzer(
+        parts.photo_detector, parts.landmarker, parts.recognizer if identity else None
+    )
