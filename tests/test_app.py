@@ -19,6 +19,7 @@ from pathlib import Path
 
 import cv2
 import pytest
+from fakes import FailingSink, PassStage
 from recording_backend import RecordingStore
 from waiting import poll
 
@@ -54,22 +55,18 @@ def run_to_end(app: App, timeout: float = 20) -> None:
     assert app.stop() == []
 
 
-class Recorder:
+class Recorder(PassStage):
     """A stage that keeps a copy of every frame it hands on, keyed by content hash."""
 
     name = "recorder"
-    required = False
 
     def __init__(self) -> None:
+        super().__init__()
         self.hashes: list[str] = []
-
-    def warmup(self, width: int, height: int) -> None: ...
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         self.hashes += [hashlib.sha1(p.frame.tobytes()).hexdigest() for p in batch]
         return batch
-
-    def close(self) -> None: ...
 
 
 def test_frames_reach_the_virtual_camera_unchanged_in_order(vcam: RecordingStore) -> None:
@@ -167,12 +164,12 @@ def test_startup_errors_collect_every_cause(tmp_path: Path) -> None:
     assert "missing.mp4" in text and "nowhere.xyz" in text
 
 
-class BrokenStage:
+class BrokenStage(PassStage):
     name, required = "broken", True
 
     def __init__(self, fail_in: str = "process") -> None:
+        super().__init__()
         self.fail_in = fail_in
-        self.closed = False
 
     def warmup(self, width: int, height: int) -> None:
         if self.fail_in == "warmup":
@@ -184,17 +181,6 @@ class BrokenStage:
     def close(self) -> None:
         self.closed = True
         raise RuntimeError("close exploded too")
-
-
-class RaisingSink(NullSink):
-    """A sink whose device fails with a library's own exception type on the third frame."""
-
-    name = "raising"
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        super().send(frame)
-        if self.frames == 3:
-            raise OSError(5, "Input/output error")
 
 
 def test_a_failing_stage_a_raising_sink_and_listener_never_stop_the_stream(
@@ -214,7 +200,8 @@ def test_a_failing_stage_a_raising_sink_and_listener_never_stop_the_stream(
         output={"sinks": ["virtualcam"], "virtualcam_backend": vcam.name},
         run={"frames": 40},
     )
-    raising = RaisingSink()
+    # a device that fails with a library's own exception type on the third frame
+    raising = FailingSink(OSError(5, "Input/output error"), name="raising")
     sinks = [make_sink("virtualcam", cfg.output), raising]
     app = App(cfg, stages=[BrokenStage()], sinks=sinks, telemetry=telemetry)
     app.start()

@@ -8,7 +8,6 @@ rebuild tests use a still photo (every input frame identical).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 from recording_backend import RecordingStore
 from synthetic_stream import SYNTHETIC, passed_through, source_frames
+from waiting import poll
 
 from livecam.app import App
 from livecam.config.schema import Config
@@ -91,9 +91,7 @@ def frames_after(vcam: RecordingStore, change: Change, count: int = 4) -> list[n
 def next_frames(vcam: RecordingStore, count: int = 4) -> list[np.ndarray]:
     """The next ``count`` frames the virtual camera receives from now on."""
     start = len(vcam.frames)
-    deadline = time.monotonic() + APPLY_TIMEOUT_S
-    while len(vcam.frames) < start + count + 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert poll(lambda: len(vcam.frames) >= start + count + 3, APPLY_TIMEOUT_S), "no frames"
     # skip the first three: two may wait for the output thread and, with overlap, one may
     # be rendering with the stages of before the change
     return [f.frame for f in vcam.frames[start + 3 : start + 3 + count]]

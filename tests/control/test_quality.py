@@ -18,6 +18,8 @@ from typing import Any, get_args
 
 import numpy as np
 import pytest
+from fakes import PassStage
+from waiting import poll
 
 from livecam.app import App
 from livecam.cli.main import main
@@ -180,20 +182,14 @@ class Gauge:
         return self.mb
 
 
-class OutOfMemoryStage:
+class OutOfMemoryStage(PassStage):
     """A swap stage whose every run fails as ONNX Runtime does when the GPU is full."""
 
     name = "swap"
     required = True
 
-    def warmup(self, width: int, height: int) -> None:
-        pass
-
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         raise RuntimeError(ORT_OOM)
-
-    def close(self) -> None:
-        pass
 
 
 def lite_config(**swap: Any) -> Config:
@@ -267,10 +263,7 @@ def streams() -> Iterator[list[Stream]]:
 
 
 def wait_frames(stream: Stream, n: int = 10) -> None:
-    deadline = time.monotonic() + 60
-    while stream.app.snapshot().frames_out < n:
-        assert time.monotonic() < deadline, "no frames"
-        time.sleep(0.05)
+    assert poll(lambda: stream.app.snapshot().frames_out >= n, 60), "no frames"
 
 
 def test_low_free_vram_steps_down_once_and_back_up_with_hysteresis(

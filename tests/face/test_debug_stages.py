@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import FailingSink
 
 from livecam.app import App
 from livecam.config.schema import Config
 from livecam.errors import ModelError, StartupError
 from livecam.face.debug_stages import FaceBoxStage
-from livecam.sinks.base import Sink
+from livecam.sinks.null import NullSink
 from livecam.sources.image import load_image_bgr
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, Frame, FramePacket
@@ -64,35 +65,12 @@ def test_facebox_bad_model_is_a_startup_error(tmp_path: Path) -> None:
         App(cfg).start()
 
 
-class ExplodingSink(Sink):
-    """A sink that fails on its third frame (a virtual camera that went away)."""
-
-    name = "exploding"
-    wants_repeats = False
-
-    def __init__(self) -> None:
-        self.sent = 0
-
-    def open(self, width: int, height: int, fps: float) -> None: ...
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        self.sent += 1
-        if self.sent == 3:
-            raise RuntimeError("device vanished")
-
-
-class CountingSink(ExplodingSink):
-    name = "counting"
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        self.sent += 1
-
-
 def test_a_failing_sink_is_turned_off_and_the_others_go_on() -> None:
     events: list[Event] = []
     telemetry = Telemetry()
     telemetry.add_listener(events.append)
-    bad, good = ExplodingSink(), CountingSink()
+    # a virtual camera that went away on its third frame, and one that works
+    bad, good = FailingSink(RuntimeError("device vanished"), name="exploding"), NullSink()
     cfg = Config.from_dict(
         {
             "source": {"spec": "synthetic", "size": [320, 240], "fps": 200},
@@ -104,19 +82,19 @@ def test_a_failing_sink_is_turned_off_and_the_others_go_on() -> None:
     app.start()
     assert app.wait(10)
     assert app.stop() == []
-    assert bad.sent == 3 and good.sent == 30
+    assert bad.frames == 3 and good.frames == 30
     assert any(e.origin == "sink exploding" and "device vanished" in e.message for e in events)
 
 
-class ClosableWindow(CountingSink):
+class ClosableWindow(NullSink):
     """A window the user closes after five frames."""
 
     name = "window"
     wants_repeats = True
 
     def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        self.sent += 1
-        self.closed = self.sent >= 5
+        super().send(frame, t_capture_ns)
+        self.closed = self.frames >= 5
 
 
 def test_stream_ends_when_the_user_closes_the_only_window() -> None:
@@ -126,4 +104,4 @@ def test_stream_ends_when_the_user_closes_the_only_window() -> None:
     app.start()
     assert app.wait(5), "closing the last output ends the stream"
     assert app.stop() == []
-    assert window.sent == 5
+    assert window.frames == 5

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from fakes import PassStage, SlowStage
 from framegen import psnr
 from recording_backend import RecordingStore
 
@@ -25,7 +25,6 @@ from livecam.config.schema import Config
 from livecam.sinks import NullSink, make_sinks
 from livecam.sources import make_source
 from livecam.stream.playback import Playback, plan_playback
-from livecam.types import FramePacket
 
 CLIP = "openmpf_video_01_short_h264_aac.mp4"  # 31 frames at 29.97 fps, AAC sound
 
@@ -177,21 +176,6 @@ def test_other_sources_stay_real_time_unless_unpaced() -> None:
     assert plan_playback(fast, make_source(fast.source), []) == Playback(False, False, False)
 
 
-class SlowWarmup:
-    """A pass-through stage whose warm-up takes 0.4 s (model loading, say)."""
-
-    name = "slow_warmup"
-    required = False
-
-    def warmup(self, width: int, height: int) -> None:
-        time.sleep(0.4)
-
-    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
-        return batch
-
-    def close(self) -> None: ...
-
-
 @pytest.mark.parametrize("lossless", [False, True], ids=["live", "lossless"])
 def test_frames_n_delivers_n_frames_even_after_a_slow_warmup(lossless: bool) -> None:
     """Frames after the first are captured only once the pipeline runs, so none is
@@ -205,7 +189,7 @@ def test_frames_n_delivers_n_frames_even_after_a_slow_warmup(lossless: bool) -> 
         }
     )
     sink = NullSink()
-    app = App(cfg, stages=[SlowWarmup()], sinks=[sink])
+    app = App(cfg, stages=[SlowStage(warmup_s=0.4)], sinks=[sink])
     app.start()
     assert app.wait(30)
     assert app.stop() == []
@@ -221,7 +205,7 @@ def test_stop_while_waiting_for_the_go_ends_the_capture_thread() -> None:
     )
     before = {t.name for t in threading.enumerate()}
 
-    class FailingWarmup(SlowWarmup):
+    class FailingWarmup(PassStage):
         def warmup(self, width: int, height: int) -> None:
             raise RuntimeError("no model")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from fakes import FailingSink
 from recording_backend import RecordingStore
 
 from livecam.sinks import NullSink, VirtualCamSink
@@ -242,23 +243,14 @@ def test_paced_live_accounts_for_every_frame(vcam: RecordingStore) -> None:
     assert null.frames == 60 - slot.dropped, "the null sink got every frame the thread took"
 
 
-class Exploding(NullSink):
-    """A null sink whose third send raises a plain RuntimeError, and whose close raises."""
-
-    name = "exploding"
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        super().send(frame, t_capture_ns)
-        if self.frames == 3:
-            raise RuntimeError("disk controller on fire")
-
-    def close(self) -> None:
-        raise OSError("close failed too")
-
-
 def test_a_raising_sink_is_turned_off_and_the_others_go_on(vcam: RecordingStore) -> None:
     images = frames(20)
-    bad = Exploding()
+    # the third send raises a plain RuntimeError, and the close raises too
+    bad = FailingSink(
+        RuntimeError("disk controller on fire"),
+        name="exploding",
+        close_error=OSError("close failed too"),
+    )
     worker, _, _, events = run_worker(
         [bad, VirtualCamSink(vcam.name)], images, fps=100, paced=True, lossless=True
     )

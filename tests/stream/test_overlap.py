@@ -5,39 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import KeepingSink
+from waiting import poll
 
 from livecam.app import App
 from livecam.cli.main import main
 from livecam.config.schema import Config
-from livecam.sinks.base import Sink
 from livecam.sources.synthetic.pattern import MOTION_PERIOD, SyntheticSource
 from livecam.types import Frame
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 FRAMES = 24
-
-
-class FrameList(Sink):
-    """Keeps every frame it is sent."""
-
-    name = "frames"
-    wants_repeats = False
-
-    def __init__(self) -> None:
-        self.frames: list[Frame] = []
-        self._lock = threading.Lock()
-
-    def open(self, width: int, height: int, fps: float) -> None:
-        """Nothing to open."""
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        with self._lock:
-            self.frames.append(frame.copy())
 
 
 @pytest.fixture
@@ -70,12 +52,12 @@ def lite_config(testdata: Path, overlap: bool, **source: object) -> Config:
 
 
 def run_to_end(cfg: Config) -> tuple[App, list[Frame]]:
-    sink = FrameList()
+    sink = KeepingSink()
     app = App(cfg, sinks=[sink])
     app.start()
     assert app.wait(120), "the clip ends"
     assert app.stop() == [] and app.crashes == []
-    return app, sink.frames
+    return app, sink.kept
 
 
 def test_overlapped_output_equals_one_thread_frame_for_frame(
@@ -113,7 +95,7 @@ def test_live_changes_apply_and_the_stream_stops_cleanly_with_overlap(
     """A face change rebuilds the stage while batches are in flight (the replaced stage is
     closed after its last batch); swap off lets camera frames through; stop never hangs. A
     CUDA graph asked for is not captured in a live rebuild (it would break the capture)."""
-    sink = FrameList()
+    sink = KeepingSink()
     cfg = lite_config(testdata, True, fps=30).with_section("swap", cuda_graph=True)
     app = App(cfg, sinks=[sink])
     app.start()
@@ -123,16 +105,14 @@ def test_live_changes_apply_and_the_stream_stops_cleanly_with_overlap(
         applied = change.wait(60)
         assert applied.config.swap.face is not None and "obama" in applied.config.swap.face
         assert "CUDA graph is captured only at start" in caplog.text
-        before = len(sink.frames)
+        before = len(sink.kept)
         off = app.controls.set_swap(False).wait(10)
         assert off.state.swap is False
-        deadline = time.monotonic() + 30
-        while len(sink.frames) < before + 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert poll(lambda: len(sink.kept) >= before + 10, 30), "frames after the switch"
         clip = SyntheticSource(app.config.source)
         clip.open()
         plain = {clip.render(i).tobytes() for i in range(MOTION_PERIOD)}
-        assert sink.frames[-1].tobytes() in plain, "swap off: the camera frame passes"
+        assert sink.kept[-1].tobytes() in plain, "swap off: the camera frame passes"
         assert app.crashes == []
     finally:
         assert app.stop() == []

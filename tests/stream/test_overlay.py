@@ -4,18 +4,18 @@ file, blank frames included; opacity 0 leaves the camera frame, 0.5 lies half-wa
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from fakes import KeepingSink
 from recording_backend import RecordingStore
+from waiting import poll
 
 from livecam.app import App
 from livecam.config.schema import Config
 from livecam.errors import ConfigError
-from livecam.sinks.null import NullSink
 from livecam.stream.label import draw_label, label_box
 from livecam.types import Frame
 
@@ -81,13 +81,10 @@ def test_virtual_camera_and_recording_both_carry_the_label_blank_frames_too(
     app = App(cfg)
     app.start()
     try:
-        deadline = time.monotonic() + 10
-        while len(vcam.frames) < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert poll(lambda: len(vcam.frames) >= 10), "frames before the blank"
         app.controls.set_blank(True).wait(10)
         seen = len(vcam.frames)
-        while len(vcam.frames) < seen + 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert poll(lambda: len(vcam.frames) >= seen + 10), "frames after the blank"
     finally:
         assert app.stop() == []
     frames = [r.frame for r in vcam.frames]
@@ -113,18 +110,6 @@ def test_virtual_camera_and_recording_both_carry_the_label_blank_frames_too(
     assert not _box_has_label(decoded[len(decoded) // 3], other, dark=90)
 
 
-class Collect(NullSink):
-    """Keeps every frame it gets (a lossless run sends each frame once, in order)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.kept: list[Frame] = []
-
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
-        super().send(frame, t_capture_ns)
-        self.kept.append(frame.copy())
-
-
 def _run(frames: int, **swap: object) -> list[Frame]:
     cfg = Config.from_dict(
         {
@@ -141,7 +126,7 @@ def _run(frames: int, **swap: object) -> list[Frame]:
             "run": {"frames": frames},
         }
     )
-    sink = Collect()
+    sink = KeepingSink()  # a lossless run sends each frame once, in order
     app = App(cfg, sinks=[sink])
     app.start()
     try:

@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+from fakes import PassStage
 
 from livecam.face.debug_stages import PassThroughStage
 from livecam.stream.inference import InferenceWorker, LiveState, Plan, run_stages
@@ -22,18 +23,13 @@ def packet(seq: int, value: int = 0) -> FramePacket:
     return FramePacket(np.full((8, 8, 3), value, np.uint8), seq=seq, t_capture_ns=seq)
 
 
-class Invert:
+class Invert(PassStage):
     name = "invert"
-    required = False
-
-    def warmup(self, width: int, height: int) -> None: ...
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         for p in batch:
             p.frame = 255 - p.frame
         return batch
-
-    def close(self) -> None: ...
 
 
 class Explode(Invert):
