@@ -18,6 +18,10 @@ from typing import Any, Literal, get_args, get_origin
 
 #: the metadata key of a field's Setting
 KEY = "setting"
+#: capture and output rates (frames per second): the range of every fps field
+MIN_FPS, MAX_FPS = 1, 240
+FPS_RANGE = (MIN_FPS, MAX_FPS)
+FPS_WORDS = "a number of frames per second from {min} to {max}"
 
 
 def _any_file(value: str) -> str | None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from livecam.config.schema import OutputConfig
+from livecam.config.specs import SinkSpec
 from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
@@ -99,21 +99,19 @@ class AutoSink(Sink):
 
 def make_sink(spec: str, cfg: OutputConfig) -> Sink:
     """Build one sink from a spec; raise SinkError listing the accepted forms."""
-    key = spec.strip()
-    kind = key.lower()
-    if kind == "virtualcam":
+    parsed = SinkSpec.parse(spec)
+    if parsed.kind == "virtualcam":
         return VirtualCamSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
-    if kind == "auto":
+    if parsed.kind == "auto":
         return AutoSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
-    if kind == "window":
+    if parsed.kind == "window":
         return PreviewWindowSink()
-    if kind == "null":
+    if parsed.kind == "null":
         return NullSink()
-    suffix = Path(key).suffix.lower()
-    if key and suffix in VIDEO_CODECS:
-        return RecorderSink(key, overwrite=cfg.overwrite)
-    if key and suffix in IMAGE_SUFFIXES:
-        return ImageWriterSink(key, overwrite=cfg.overwrite)
+    if parsed.text and parsed.suffix in VIDEO_CODECS:
+        return RecorderSink(parsed.text, overwrite=cfg.overwrite)
+    if parsed.text and parsed.suffix in IMAGE_SUFFIXES:
+        return ImageWriterSink(parsed.text, overwrite=cfg.overwrite)
     raise SinkError(f"unknown output sink {spec!r}", f"use {ACCEPTED}")
 
 

@@ -170,6 +170,18 @@ def test_save_keeps_an_existing_file_unless_overwrite(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["c.toml"], "no temporary file is left"
 
 
+def test_any_text_round_trips_and_a_non_utf8_name_is_an_error(tmp_path: Path) -> None:
+    label, device = 'say "hi" \\ to all', 'dev\t"x"\\\u00e9\x7f'
+    cfg = Config().with_section("output", label=label, virtualcam_device=device)
+    cfg.save(tmp_path / "c.toml")
+    loaded = Config.load(tmp_path / "c.toml")
+    assert (loaded.output.label, loaded.output.virtualcam_device) == (label, device)
+    bad = Config().with_section("swap", face=str(tmp_path / "caf\udce9.jpg"))  # not UTF-8
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        bad.save(tmp_path / "d.toml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"], "nothing else written"
+
+
 def test_save_gives_the_file_the_users_permissions(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
