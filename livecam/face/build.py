@@ -268,7 +268,7 @@ class PartsBuilder:
         manifest = store.manifest
         names = row.parts_for(cfg, manifest)
         self.plan = {role: self._planned(role, name) for role, name in names.items()}
-        self.masks = row.masks_for(cfg, manifest)
+        self.masks = row.masks_for(cfg, manifest, swapper=names["swapper"])
         self.neural = self.plan["swapper"].kind.weights
         if self.neural and "region" in self.masks:
             self.plan["masker"] = self._planned("masker", FACE_PARSER)

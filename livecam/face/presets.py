@@ -89,13 +89,19 @@ class PresetRow:
         return {role: name for role, name in names.items() if isinstance(name, str)}
 
     def masks_for(
-        self, cfg: SwapChoices | None, manifest: Manifest | None = None
+        self,
+        cfg: SwapChoices | None,
+        manifest: Manifest | None = None,
+        *,
+        swapper: str | None = None,
     ) -> tuple[str, ...]:
         """The masks of the swapped face: the config's, else the row's, else (a neural
-        swapper chosen for a classic preset) insightface's paste-back edge."""
+        swapper chosen for a classic preset) insightface's paste-back edge. ``swapper``:
+        the swapper under ``cfg`` when the caller already has it (``parts_for``)."""
         if cfg is not None and cfg.masks:
             return cfg.masks
-        if self.masks or not is_neural(self.parts_for(cfg, manifest)["swapper"], manifest):
+        chosen = swapper if swapper is not None else self.parts_for(cfg, manifest)["swapper"]
+        if self.masks or not is_neural(chosen, manifest):
             return self.masks
         return ("insightface",)
 
@@ -107,13 +113,16 @@ class PresetRow:
         region mask's face parser included."""
         entries = default_manifest() if manifest is None else manifest
         given = given_files(cfg)
+        parts = self.parts_for(cfg, entries)
         names = [
             name
-            for role, name in self.parts_for(cfg, entries).items()
+            for role, name in parts.items()
             if role not in given and name in entries and entries[name].downloaded
         ]
-        neural = is_neural(self.parts_for(cfg, entries)["swapper"], entries)
-        if neural and "region" in self.masks_for(cfg, entries):
+        swapper = parts["swapper"]
+        if is_neural(swapper, entries) and "region" in self.masks_for(
+            cfg, entries, swapper=swapper
+        ):
             names.append(FACE_PARSER)
         return names
 
