@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from http_files import FileServer, serve
 from media import xvfb_display
 from recording_backend import RecordingStore, register_recording_backend, unregister
+
+if TYPE_CHECKING:
+    from ui.settings import UiSettings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -85,6 +90,24 @@ def xvfb() -> Iterator[str]:
             missing("Xvfb is not installed (apt-get install xvfb): these tests need a display")
         assert display is not None
         yield display
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
+    """The panel's settings in a config folder of the test's own (``LIVECAM_CONFIG_DIR``,
+    so a ``UiSettings()`` made by the code under test reads the same files)."""
+    from ui.settings import UiSettings
+
+    folder = tmp_path / "config"
+    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(folder))
+    return UiSettings(folder)
+
+
+@pytest.fixture
+def server() -> Iterator[FileServer]:
+    """A real HTTP file server on 127.0.0.1 (``tests/http_files.py``)."""
+    with serve() as files:
+        yield files
 
 
 @pytest.fixture

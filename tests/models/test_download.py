@@ -5,19 +5,12 @@ ONNX model from the shared test data."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from http_files import FileServer, serve
+from http_files import FileServer
 
 from livecam.models.download import DownloadFailed, download, part_path, sha256_of
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with serve() as files:
-        yield files
 
 
 @pytest.fixture

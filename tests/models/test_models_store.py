@@ -12,12 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
 import pytest
-from http_files import FileServer, serve
+from http_files import FileServer
 from onnx import TensorProto, helper
 
 from livecam.cli.main import main
@@ -81,12 +80,6 @@ TESTDATA = {
         "517cb1980c72422e676738fc45431700fb7cbee56d0f825b623ee427b3e5ce58",
     ),
 }
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with serve() as files:
-        yield files
 
 
 @pytest.fixture

@@ -30,12 +30,6 @@ def synthetic_config(size: tuple[int, int] = (320, 240), **output: object) -> Co
     )
 
 
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
-    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path / "config"))
-    return UiSettings()
-
-
 def input_panel(qtbot: QtBot, stream: StreamController, settings: UiSettings) -> InputPanel:
     panel = InputPanel(stream, settings)
     qtbot.addWidget(panel)

@@ -54,12 +54,6 @@ def swap_config() -> Config:
     )
 
 
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
-    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path))
-    return UiSettings(tmp_path)
-
-
 def open_window(qtbot: QtBot, settings: UiSettings, config: Config) -> MainWindow:
     settings.save_config(config)
     stream = StreamController(Config())  # the window loads the saved config into it
@@ -181,14 +175,14 @@ def test_a_live_change_that_fails_is_shown_and_the_stream_goes_on(
 
 
 def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
-    qtbot: QtBot, settings: UiSettings, tmp_path: Path
+    qtbot: QtBot, settings: UiSettings
 ) -> None:
     window = open_window(qtbot, settings, passthrough_config())
     window.setGeometry(40, 50, 1000, 640)
     click(qtbot, window.swap_button)  # stopped: the config gets the swap stage, saved at once
-    assert Config.load(tmp_path / "config.toml").pipeline.stages == ("swap",)
+    assert Config.load(settings.config_path).pipeline.stages == ("swap",)
     click(qtbot, window.swap_button)
-    assert Config.load(tmp_path / "config.toml").pipeline.stages == ("passthrough",)
+    assert Config.load(settings.config_path).pipeline.stages == ("passthrough",)
     click_start(qtbot, window)
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 2, timeout=TIMEOUT_MS)
     app = window.stream.app
@@ -197,10 +191,10 @@ def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
     assert size[0] == 1000
     window.close()
     assert not window.stream.running and not app.running and window.stuck_threads == []
-    panel = tomllib.loads((tmp_path / "panel.toml").read_text(encoding="utf-8"))
+    panel = tomllib.loads(settings.panel_path.read_text(encoding="utf-8"))
     assert panel["geometry"][2:] == size
 
-    again = UiSettings(tmp_path)
+    again = UiSettings(settings.folder)
     assert again.config == passthrough_config()
     reopened = MainWindow(StreamController(Config()), again)
     qtbot.addWidget(reopened)
@@ -261,24 +255,24 @@ def answer(dialog: NoticeDialog, accept: bool) -> None:
 
 
 def test_the_notice_is_acknowledged_once_and_declining_says_close(
-    qtbot: QtBot, settings: UiSettings, tmp_path: Path
+    qtbot: QtBot, settings: UiSettings
 ) -> None:
     declined = NoticeDialog()
     qtbot.addWidget(declined)
     answer(declined, accept=False)
     assert acknowledge(settings, declined) is False
-    assert not (tmp_path / "panel.toml").exists() and not settings.panel.notice_acknowledged
+    assert not settings.panel_path.exists() and not settings.panel.notice_acknowledged
 
     accepted = NoticeDialog()
     qtbot.addWidget(accepted)
     answer(accepted, accept=True)
     assert acknowledge(settings, accepted) is True
-    assert UiSettings(tmp_path).panel.notice_acknowledged  # saved
+    assert UiSettings(settings.folder).panel.notice_acknowledged  # saved
 
     never = NoticeDialog()  # once acknowledged it is not shown: this would decline
     qtbot.addWidget(never)
     answer(never, accept=False)
-    assert acknowledge(UiSettings(tmp_path), never) is True
+    assert acknowledge(UiSettings(settings.folder), never) is True
 
 
 @contextlib.contextmanager

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from http_files import FileServer, serve
+from http_files import FileServer
 from pytestqt.qtbot import QtBot
 
 from livecam.config.schema import Config
@@ -23,12 +22,6 @@ from ui.settings import UiSettings
 from ui.stream import StreamController
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
-    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path / "config"))
-    return UiSettings()
 
 
 def swap_config(**swap: object) -> Config:
@@ -111,12 +104,6 @@ def test_provider_fallback_is_shown_with_its_reason(
         stream.stop()
     assert "cuda" in text.lower() and "runs on cpu" in text.lower()
     assert ": " in text.split("requested", 1)[1]  # the reason follows
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with serve() as files:
-        yield files
 
 
 def local_store(

@@ -39,12 +39,6 @@ def synthetic_config(face: Path | None = None) -> Config:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UiSettings:
-    monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path / "config"))
-    return UiSettings()
-
-
-@pytest.fixture
 def live(qtbot: QtBot, testdata: Path) -> Iterator[StreamController]:
     """A running stream on the synthetic source swapping in a real face."""
     stream = StreamController(synthetic_config(testdata / "faces/astronaut_eileen_collins.png"))
