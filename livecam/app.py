@@ -218,6 +218,8 @@ class App:
             raise
 
     def _start(self, undo: contextlib.ExitStack) -> None:
+        """The graph, wired in the order a frame takes; a step that fails closes what the
+        steps before it opened and raises StartupError with every cause."""
         cfg = pinned_config(self._config)  # a pinned quality level's settings applied
         source, stages, sinks = self._make_parts(cfg)
         undo.callback(self._close_all, stages, sinks)
