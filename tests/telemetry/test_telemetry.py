@@ -6,6 +6,7 @@ import dataclasses
 import json
 import threading
 import time
+import types
 
 import numpy as np
 import pynvml
@@ -15,6 +16,7 @@ from recording_backend import RecordingStore
 
 from livecam.app import App
 from livecam.config.schema import Config
+from livecam.telemetry import hub
 from livecam.telemetry.gpu import GpuSnapshot, NvmlReader, process_vram_mb
 from livecam.telemetry.hub import Telemetry
 from livecam.telemetry.snapshot import FrameReport
@@ -144,15 +146,18 @@ def test_recent_rates_fall_to_zero_when_frames_stop() -> None:
     assert t.snapshot().fps_in == pytest.approx(30.0, rel=0.01)  # the whole run's rate
 
 
-def test_recent_rates_follow_a_live_source() -> None:
+def test_recent_rates_follow_a_live_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the snapshot reads the clock at the moment of the last frame (however late the
+    # machine runs the test): the window holds exactly the last 2 s of a 25 fps source
+    now = 1_000_000 * 1_000_000_000
+    monkeypatch.setattr(hub, "time", types.SimpleNamespace(perf_counter_ns=lambda: now))
     t = Telemetry()
-    period = 1_000_000_000 // 30
-    now = time.perf_counter_ns()
-    for i in range(90):  # the last 3 s, up to now
-        t.frame_in(now - (89 - i) * period)
-    # 2 s window ending now: 60 frames, less the few older than the window by the time the
-    # snapshot reads it
-    assert t.snapshot(recent=True).fps_in == pytest.approx(30.0, abs=1.5)
+    period = 1_000_000_000 // 25
+    for i in range(75):  # the last 3 s, up to now
+        t.frame_in(now - (74 - i) * period)
+    assert Telemetry.RECENT_WINDOW_S == 2.0
+    assert t.snapshot(recent=True).fps_in == pytest.approx(25.0)  # 50 frames in 2 s
+    assert t.snapshot().fps_in == pytest.approx(25.0)  # and over the whole run
 
 
 def test_no_gpu_reads_as_unavailable_and_never_raises() -> None:
