@@ -14,7 +14,7 @@ import tomli_w
 
 from livecam.config.setting import setting_of
 from livecam.errors import ConfigError
-from livecam.userfiles import OutputFile
+from livecam.userfiles import write_atomically
 
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes
 
@@ -101,7 +101,7 @@ def write_toml(path: str | os.PathLike[str], text: str, overwrite: bool) -> None
             "add --overwrite to replace it, or choose another name",
         )
     try:
-        OutputFile(p, overwrite=True).write_bytes(data)
+        write_atomically(p, data)  # after the check above: an existing file is replaced
     except OSError as e:
         raise ConfigError(f"cannot write the config file {p}: {e.strerror or e}") from None
 

@@ -30,7 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config.schema import Config, source_file
+from livecam.config.schema import Config
+from livecam.config.specs import SourceSpec
 from livecam.errors import LivecamError, as_livecam_error
 from livecam.sources import parse_screen_spec
 from livecam.sources.camera import list_cameras
@@ -58,15 +59,10 @@ MAX_DESKTOP = 16384
 
 def spec_kind(spec: str) -> str:
     """Which of ``KINDS`` a source spec is (a device path or URL counts as a camera)."""
-    text = spec.strip()
-    if text == "synthetic":
-        return "synthetic"
-    if text.partition(":")[0] == "screen":
-        try:
-            return "region" if parse_screen_spec(text)[1] is not None else "screen"
-        except LivecamError:
-            return "screen"
-    return "video" if source_file(text) is not None else "camera"
+    parsed = SourceSpec.parse(spec)
+    if parsed.kind == "screen":
+        return "region" if parsed.region is not None else "screen"
+    return {"synthetic": "synthetic", "file": "video"}.get(parsed.kind, "camera")
 
 
 class InputPanel(QWidget):
@@ -309,10 +305,8 @@ def _row(*widgets: QWidget) -> QWidget:
 
 def _camera_spec(spec: str) -> str:
     """``camera:N`` for ``N``/``camera``/``camera:N``; other camera specs as they are."""
-    text = spec.strip()
-    if text.isdigit():
-        return f"camera:{text}"
-    return "camera:0" if text == "camera" else text
+    device = SourceSpec.parse(spec).device
+    return f"camera:{device}" if isinstance(device, int) else spec.strip()
 
 
 def _screen_spec(spec: str) -> str:
