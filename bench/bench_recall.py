@@ -121,7 +121,7 @@ def speed(stage: FaceSwapStage, scenes: list[Scene]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="640x480,1280x720,1920x1080")
-    ap.add_argument("--widths", default="8,10,12,15,20,30,40", help="face width, % of frame")
+    ap.add_argument("--widths", default="8,10,12,15,20,30,40", help="face width, %% of frame")
     ap.add_argument("--detect-size", type=int, default=None, help="default: the config's")
     ap.add_argument("--preset", default=None, help="default: the config's")
     ap.add_argument("--clip-frames", type=int, default=90)
