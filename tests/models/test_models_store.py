@@ -24,6 +24,7 @@ from livecam.errors import ModelError
 from livecam.models.manifest import (
     SOURCES,
     TASKS,
+    ModelEntry,
     contract_problems,
     load_manifest,
     model_identity,
@@ -304,9 +305,12 @@ def test_licences_must_be_accepted_once(testdata: Path, data_dir: Path) -> None:
         ["scrfd-500m"], download=False, accept_licence=False
     )
     asked: list[str] = []
-    store.check_licences(
-        [store.entry("scrfd-2.5g")], accept=False, ask=lambda e: asked.append(e.name) or True
-    )
+
+    def ask(entry: ModelEntry) -> bool:
+        asked.append(entry.name)
+        return True
+
+    store.check_licences([store.entry("scrfd-2.5g")], accept=False, ask=ask)
     assert asked == ["scrfd-2.5g"] and store.licence_accepted(store.entry("scrfd-2.5g"))
 
 
