@@ -1,7 +1,7 @@
 """dlib-only face parts for tests and bench scripts (no preset uses them): the HOG
 detector ``DlibHogDetector`` and ``offline_analyzer``, a ``FaceAnalyzer`` of dlib parts
 whose weights all come from PyPI wheels, independent of the preset table and the models
-folder (the presets' own photo analyzer is ``presets.photo_analyzer``).
+folder (the presets' own photo analyzer is ``build.photo_analyzer``).
 
 HOG finds no keypoints, so ``DlibHogDetector`` places them at their average position
 inside a HOG box (measured on the test portraits); a landmarker replaces them with fitted

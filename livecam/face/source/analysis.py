@@ -1,7 +1,7 @@
 """``FaceAnalyzer``: a detector, a landmarker and a recognizer run together on one image
 (source photos, reference photos, the identity metrics).
 
-The analyzer owns no models of its own: it composes parts (``presets.build_parts`` gives a
+The analyzer owns no models of its own: it composes parts (``build.build_parts`` gives a
 preset's photo analyzer). dlib objects are not thread-safe: use an analyzer on one thread
 at a time.
 """
