@@ -104,6 +104,27 @@ CASES = [
     Case("frames 1e10", lambda t: ["--frames", "10000000000"], ("--frames", "1000000000")),
     Case("fps word", lambda t: ["--fps", "fast"], ("argument --fps", "'fast'")),
     Case(
+        "mouth mask 101",
+        lambda t: ["--mouth-mask", "101"],
+        ("--mouth-mask 101 is invalid", "an integer from 0 to 100"),
+    ),
+    Case("unknown swapper", lambda t: ["--swapper", "x"], ("argument --swapper", "'x'")),
+    Case(
+        "config unknown swapper",
+        lambda t: config(t, '[swap]\nswapper = "x"\n'),
+        ("'swap.swapper'", "'inswapper-128'"),
+    ),
+    Case(
+        "config unknown preset",
+        lambda t: config(t, '[swap]\npreset = "fast"\n'),
+        ("'swap.preset'", "'offline'", "'auto'"),
+    ),
+    Case(
+        "a hidden knob that would be ignored",
+        lambda t: ["--cuda-graph"],
+        ("--cuda-graph applies only with the swap stage",),
+    ),
+    Case(
         "unknown option",
         lambda t: ["--fsp", "30"],
         ("unrecognized arguments: --fsp", "see `livecam run --help`"),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from livecam.cli.main import build_parser
+from livecam.cli.main import build_parser, main
 from livecam.cli.options import FIELD_OPTIONS, config_from_args, config_settings
 from livecam.config.schema import Config, SwapConfig, field_choices
 from livecam.config.setting import number_text, option_text, plain_type
@@ -68,7 +68,9 @@ def io_help(argv: list[str]) -> str:
     return out.getvalue()
 
 
-def test_test_and_bench_knobs_leave_the_help_but_still_work() -> None:
+def test_test_and_bench_knobs_leave_the_help_but_still_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     main_help = io_help(["run", "--help"])
     debug_help = io_help(["run", "--help-debug"])
     knobs = [info.option for _, _, _, info in config_settings() if info.debug]
@@ -77,6 +79,7 @@ def test_test_and_bench_knobs_leave_the_help_but_still_work() -> None:
         assert option is not None
         assert f"{option} " not in main_help and f"{option} " in debug_help
     assert "--fps " in main_help and "--help-debug" in main_help
+    assert main(["run", "--help-debug"]) == 0 and "--stamp" in capsys.readouterr().out
     args = run_parser().parse_args(["--stamp", "--stage", "facebox", "--cuda-graph"])
     cfg = config_from_args(args)
     assert cfg.source.stamp and cfg.pipeline.stages == ("facebox",) and cfg.swap.cuda_graph
