@@ -1,5 +1,7 @@
-"""Command-line options and config fields: which option sets which field, errors that
-name what the user typed, and options that would be ignored (an error, never silent)."""
+"""Command-line options and config fields: the options of `livecam run`, generated from
+the config fields' Settings (``livecam.config.setting``: option, help, range, choices),
+which option sets which field, errors that name what the user typed, and options that
+would be ignored (an error, never silent)."""
 
 from __future__ import annotations
 

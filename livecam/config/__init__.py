@@ -1,1 +1,3 @@
-"""Configuration: the settings tree, its validation, TOML, and the user's input files."""
+"""Configuration: ``schema`` (the settings tree; the swap section in ``swap``), ``setting``
+(each field's option, help, range and choices), ``validation``, ``tomlfile`` (config files),
+``specs`` (source and sink specs, parsed once) and ``inputs`` (the user's input files)."""
