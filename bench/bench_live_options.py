@@ -17,10 +17,11 @@ import logging
 import statistics
 import sys
 import tomllib
-from typing import Any
+from typing import Any, cast
 
 from livecam.benchmark.command import frame_size
 from livecam.benchmark.run import BenchOptions, run_bench
+from livecam.benchmark.synthetic import SyntheticSize
 from livecam.config.schema import Config
 from livecam.errors import ConfigError, LivecamError, format_error
 from livecam.runtime.providers import quiet_onnxruntime_logs
@@ -88,7 +89,8 @@ def _measure(args: argparse.Namespace) -> tuple[dict[int, list[dict[str, Any]]],
     if args.runs < 1 or args.frames < 1:
         raise ConfigError("--runs and --frames must be at least 1", "use 1 or more")
     section, name, values = parse_vary(args.vary)
-    synthetic = args.synthetic or ("narrow" if args.preset == "standard" else "none")
+    chosen = args.synthetic or ("narrow" if args.preset == "standard" else "none")
+    synthetic = cast("SyntheticSize | None", None if chosen == "none" else chosen)
     options = [
         BenchOptions(
             preset=args.preset,
@@ -97,7 +99,7 @@ def _measure(args: argparse.Namespace) -> tuple[dict[int, list[dict[str, Any]]],
             frames=args.frames,
             fps=args.fps,
             mode=args.mode,
-            synthetic=None if synthetic == "none" else synthetic,
+            synthetic=synthetic,
             cache=args.cache == "on",
             overrides=((section, name, value),),
         )

@@ -67,9 +67,16 @@ def letterbox(image: Frame, w: int, h: int) -> Frame:
     return out
 
 
+def imread(path: Path) -> Frame:
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise SystemExit(f"cannot read {path}")
+    return np.asarray(image, np.uint8)
+
+
 def frames(root: Path) -> tuple[Frame, Frame]:
     """One face at 640x480, and four portraits in a 2x2 grid at 640x480."""
-    images = [cv2.imread(str(root / "faces" / n), cv2.IMREAD_COLOR) for n in PORTRAITS]
+    images = [imread(root / "faces" / n) for n in PORTRAITS]
     one = letterbox(images[0], 640, 480)
     tiles = [letterbox(i, 320, 240) for i in images]
     four = np.ascontiguousarray(np.vstack([np.hstack(tiles[:2]), np.hstack(tiles[2:])]))
@@ -94,7 +101,7 @@ def main() -> None:
     print(f"640x480, faces found: {len(faces1)} and {len(faces4)}; median of {args.repeat}")
     cpu = RuntimeOptions(provider="cpu")
     for edge in ("mask", "insightface"):
-        blender = AffineBlender(edge=edge)  # type: ignore[arg-type]
+        blender = AffineBlender(edge=edge)
         for image, faces in ((one, faces1), (four, faces4)):
             works = records(image, faces)
             t = median_ms(partial(blender.blend, [FrameContext(image)], works), args.repeat)
@@ -113,7 +120,7 @@ def main() -> None:
         work = records(one, [landmarked])[0]
         work.mask = None
         for name, masker in maskers:
-            t = median_ms(lambda m=masker: m.mask([FrameContext(one)], [work]), args.repeat)
+            t = median_ms(partial(masker.mask, [FrameContext(one)], [work]), args.repeat)
             print(f"{name} 1 face, 128 crop: {t:.2f} ms")
         model = OnnxModel(identity_enhancer(Path(tmp) / "id512.onnx"), cpu)
         enhancer = FaceEnhancer(model)

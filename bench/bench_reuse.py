@@ -50,7 +50,7 @@ def clip(kind: str, count: int) -> list[np.ndarray]:
     """``count`` BGR frames of the chosen clip."""
     if kind == "video":
         cap = cv2.VideoCapture(str(VIDEO))
-        frames = []
+        frames: list[np.ndarray] = []
         while len(frames) < count:
             ok, frame = cap.read()
             if not ok:

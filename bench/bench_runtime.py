@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from timing import median_ms
@@ -19,6 +22,11 @@ from timing import median_ms
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def run_each(run: Callable[[Any], object], feeds: Sequence[Any]) -> list[object]:
+    """``run`` on each of ``feeds`` in turn (one call per input)."""
+    return [run(f) for f in feeds]
 
 
 def default_model() -> Path:
@@ -49,10 +57,10 @@ def bench_models(args: argparse.Namespace) -> None:
             x = rng.uniform(-1, 1, (n, 3, 112, 112)).astype(np.float32)
             singles = [{name: x[i : i + 1]} for i in range(n)]
             feeds = {name: x}
-            plain = median_ms(lambda s=singles: [fixed.run(f) for f in s], args.repeats)
-            bound = median_ms(lambda s=singles: [fixed.run_bound(f) for f in s], args.repeats)
-            looped = median_ms(lambda f=feeds: fixed.run_batch(f, [name]), args.repeats)
-            one = median_ms(lambda f=feeds: dynamic.run_batch(f, [name]), args.repeats)
+            plain = median_ms(partial(run_each, fixed.run, singles), args.repeats)
+            bound = median_ms(partial(run_each, fixed.run_bound, singles), args.repeats)
+            looped = median_ms(partial(fixed.run_batch, feeds, [name]), args.repeats)
+            one = median_ms(partial(dynamic.run_batch, feeds, [name]), args.repeats)
             print(f"{n:>5} {plain:>9.2f} {bound:>11.2f} {looped:>10.2f} {one:>8.2f}")
 
 
@@ -68,9 +76,9 @@ def bench_device_ops(repeats: int) -> None:
     affine = np.array([[0.5, 0.05, -300.0], [-0.05, 0.5, -100.0]], np.float32)
     for n in (1, 4, 8):
         affines = np.repeat(affine[None], n, axis=0)
-        warp = median_ms(lambda a=affines: device.warp_crops(tensor, a, 128), repeats)
+        warp = median_ms(partial(device.warp_crops, tensor, affines, 128), repeats)
         crops = device.warp_crops(tensor, affines, 128)
-        norm = median_ms(lambda c=crops: device.normalise(c, 127.5, 127.5), repeats)
+        norm = median_ms(partial(device.normalise, crops, 127.5, 127.5), repeats)
         print(f"torch CPU, 1080p, {n} faces: warp_crops {warp:.2f} ms, normalise {norm:.2f} ms")
 
 

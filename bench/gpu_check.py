@@ -184,7 +184,7 @@ class TorchGraph:
         env.update(feeds)
         for node in self.nodes:
             a = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
-            x = [env[i] if i else None for i in node.input]
+            x: list[Any] = [env[i] if i else None for i in node.input]
             op = node.op_type
             if op == "Conv":
                 pads = list(a.get("pads", [0, 0, 0, 0]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 from http_files import FileServer, serve
@@ -36,14 +36,14 @@ def find_testdata() -> Path | None:
     return None
 
 
-def missing(what: str) -> None:
+def missing(what: str) -> NoReturn:
     """Skip the test (developer machine) or fail it (CI) because ``what`` is missing."""
     if os.environ.get("CI"):
         pytest.fail(f"{what} is missing in CI", pytrace=False)
     pytest.skip(what)
 
 
-def other_hardware(what: str) -> None:
+def other_hardware(what: str) -> NoReturn:
     """Skip, in CI too, a test written for the other kind of machine, told apart by hardware
     that a CI machine never has: an NVIDIA GPU or driver (and so a CUDA that works), or a
     real virtual-camera device. These tests check the machine without it, which is exactly

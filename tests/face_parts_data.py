@@ -22,14 +22,20 @@ from livecam.runtime.onnx_model import OnnxModel
 from livecam.types import Face, FaceWork, Frame
 
 
+def read_color(path: Path) -> Frame:
+    """An image file as OpenCV reads it in colour (BGR uint8); the test fails if it cannot."""
+    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    assert img is not None, path
+    return np.asarray(img, np.uint8)
+
+
 def load_face_image(testdata: Path, name: str, max_side: int = 640) -> Frame:
     """A test portrait, shrunk so its long side is at most ``max_side``."""
-    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
-    assert img is not None, name
+    img = read_color(testdata / "faces" / name)
     s = max_side / max(img.shape[:2])
     if s < 1:
-        img = cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
-    return np.ascontiguousarray(img)
+        img = np.asarray(cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA))
+    return np.ascontiguousarray(img, np.uint8)
 
 
 def yunet_faces(image: Frame) -> list[Face]:
@@ -80,7 +86,7 @@ def identity_enhancer(
 def codeformer_like(path: Path, image: str = "input", weight: str = "weight") -> Path:
     """CodeFormer's I/O: image [N,3,512,512] and a float64 fidelity weight (1,); output =
     image * 2 * weight (the identity at the default weight 0.5)."""
-    shape = ["N", 3, 512, 512]
+    shape: list[str | int | None] = ["N", 3, 512, 512]
     nodes = [
         helper.make_node("Cast", [weight], ["wf"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["wf", "two"], ["w2"]),

@@ -98,8 +98,8 @@ def background(width: int, height: int, seed: int = 0) -> npt.NDArray[np.uint8]:
             110 - 30 * xx / width + 20 * yy / height,
         ]
     )
-    blotches = rng.normal(0, 40, (max(height // 32, 2), max(width // 32, 2), 3))
-    blotches = cv2.resize(blotches.astype(np.float32), (width, height), cv2.INTER_CUBIC)
+    coarse = rng.normal(0, 40, (max(height // 32, 2), max(width // 32, 2), 3))
+    blotches = cv2.resize(coarse.astype(np.float32), (width, height), interpolation=cv2.INTER_CUBIC)
     noise = rng.normal(0, 4, (height, width, 3))
     return np.clip(base + blotches + noise, 0, 255).astype(np.uint8)
 

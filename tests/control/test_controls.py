@@ -173,7 +173,7 @@ def test_invalid_commands_change_nothing(
     app, events = live
     before = app.config
     with pytest.raises(ConfigError, match="preset"):
-        app.controls.set_preset("best")  # type: ignore[arg-type]
+        app.controls.set_preset("best")
     with pytest.raises(ConfigError, match="swap.detect_size"):
         app.controls.update_swap(detect_size=10)
     with pytest.raises(ConfigError, match="face"):

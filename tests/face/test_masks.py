@@ -54,8 +54,8 @@ def test_box_mask_follows_facefusion() -> None:
     # zeroed, Gaussian sigma 19 * 0.25
     ref = np.ones((128, 128), np.float32)
     ref[:9], ref[-9:], ref[:, :9], ref[:, -9:] = 0, 0, 0, 0
-    ref = cv2.GaussianBlur(ref, (0, 0), 19 * 0.25)
-    assert np.array_equal(m, ref)
+    blurred = cv2.GaussianBlur(ref, (0, 0), 19 * 0.25)
+    assert np.array_equal(m, blurred)
     assert m[64, 64] == pytest.approx(1.0, abs=1e-4) and m[0, 0] < 0.01
     padded = box_mask((128, 128), 0.0, (25, 0, 10, 0))  # top 25 %, bottom 10 %, no blur
     assert padded[:32].max() == 0 and padded[-12:].max() == 0
@@ -142,8 +142,9 @@ def test_combined_is_the_elementwise_minimum(speaking: tuple[Frame, Face]) -> No
     parts: list[Masker] = [BoxMasker(0.5, (10, 0, 0, 0)), EllipseMasker(), MouthMasker(80)]
     alone = [p.mask([], [work])[0].mask for p in parts]
     combined = CombinedMasker(parts).mask([], [work])[0].mask
-    assert combined is not None and all(m is not None and m.shape == (256, 256) for m in alone)
-    assert np.array_equal(combined, np.minimum.reduce(alone))
+    masks = [m for m in alone if m is not None]
+    assert combined is not None and len(masks) == 3 and all(m.shape == (256, 256) for m in masks)
+    assert np.array_equal(combined, np.minimum.reduce(masks))
     assert work.mask is None  # records are not changed in place
 
 
@@ -165,7 +166,7 @@ def test_region_mask_keeps_the_chosen_parser_classes(
         x = cv2.resize(work.output, (512, 512))[..., ::-1].astype(np.float32) / 255
         x = (x - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225]
         skin = ((x[..., 0] > 0) & (x[..., 0] > x[..., 1])).astype(np.float32)
-        skin = cv2.resize(skin, (w, h))
+        skin = np.asarray(cv2.resize(skin, (w, h)), np.float32)
         ref = (np.clip(cv2.GaussianBlur(skin.clip(0, 1), (0, 0), 5), 0.5, 1) - 0.5) * 2
         assert work.mask.shape == (h, w)
         assert np.abs(work.mask - ref).max() < 1e-4

@@ -13,6 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from face_parts_data import read_color
 
 from livecam.benchmark.synthetic_models import (
     arcface_like,
@@ -135,7 +136,7 @@ def test_standard_pipeline_with_own_model_files_from_the_command_line(
     # the user's swapper file is not in the manifest: used after the contract check, with
     # a warning that names its sha256
     assert "identity_swapper.onnx is not a file LiveCam knows (sha256 " in proc.stderr
-    original, swapped = load_image_bgr(target), cv2.imread(str(out))
+    original, swapped = load_image_bgr(target), read_color(out)
     assert swapped.shape == original.shape and not np.array_equal(swapped, original)
     gray = cv2.cvtColor(original, cv2.COLOR_BGR2GRAY)
     faces_found = cv2.FaceDetectorYN.create(

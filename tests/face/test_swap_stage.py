@@ -91,6 +91,7 @@ def test_live_swap_moves_identity_toward_the_source(testdata: Path, vcam: Record
     after = analyzer.analyze(out, with_embedding=True)
     assert len(before) == 1 and len(after) == 1
     assert src_face.embedding is not None
+    assert before[0].embedding is not None and after[0].embedding is not None
     d_before = embedding_distance(src_face.embedding, before[0].embedding)
     d_after = embedding_distance(src_face.embedding, after[0].embedding)
     assert d_after < d_before - 0.05, (d_before, d_after)
@@ -113,7 +114,7 @@ def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path, build_swa
     face = str(faces_dir(testdata) / "astronaut_eileen_collins.png")
     changed = {}
     for mode in ("all", "one"):
-        stage = build_swap_stage(SwapConfig(face=face, select=mode))  # type: ignore[arg-type]
+        stage = build_swap_stage(SwapConfig(face=face, select=mode))
         stage.warmup(two.shape[1], two.shape[0])
         packet = FramePacket(two, seq=0, t_capture_ns=0)
         stage.process([packet])
@@ -282,6 +283,7 @@ def test_a_lossless_batch_swaps_like_one_frame_at_a_time(build_swap_stage) -> No
 def test_stage_follows_the_protocol_and_reports_its_providers(build_swap_stage) -> None:
     stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="auto"))
     assert isinstance(stage, Stage) and stage.name == "swap" and stage.required
+    assert isinstance(stage, FaceSwapStage)
     assert stage.preset == "offline"  # auto: the best preset this version can build
     assert stage.providers == Providers(requested=("cpu",), used=("cpu",))
     # the classic swapper warps pixels: its source photo is analysed without the descriptor

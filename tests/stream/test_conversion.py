@@ -45,19 +45,26 @@ class Media:
     audio: Track | None
 
 
+def span(packet: av.Packet) -> tuple[int, int]:
+    """A packet's first and end timestamps (in its stream's time base)."""
+    assert packet.pts is not None and packet.duration is not None
+    return packet.pts, packet.pts + packet.duration
+
+
 def probe(path: Path) -> Media:
     """Every video frame of ``path`` and the extent of each stream, from its packets."""
     tracks: dict[str, Track] = {}
     with av.open(str(path)) as container:
         for stream in (*container.streams.video[:1], *container.streams.audio[:1]):
-            packets = [p for p in container.demux(stream) if p.pts is not None]
+            spans = [span(p) for p in container.demux(stream) if p.pts is not None]
             container.seek(0)
+            assert stream.time_base is not None
             tb = Fraction(stream.time_base)
             tracks[stream.type] = Track(
                 stream.codec_context.name,
-                len(packets),
-                float(min(p.pts for p in packets) * tb),
-                float(max((p.pts + p.duration) * tb for p in packets)),
+                len(spans),
+                float(min(start for start, _ in spans) * tb),
+                float(max(end for _, end in spans) * tb),
             )
         pictures = list(container.decode(video=0))
     return Media(

@@ -33,9 +33,9 @@ def _box_has_label(frame: Frame, box: tuple[int, int, int, int], dark: int = 70)
 def test_draw_label_on_a_copy_in_each_corner() -> None:
     frame = np.full((H, W, 3), 200, np.uint8)
     for position in ("top-left", "top-right", "bottom-left", "bottom-right"):
-        out = draw_label(frame, "AI-modified", position, 0.08)  # type: ignore[arg-type]
+        out = draw_label(frame, "AI-modified", position, 0.08)
         assert (frame == 200).all()  # the input is never drawn on
-        box = label_box(frame.shape, "AI-modified", position, 0.08)  # type: ignore[arg-type]
+        box = label_box(frame.shape, "AI-modified", position, 0.08)
         x0, y0, x1, y1 = box
         assert (x0 < W / 2) == position.endswith("left") and (y0 < H / 2) == position.startswith(
             "top"
@@ -97,12 +97,12 @@ def test_virtual_camera_and_recording_both_carry_the_label_blank_frames_too(
     assert not rest.any() and _box_has_label(blank, box)  # black, with the label on it
     # the recorded file carries it too (read back and decoded)
     capture = cv2.VideoCapture(str(recording))
-    decoded = []
+    decoded: list[Frame] = []
     while True:
         ok, image = capture.read()
         if not ok:
             break
-        decoded.append(image)
+        decoded.append(np.asarray(image, np.uint8))
     capture.release()
     assert len(decoded) >= 10
     assert all(_box_has_label(f, box, dark=90) for f in decoded)

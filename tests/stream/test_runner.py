@@ -152,7 +152,11 @@ def test_commands_run_between_batches_and_a_raising_one_is_an_event(overlap: boo
     out: RingBuffer[FramePacket] = RingBuffer(64, lossless=True)
     worker = InferenceWorker([Invert()], ring, out, threading.Event(), t, overlap=overlap)
     worker.post(lambda state: state.disabled.add("invert"))
-    worker.post(lambda state: 1 / 0)  # type: ignore[func-returns-value]
+
+    def divide_by_zero(state: LiveState) -> None:
+        _ = 1 / 0
+
+    worker.post(divide_by_zero)
     for i in range(3):
         ring.put(packet(i, 7))
     ring.close()

@@ -129,7 +129,7 @@ def test_the_swap_switch_changes_the_output_frames(
     qtbot.waitUntil(lambda: len(frames) >= start + 5, timeout=TIMEOUT_MS)
     # skip the first two: they may have left the inference thread before the change
     assert all(passed_through(f, plain) for f in frames[start + 2 :]), "camera frames pass"
-    assert passed_through(window.preview.frame, plain)
+    assert window.preview.frame is not None and passed_through(window.preview.frame, plain)
 
     with qtbot.waitSignal(window.stream.applied, timeout=TIMEOUT_MS):
         click(qtbot, window.swap_button)

@@ -134,7 +134,9 @@ def test_missing_models_open_the_download_dialog_then_the_preset_applies(
     panel.preset.activated.emit(panel.preset.currentIndex())
     dialog = panel.dialog
     assert isinstance(dialog, ModelDownloadDialog)
-    listed = {dialog.table.item(i, 0).text() for i in range(dialog.table.rowCount())}
+    items = [dialog.table.item(i, 0) for i in range(dialog.table.rowCount())]
+    listed = {item.text() for item in items if item is not None}
+    assert len(listed) == len(items)
     assert listed == {"slim-68", "mobilefacenet"}
     assert "test non-commercial licence" in dialog.accept_box.text()
     assert not dialog.download_button.isEnabled()  # the licence must be accepted first

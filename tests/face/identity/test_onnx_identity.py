@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 import onnx
 import pytest
+from face_parts_data import read_color
 from onnx import TensorProto, helper, numpy_helper
 
 from livecam.errors import ModelError
@@ -47,7 +48,7 @@ def faces(testdata: Path, yunet) -> tuple[list[FrameContext], list[FaceWork], li
     """YuNet's faces on the portraits (the strongest ones, left to right) and who they are."""
     frames, works, who = [], [], []
     for name, people in PORTRAITS:
-        frame = FrameContext(cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR))
+        frame = FrameContext(read_color(testdata / "faces" / name))
         found = sorted(yunet.detect([frame])[0], key=lambda f: -f.score)[: len(people)]
         found.sort(key=lambda f: float(f.bbox[0]))
         frames.append(frame)
@@ -72,7 +73,8 @@ def test_mobilefacenet_same_person_closer(mobilefacenet, faces) -> None:
     vectors = np.array([w.face.embedding for w in out])
     assert vectors.shape == (len(who), 128) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    same, different = [], []
+    same: list[float] = []
+    different: list[float] = []
     for i, j in itertools.combinations(range(len(who)), 2):
         d = float(np.linalg.norm(vectors[i] - vectors[j]))
         (same if who[i] == who[j] else different).append(d)
@@ -155,9 +157,12 @@ def test_arcface_shaped_model_contract(tmp_path, faces) -> None:
         pooled = x.reshape(14, 8, 14, 8, 3).mean(axis=(1, 3)).transpose(2, 0, 1).reshape(-1)
         expected = pooled @ weights
         expected /= np.linalg.norm(expected)
+        assert work.face.embedding is not None
         np.testing.assert_allclose(work.face.embedding, expected, atol=1e-4)
     looped = [part.embed(frames, [w])[0].face.embedding for w in _copies(works)]
-    np.testing.assert_allclose(np.array([w.face.embedding for w in out]), looped, atol=1e-5)
+    np.testing.assert_allclose(
+        np.array([w.face.embedding for w in out]), np.array(looped), atol=1e-5
+    )
 
 
 def test_bad_models_and_settings(tmp_path, testdata) -> None:

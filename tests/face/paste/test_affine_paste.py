@@ -18,17 +18,18 @@ from livecam.face.paste.blenders import AffineBlender, RoiBlender, paste_region
 from livecam.types import Face, FaceWork, Frame
 
 
-def insightface_paste_back(img: Frame, bgr_fake: Frame, m: np.ndarray) -> Frame:
+def insightface_paste_back(img: Frame, swapped: Frame, m: np.ndarray) -> Frame:
     """insightface 0.7.3 ``INSwapper.get(..., paste_back=True)``'s paste-back, transcribed
     (its unused ``fake_diff`` mask left out)."""
     target_img = img
+    bgr_fake: np.ndarray = swapped  # insightface's names (the arrays change type on the way)
     im = cv2.invertAffineTransform(m)
-    img_white = np.full((bgr_fake.shape[0], bgr_fake.shape[1]), 255, dtype=np.float32)
+    img_white: np.ndarray = np.full((bgr_fake.shape[0], bgr_fake.shape[1]), 255, dtype=np.float32)
     size = (target_img.shape[1], target_img.shape[0])
     bgr_fake = cv2.warpAffine(bgr_fake, im, size, borderValue=0.0)
     img_white = cv2.warpAffine(img_white, im, size, borderValue=0.0)
     img_white[img_white > 20] = 255
-    img_mask = img_white
+    img_mask: np.ndarray = img_white
     mask_h_inds, mask_w_inds = np.where(img_mask == 255)
     mask_h = np.max(mask_h_inds) - np.min(mask_h_inds)
     mask_w = np.max(mask_w_inds) - np.min(mask_w_inds)
@@ -40,7 +41,7 @@ def insightface_paste_back(img: Frame, bgr_fake: Frame, m: np.ndarray) -> Frame:
     kernel_size = (k, k)
     blur_size = tuple(2 * i + 1 for i in kernel_size)
     img_mask = cv2.GaussianBlur(img_mask, blur_size, 0)
-    img_mask /= 255
+    img_mask = img_mask / 255
     img_mask = np.reshape(img_mask, [img_mask.shape[0], img_mask.shape[1], 1])
     fake_merged = img_mask * bgr_fake + (1 - img_mask) * target_img.astype(np.float32)
     return fake_merged.astype(np.uint8)
@@ -107,7 +108,9 @@ def test_output_of_any_size_pastes_like_the_crop(testdata: Path) -> None:
         face,
         affine=small.affine,
         crop=small.crop,
-        output=cv2.resize(small.output, (256, 256), interpolation=cv2.INTER_CUBIC),
+        output=np.asarray(
+            cv2.resize(small.output, (256, 256), interpolation=cv2.INTER_CUBIC), np.uint8
+        ),
         mask=np.ones((64, 64), np.float32),
     )
     blender = AffineBlender()

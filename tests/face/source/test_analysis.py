@@ -115,7 +115,7 @@ def test_landmarker_and_recognizer_are_batch_first(testdata: Path, analyzer: Fac
     frames = [FrameContext(img, i) for i, img in enumerate(images)]
     works = _works(frames, analyzer.detector.detect(frames))
     assert [w.frame_index for w in works] == [0, 0, 1, 2]
-    assert analyzer.recognizer is not None
+    assert analyzer.recognizer is not None and analyzer.landmarker is not None
     batched = analyzer.recognizer.embed(frames, analyzer.landmarker.fit(frames, works))
     assert batched == works  # the same records, in order
     for work in batched:
@@ -126,10 +126,12 @@ def test_landmarker_and_recognizer_are_batch_first(testdata: Path, analyzer: Fac
                 [FrameContext(img)], [FaceWork(0, 0, Face(work.face.bbox, 0, work.face.kps))]
             ),
         )[0]
+        assert work.face.embedding is not None and alone.face.embedding is not None
         np.testing.assert_array_equal(work.face.landmarks, alone.face.landmarks)
         np.testing.assert_allclose(work.face.embedding, alone.face.embedding, atol=1e-6)
     # the photos are of three people: the embeddings keep them apart in batch order
-    e = [w.face.embedding for w in batched]
+    e = [w.face.embedding for w in batched if w.face.embedding is not None]
+    assert len(e) == len(batched)
     assert embedding_distance(e[2], e[3]) > analyzer.recognizer.same_person_distance
 
 
@@ -268,6 +270,7 @@ def test_box_keypoint_estimate_is_near_the_fitted_keypoints(
 ) -> None:
     img = _read(testdata, "obama_official_portrait_2012.jpg")
     (det,) = detect(analyzer.detector, img)
+    assert analyzer.landmarker is not None
     (fitted,) = analyzer.landmarker.fit([FrameContext(img)], [FaceWork(0, 0, det)])
     assert fitted.face.bbox is det.bbox and fitted.face.landmarks is not None
     err = np.linalg.norm(det.kps - fitted.face.kps, axis=1).max()

@@ -219,7 +219,7 @@ def test_sharpness_tells_sharp_source_photos_from_blurred_ones(
             continue
         face = faces[0]
         assert sharpness(image, face) >= BLURRY_SHARPNESS, path.name
-        blurred = cv2.GaussianBlur(image, (0, 0), face.width / 128)
+        blurred = np.asarray(cv2.GaussianBlur(image, (0, 0), face.width / 128), np.uint8)
         assert sharpness(blurred, face) < BLURRY_SHARPNESS, path.name
         checked += 1
     assert checked >= 7

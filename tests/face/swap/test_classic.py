@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 from face_helpers import offline_analyzer
+from face_parts_data import load_face_image
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError
@@ -22,15 +23,6 @@ from livecam.sources.image import load_image_bgr
 from livecam.types import Face, FaceWork, Frame
 
 
-def _load(testdata: Path, name: str, max_side: int = 640) -> np.ndarray:
-    img = cv2.imread(str(testdata / "faces" / name), cv2.IMREAD_COLOR)
-    assert img is not None, name
-    s = max_side / max(img.shape[:2])
-    if s < 1:
-        img = cv2.resize(img, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
-    return np.ascontiguousarray(img)
-
-
 @pytest.fixture(scope="module")
 def analyzer() -> FaceAnalyzer:
     return offline_analyzer(max_side=1024, upsample=1)
@@ -38,13 +30,13 @@ def analyzer() -> FaceAnalyzer:
 
 @pytest.fixture(scope="module")
 def obama(testdata: Path, analyzer: FaceAnalyzer) -> tuple[np.ndarray, Face]:
-    img = _load(testdata, "obama_official_portrait_2012.jpg")
+    img = load_face_image(testdata, "obama_official_portrait_2012.jpg")
     return img, analyzer.analyze(img, with_embedding=True)[0]
 
 
 @pytest.fixture(scope="module")
 def biden(testdata: Path, analyzer: FaceAnalyzer) -> tuple[np.ndarray, Face]:
-    img = _load(testdata, "biden_official_portrait.jpg")
+    img = load_face_image(testdata, "biden_official_portrait.jpg")
     return img, analyzer.analyze(img, with_embedding=True)[0]
 
 
@@ -111,7 +103,7 @@ def test_no_target_returns_frame_unchanged(obama, biden) -> None:
 
 def test_two_faces_both_swapped(testdata, analyzer, biden) -> None:
     src, sf = biden
-    img = _load(testdata, "obama_biden_two_people.jpg", 1200)
+    img = load_face_image(testdata, "obama_biden_two_people.jpg", 1200)
     faces = analyzer.analyze(img, with_embedding=True)
     assert len(faces) == 2
     swapper = ClassicSwapper()
@@ -134,7 +126,7 @@ def _inner_mouth(shape: tuple[int, ...], lm: np.ndarray) -> np.ndarray:
 
 def test_keep_mouth_keeps_target_mouth_interior(testdata, analyzer, obama) -> None:
     src, sf = obama
-    tgt = _load(testdata, "obama_speech_2009.jpg")  # speaking: mouth open
+    tgt = load_face_image(testdata, "obama_speech_2009.jpg")  # speaking: mouth open
     tf = analyzer.analyze(tgt)[0]
     inner = _inner_mouth(tgt.shape, tf.landmarks)
     assert inner.sum() > 50, "the test target should have an open mouth"
@@ -208,7 +200,10 @@ def test_swapper_fills_the_work_record(obama, biden) -> None:
     assert skipped.output is None and skipped.mask is None  # needs 68 landmarks
     assert done.affine is not None and done.crop is not None
     assert done.output is not None and done.mask is not None
-    x0, y0, x1, y1 = swapper.face_roi(tf.landmarks, tgt.shape)
+    assert tf.landmarks is not None
+    roi = swapper.face_roi(tf.landmarks, tgt.shape)
+    assert roi is not None
+    x0, y0, x1, y1 = roi
     np.testing.assert_array_equal(done.affine, [[1, 0, -x0], [0, 1, -y0]])
     assert np.array_equal(done.crop, tgt[y0:y1, x0:x1])
     assert done.output.shape == done.crop.shape and done.mask.shape == (y1 - y0, x1 - x0)
@@ -217,7 +212,7 @@ def test_swapper_fills_the_work_record(obama, biden) -> None:
 
 def test_a_batch_of_frames_swaps_like_one_frame_at_a_time(obama, biden, testdata, analyzer):
     (src, sf), (tgt, tf) = obama, biden
-    other = _load(testdata, "grace_hopper_navy_portrait.jpg")
+    other = load_face_image(testdata, "grace_hopper_navy_portrait.jpg")
     of = analyzer.analyze(other)[0]
     swapper, blender = ClassicSwapper(), RoiBlender()
     model = swapper.prepare_landmarks(src, sf.landmarks)

@@ -143,11 +143,11 @@ def test_mapping_is_stable_in_a_tracked_clip_and_survives_an_occlusion(
     mapper = FaceMapper(recognizer, targets)
     h, w = two.shape[:2]
     occluded = range(8, 14)
-    ids = {OBAMA: set(), BIDEN: set()}
+    ids: dict[int, set[int]] = {OBAMA: set(), BIDEN: set()}
     for seq in range(24):
         shift = np.array([3 * seq, seq], np.float32)  # the camera pans 3 px right, 1 down
-        m = np.float32([[1, 0, shift[0]], [0, 1, shift[1]]])
-        img = cv2.warpAffine(two, m, (w, h), borderMode=cv2.BORDER_REPLICATE)
+        m = np.array([[1, 0, shift[0]], [0, 1, shift[1]]], np.float32)
+        img = np.asarray(cv2.warpAffine(two, m, (w, h), borderMode=cv2.BORDER_REPLICATE), np.uint8)
         if seq in occluded:  # a hand over Obama's face
             x1, y1, x2, y2 = (obama_box + np.tile(shift, 2)).astype(int)
             img[y1 - 40 : y2 + 40, x1 - 40 : x2 + 40] = 0
@@ -230,6 +230,7 @@ def test_a_returning_face_takes_over_the_source_its_track_held(
     blank = np.zeros((8, 8, 3), np.uint8)
 
     def after_gap(gap: int, x: float) -> list[tuple[Face, int]]:
+        assert analyzer.recognizer is not None
         mapper = FaceMapper(analyzer.recognizer, [biden, obama], hold_frames=15)
         assert [s for _, s in mapper.pick(FrameContext(blank, 0), [_face(obama, 1)])] == [OBAMA]
         mapper.pick(FrameContext(blank, 1), [])  # the track ended
