@@ -44,16 +44,29 @@ def yunet_faces(image: Frame) -> list[Face]:
     return sorted(faces, key=lambda f: float(f.bbox[0]))
 
 
-def swap_scene(testdata: Path, names: Sequence[str]) -> tuple[list[FrameContext], list[list[Face]]]:
+#: three frames of different sizes with 2, 1 and 1 faces (the swappers' and device tests')
+SWAP_FACES = (
+    "obama_biden_two_people.jpg",
+    "obama_official_portrait_2012.jpg",
+    "astronaut_eileen_collins.png",
+)
+
+
+def swap_scene(
+    testdata: Path, names: Sequence[str] = SWAP_FACES
+) -> tuple[list[FrameContext], list[list[Face]]]:
     """The named test portraits as frames (seq = their index) and YuNet's faces in each."""
     frames = [FrameContext(load_face_image(testdata, name), seq=i) for i, name in enumerate(names)]
     return frames, YuNetDetector(bundled_yunet()).detect(frames)
 
 
-def face_works(faces: Sequence[Sequence[Face]], sources: Sequence[int]) -> list[FaceWork]:
-    """One record per face, frame by frame, face i taking source ``sources[i]``."""
+def face_works(
+    faces: Sequence[Sequence[Face]], sources: Sequence[int] | None = None
+) -> list[FaceWork]:
+    """One record per face, frame by frame, face i taking source ``sources[i]`` (default:
+    every face source 0)."""
     works = [FaceWork(frame_index=i, seq=i, face=face) for i, fs in enumerate(faces) for face in fs]
-    for work, index in zip(works, sources, strict=True):
+    for work, index in zip(works, sources or [0] * len(works), strict=True):
         work.source_index = index
     return works
 

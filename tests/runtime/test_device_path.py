@@ -26,17 +26,12 @@ from livecam.types import Face, FaceWork
 
 MEAN_TOL = 0.5
 MAX_TOL = 2
-FACES = (
-    "obama_biden_two_people.jpg",
-    "obama_official_portrait_2012.jpg",
-    "astronaut_eileen_collins.png",
-)
 
 
 @pytest.fixture(scope="module")
 def scene(testdata: Path) -> tuple[list[FrameContext], list[list[Face]]]:
     """Three real frames of different sizes and YuNet's faces in them (2, 1 and 1)."""
-    frames, faces = swap_scene(testdata, FACES)
+    frames, faces = swap_scene(testdata)
     assert [len(f) for f in faces] == [2, 1, 1]
     return frames, faces
 

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import onnx
 import pytest
-from face_parts_data import psnr, swap_scene
+from face_parts_data import face_works, psnr, swap_scene
 from onnx import numpy_helper
 
 from livecam.benchmark import synthetic_models as sm
@@ -36,26 +36,13 @@ from livecam.face.swap.neural import (
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork
 
-FACES = (
-    "obama_biden_two_people.jpg",
-    "obama_official_portrait_2012.jpg",
-    "astronaut_eileen_collins.png",
-)
-
 
 @pytest.fixture(scope="module")
 def scene(testdata: Path) -> tuple[list[FrameContext], list[list[Face]]]:
     """Three real frames and the faces YuNet finds in them (2, 1 and 1)."""
-    frames, faces = swap_scene(testdata, FACES)
+    frames, faces = swap_scene(testdata)
     assert [len(f) for f in faces] == [2, 1, 1]
     return frames, faces
-
-
-def _works(faces: list[list[Face]], sources: list[int] | None = None) -> list[FaceWork]:
-    works = [FaceWork(frame_index=i, seq=i, face=face) for i, fs in enumerate(faces) for face in fs]
-    for work, index in zip(works, sources or [0] * len(works), strict=True):
-        work.source_index = index
-    return works
 
 
 def _source(seed: int, path: Path = Path("source.jpg")) -> SourceFace:
@@ -128,7 +115,7 @@ def test_identity_oracle_round_trip_keeps_the_face(
     was (only the two bilinear resamplings change it); measured PSNR per face."""
     frames, faces = scene
     swapper = InSwapper(_model(models["identity"]), pixel_boost=boost)
-    works = swapper.swap(frames, _works(faces), [swapper.prepare(_source(0))])
+    works = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(0))])
     values = _face_psnr(frames, works)
     print(f"identity round trip, pixel boost {boost}: face PSNR", [f"{v:.1f}" for v in values])
     assert min(values) > min_psnr
@@ -141,7 +128,7 @@ def test_hyperswap_identity_oracle_round_trip(
     returns its crop exactly and pastes back like inswapper."""
     frames, faces = scene
     swapper = HyperSwapper(_model(models["identity_256"]))
-    works = swapper.swap(frames, _works(faces), [swapper.prepare(_source(0))])
+    works = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(0))])
     for work in works:
         assert work.crop is not None and work.crop.shape == (256, 256, 3)
         np.testing.assert_array_equal(work.output, work.crop)
@@ -157,7 +144,7 @@ def test_crop_follows_the_contract_template(
     the boosted size, and its crop is the frame warped by that affine."""
     frames, faces = scene
     swapper = InSwapper(_model(models["identity"]), pixel_boost=2)
-    works = swapper.swap(frames, _works(faces), [swapper.prepare(_source(0))])
+    works = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(0))])
     for work in works:
         assert work.affine is not None and work.crop is not None
         mapped = align.transform_points(work.face.kps, work.affine)
@@ -173,7 +160,7 @@ def test_pixel_boost_reassembles_exactly(
 ) -> None:
     frames, faces = scene
     swapper = InSwapper(_model(models["identity"]), pixel_boost=boost)
-    works = swapper.swap(frames, _works(faces), [swapper.prepare(_source(0))])
+    works = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(0))])
     for work in works:
         assert work.crop is not None and work.crop.shape == (128 * boost, 128 * boost, 3)
         np.testing.assert_array_equal(work.output, work.crop)
@@ -188,7 +175,7 @@ def test_pixel_boost_tiles_are_facefusions_sub_images(
     model = _model(models["narrow"])
     swapper = InSwapper(model, pixel_boost=2)
     latent = swapper.prepare(_source(3))
-    work = swapper.swap(frames, _works(faces)[:1], [latent])[0]
+    work = swapper.swap(frames, face_works(faces)[:1], [latent])[0]
     assert work.crop is not None and work.output is not None
     s, k = 128, 2
     subs = work.crop.reshape(s, k, s, k, 3).transpose(1, 3, 0, 2, 4).reshape(k * k, s, s, 3)
@@ -212,8 +199,8 @@ def test_batched_output_equals_per_face_output(
     frames, faces = scene
     swapper = InSwapper(_model(models["narrow"]))
     sources = [swapper.prepare(_source(1)), swapper.prepare(_source(2))]
-    together = swapper.swap(frames, _works(faces, [0, 1, 0, 1]), sources)
-    for work, batched in zip(_works(faces, [0, 1, 0, 1]), together, strict=True):
+    together = swapper.swap(frames, face_works(faces, [0, 1, 0, 1]), sources)
+    for work, batched in zip(face_works(faces, [0, 1, 0, 1]), together, strict=True):
         alone = swapper.swap(frames, [work], sources)[0]
         assert alone.output is not None and batched.output is not None
         np.testing.assert_array_equal(alone.affine, batched.affine)
@@ -229,7 +216,7 @@ def test_each_face_gets_its_own_source(
     swapper = InSwapper(_model(models["colour"]))
     sources = [swapper.prepare(_source(s)) for s in (10, 11, 12)]
     order = [2, 0, 1, 0]
-    works = swapper.swap(frames, _works(faces, order), sources)
+    works = swapper.swap(frames, face_works(faces, order), sources)
     expected = sm.latent_colour(np.stack(sources)) * 255.0  # RGB per source
     for work, index in zip(works, order, strict=True):
         assert work.output is not None
@@ -249,7 +236,7 @@ def test_hyperswap_feeds_the_normalised_embedding(
     latent = swapper.prepare(source)
     emb = np.asarray(source.face.embedding, np.float64)
     np.testing.assert_allclose(latent, emb / np.linalg.norm(emb), atol=1e-6)
-    works = swapper.swap(frames, _works(faces), [latent])
+    works = swapper.swap(frames, face_works(faces), [latent])
     expected = sm.latent_colour(latent[None])[0] * 255.0
     for work in works:
         assert work.output is not None and work.output.shape == (256, 256, 3)
@@ -283,7 +270,7 @@ def test_identity_weight_blends_the_target_embedding(
     assert identity_blend(1.0) == pytest.approx(-0.35)
     rng = np.random.default_rng(40)
     targets = [rng.standard_normal(512).astype(np.float32) * 2 for _ in range(4)]
-    works = _works(faces)
+    works = face_works(faces)
     for work, emb in zip(works, targets, strict=True):
         work.face = dataclasses.replace(work.face, embedding=emb)
     swapper = InSwapper(_model(models["colour"]), identity_weight=0.2)
@@ -298,7 +285,7 @@ def test_identity_weight_blends_the_target_embedding(
 
     without = InSwapper(_model(models["colour"]), identity_weight=0.2)
     with pytest.raises(ModelError, match="target face's 512-d ArcFace embedding"):
-        without.swap(frames, _works(faces), [latent])
+        without.swap(frames, face_works(faces), [latent])
 
 
 def test_fp16_stays_close_to_fp32(
@@ -311,8 +298,8 @@ def test_fp16_stays_close_to_fp32(
     half = InSwapper(_model(models["narrow_fp16"]))
     latent = full.prepare(_source(50))
     np.testing.assert_allclose(half.prepare(_source(50)), latent, atol=1e-3)  # fp16 emap
-    a = full.swap(frames, _works(faces), [latent])
-    b = half.swap(frames, _works(faces), [latent])
+    a = full.swap(frames, face_works(faces), [latent])
+    b = half.swap(frames, face_works(faces), [latent])
     diffs = []
     for x, y in zip(a, b, strict=True):
         assert x.output is not None and y.output is not None
@@ -365,8 +352,8 @@ def test_hyperswap_like_network_runs_through_the_part(
     [-1, 1] to a full-range image; different sources give different faces."""
     frames, faces = scene
     swapper = HyperSwapper(_model(models["hyperswap"]))
-    a = swapper.swap(frames, _works(faces), [swapper.prepare(_source(60))])
-    b = swapper.swap(frames, _works(faces), [swapper.prepare(_source(61))])
+    a = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(60))])
+    b = swapper.swap(frames, face_works(faces), [swapper.prepare(_source(61))])
     for x, y in zip(a, b, strict=True):
         assert x.output is not None and y.output is not None
         assert x.output.shape == (256, 256, 3) and x.output.std() > 10
