@@ -1,10 +1,12 @@
-"""The synthetic face-motion stream the control and panel tests drive: its config and the
-exact set of frames it can send (so "passed through" means "one of the source's own frames")."""
+"""The synthetic streams the control and panel tests drive: the face-motion stream's config
+and the exact set of frames it can send (so "passed through" means "one of the source's own
+frames"), and the small stream most panel and hotkey tests start (``small_config``)."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,3 +26,18 @@ def source_frames() -> set[bytes]:
 
 def passed_through(frame: np.ndarray, plain: set[bytes]) -> bool:
     return hashlib.sha1(frame.tobytes()).digest() in plain
+
+
+def small_config(face: str | Path | None = None, **sections: dict[str, Any]) -> Config:
+    """A 320x240 synthetic stream at 30 fps into the null sink, swapping in ``face`` when
+    given (else passed through); each of ``sections`` adds to (or replaces keys of) its
+    section, e.g. ``small_config(face, swap={"preset": "lite"})``."""
+    config: dict[str, dict[str, Any]] = {
+        "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
+        "output": {"sinks": ["null"]},
+        "pipeline": {"stages": ["swap"] if face else ["passthrough"]},
+        "swap": {"face": str(face)} if face else {},
+    }
+    for name, values in sections.items():
+        config[name] = {**config.get(name, {}), **values}
+    return Config.from_dict(config)

@@ -13,6 +13,7 @@ import pytest
 from conftest import missing
 from PySide6.QtGui import QKeySequence
 from pytestqt.qtbot import QtBot
+from synthetic_stream import small_config
 from waiting import poll
 
 from livecam.app import App
@@ -38,18 +39,6 @@ from ui.stream import StreamController
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 FACE = ASSETS / "grace_hopper.jpg"
-
-
-def swap_config(**hotkeys: object) -> Config:
-    return Config.from_dict(
-        {
-            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
-            "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(FACE)},
-            "hotkeys": dict(hotkeys),
-        }
-    )
 
 
 # --- combinations and config --------------------------------------------------------------
@@ -140,7 +129,7 @@ def test_face_cycle_wraps_and_keeps_each_photo_once() -> None:
 # --- the actions on a real stream ----------------------------------------------------------
 @pytest.fixture
 def app() -> Iterator[App]:
-    running = App(swap_config())
+    running = App(small_config(FACE))
     running.start()
     yield running
     running.stop()
@@ -173,7 +162,7 @@ def test_actions_toggle_cycle_and_report_on_a_real_stream(app: App) -> None:
 
 
 def test_refused_action_is_an_error_event_not_an_exception() -> None:
-    cfg = swap_config().with_section("pipeline", stages=("passthrough",))
+    cfg = small_config(FACE).with_section("pipeline", stages=("passthrough",))
     running = App(cfg)
     running.start()
     try:
@@ -270,7 +259,7 @@ def make_panel(
 ) -> tuple[HotkeysPanel, StreamController]:
     monkeypatch.setenv("LIVECAM_CONFIG_DIR", str(tmp_path))
     settings = UiSettings()
-    stream = StreamController(swap_config())
+    stream = StreamController(small_config(FACE))
     panel = HotkeysPanel(stream, settings)
     qtbot.addWidget(panel)
     return panel, stream

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from pytestqt.qtbot import QtBot
 from recording_backend import RecordingStore
+from synthetic_stream import small_config
 
 from livecam.config.schema import Config
 from livecam.sinks.virtualcam import virtualcam_fix
@@ -19,15 +20,6 @@ from ui.panels.input_panel import KINDS, InputPanel, spec_kind
 from ui.panels.output_panel import OutputPanel
 from ui.settings import UiSettings
 from ui.stream import StreamController
-
-
-def synthetic_config(size: tuple[int, int] = (320, 240), **output: object) -> Config:
-    return Config.from_dict(
-        {
-            "source": {"spec": "synthetic", "size": list(size), "fps": 30},
-            "output": {"sinks": ["null"], **output},
-        }
-    )
 
 
 def input_panel(qtbot: QtBot, stream: StreamController, settings: UiSettings) -> InputPanel:
@@ -41,7 +33,7 @@ def input_panel(qtbot: QtBot, stream: StreamController, settings: UiSettings) ->
 def test_input_choices_round_trip_through_the_settings(
     qtbot: QtBot, settings: UiSettings, testdata: Path
 ) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = input_panel(qtbot, stream, settings)
     panel.kind.setCurrentIndex(KINDS.index("region"))
     for box, value in zip(panel.region, (10, 20, 640, 360), strict=True):
@@ -79,7 +71,7 @@ def test_no_camera_and_no_display_are_explained(
     qtbot: QtBot, settings: UiSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = InputPanel(stream, settings)
     qtbot.addWidget(panel)
     with qtbot.waitSignal(panel.devices_listed, timeout=10000):
@@ -99,7 +91,7 @@ def test_monitors_are_listed_from_the_display(xvfb: str, monkeypatch: pytest.Mon
 def test_an_input_change_while_running_applies_on_restart(
     qtbot: QtBot, settings: UiSettings
 ) -> None:
-    stream = StreamController(synthetic_config((320, 240)))
+    stream = StreamController(small_config())
     frames: list[np.ndarray] = []
     stream.frame.connect(frames.append)
     panel = input_panel(qtbot, stream, settings)
@@ -123,7 +115,7 @@ def test_an_input_change_while_running_applies_on_restart(
 def test_a_restart_abandoned_before_it_started_is_forgotten(
     qtbot: QtBot, settings: UiSettings
 ) -> None:
-    stream = StreamController(synthetic_config((320, 240)))
+    stream = StreamController(small_config())
     panel = input_panel(qtbot, stream, settings)
     stream.start()
     panel.resolution.setCurrentIndex(1)
@@ -144,7 +136,7 @@ def test_a_restart_abandoned_before_it_started_is_forgotten(
 def test_output_choices_round_trip_and_preview_only(
     qtbot: QtBot, settings: UiSettings, tmp_path: Path, vcam: RecordingStore
 ) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = OutputPanel(stream, settings)
     qtbot.addWidget(panel)
     assert panel.preview_only.isChecked() and not panel.virtualcam.isChecked()
@@ -194,7 +186,7 @@ def test_output_choices_round_trip_and_preview_only(
 def test_the_virtual_camera_gets_frames_and_a_failure_shows_the_fix(
     qtbot: QtBot, settings: UiSettings, vcam: RecordingStore
 ) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = OutputPanel(stream, settings)
     qtbot.addWidget(panel)
     panel.backend.setCurrentIndex(panel.backend.findData(vcam.name))

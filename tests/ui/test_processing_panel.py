@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from http_files import FileServer
 from pytestqt.qtbot import QtBot
+from synthetic_stream import small_config
 
-from livecam.config.schema import Config
 from livecam.models.manifest import load_manifest
 from livecam.models.store import ModelStore
 from ui.model_download import ModelDownloadDialog
@@ -22,17 +22,7 @@ from ui.settings import UiSettings
 from ui.stream import StreamController
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-
-
-def swap_config(**swap: object) -> Config:
-    return Config.from_dict(
-        {
-            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
-            "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(ASSETS / "grace_hopper.jpg"), **swap},
-        }
-    )
+GRACE = ASSETS / "grace_hopper.jpg"
 
 
 def release_at(slider: object, value: int) -> None:
@@ -45,7 +35,7 @@ def release_at(slider: object, value: int) -> None:
 def test_slider_change_reaches_the_running_stream_on_release(
     qtbot: QtBot, settings: UiSettings
 ) -> None:
-    stream = StreamController(swap_config())
+    stream = StreamController(small_config(GRACE))
     panel = ProcessingPanel(stream, settings)
     qtbot.addWidget(panel)
     stream.start()
@@ -69,7 +59,7 @@ def test_slider_change_reaches_the_running_stream_on_release(
 
 
 def test_a_change_while_stopped_is_saved_to_config_toml(qtbot: QtBot, settings: UiSettings) -> None:
-    stream = StreamController(swap_config())
+    stream = StreamController(small_config(GRACE))
     panel = ProcessingPanel(stream, settings)
     qtbot.addWidget(panel)
     release_at(panel.mouth_mask, 60)
@@ -90,7 +80,8 @@ def test_provider_fallback_is_shown_with_its_reason(
     qtbot: QtBot, settings: UiSettings, testdata: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LIVECAM_MODELS_DIR", str(testdata / "models"))
-    stream = StreamController(swap_config(preset="lite", provider="cuda"))  # no GPU here
+    lite_on_cuda = {"preset": "lite", "provider": "cuda"}  # no GPU here
+    stream = StreamController(small_config(GRACE, swap=lite_on_cuda))
     panel = ProcessingPanel(stream, settings)
     qtbot.addWidget(panel)
     assert "lite (ready)" in [panel.preset.itemText(i) for i in range(panel.preset.count())]
@@ -127,7 +118,7 @@ def test_missing_models_open_the_download_dialog_then_the_preset_applies(
     qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
 ) -> None:
     store = local_store(tmp_path, testdata, server)
-    stream = StreamController(swap_config())
+    stream = StreamController(small_config(GRACE))
     panel = ProcessingPanel(stream, settings, store=store)
     qtbot.addWidget(panel)
     panel.preset.setCurrentIndex(panel.preset.findData("lite"))
@@ -156,7 +147,7 @@ def test_a_failed_download_says_why_and_changes_nothing(
     qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
 ) -> None:
     store = local_store(tmp_path, testdata, server, bad=True)
-    stream = StreamController(swap_config())
+    stream = StreamController(small_config(GRACE))
     panel = ProcessingPanel(stream, settings, store=store)
     qtbot.addWidget(panel)
     panel.preset.setCurrentIndex(panel.preset.findData("lite"))

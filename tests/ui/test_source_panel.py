@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from pytestqt.qtbot import QtBot
+from synthetic_stream import small_config
 
 from livecam.app import Resources
 from livecam.config.schema import Config
@@ -27,21 +28,10 @@ TWO_PEOPLE = "faces/obama_biden_two_people.jpg"
 BOX_RGB_OTHER = tuple(reversed(BOX_COLOURS[0]))
 
 
-def synthetic_config(face: Path | None = None) -> Config:
-    return Config.from_dict(
-        {
-            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
-            "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"] if face else ["passthrough"]},
-            "swap": {"face": str(face)} if face else {},
-        }
-    )
-
-
 @pytest.fixture
 def live(qtbot: QtBot, testdata: Path) -> Iterator[StreamController]:
     """A running stream on the synthetic source swapping in a real face."""
-    stream = StreamController(synthetic_config(testdata / "faces/astronaut_eileen_collins.png"))
+    stream = StreamController(small_config(testdata / "faces/astronaut_eileen_collins.png"))
     stream.start()
     yield stream
     stream.stop()
@@ -63,7 +53,7 @@ def load(qtbot: QtBot, panel: SourcePanel, path: Path) -> bool:
 def test_two_people_are_boxed_and_face_1_goes_into_the_config(
     qtbot: QtBot, testdata: Path, settings: UiSettings
 ) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = make_panel(qtbot, stream, settings)
     photo = testdata / TWO_PEOPLE
     assert load(qtbot, panel, photo)
@@ -157,13 +147,13 @@ def test_a_live_face_change_keeps_frames_coming(
 def test_recent_faces_persist_and_a_click_uses_one(
     qtbot: QtBot, testdata: Path, settings: UiSettings
 ) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = make_panel(qtbot, stream, settings)
     first, second = testdata / "faces/grace_hopper_navy_portrait.jpg", testdata / TWO_PEOPLE
     assert load(qtbot, panel, first)
     assert load(qtbot, panel, second)
 
-    again = make_panel(qtbot, StreamController(synthetic_config()), UiSettings())
+    again = make_panel(qtbot, StreamController(small_config()), UiSettings())
     names = [again.gallery.item(i).text() for i in range(again.gallery.count())]
     assert names == [second.name, first.name]
     assert not again.gallery.item(1).icon().isNull()
@@ -177,7 +167,7 @@ def test_the_panel_finds_faces_through_the_apps_cache(
     qtbot: QtBot, testdata: Path, settings: UiSettings
 ) -> None:
     """One cache for the panel and every run it starts: a photo is analysed once."""
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     panel = make_panel(qtbot, stream, settings)
     photo = testdata / TWO_PEOPLE
     assert load(qtbot, panel, photo)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from pytestqt.qtbot import QtBot
+from synthetic_stream import small_config
 
 from livecam.config.schema import Config
 from livecam.errors import LivecamError
@@ -15,19 +16,8 @@ from ui.stream import StreamController
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
-def synthetic_config(**swap: object) -> Config:
-    return Config.from_dict(
-        {
-            "source": {"spec": "synthetic", "size": [320, 240], "fps": 30},
-            "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"] if swap else ["passthrough"]},
-            "swap": dict(swap),
-        }
-    )
-
-
 def test_start_frames_stats_live_change_and_stop(qtbot: QtBot) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     frames: list[np.ndarray] = []
     stream.frame.connect(frames.append)
     stats: list[object] = []
@@ -53,7 +43,7 @@ def test_start_frames_stats_live_change_and_stop(qtbot: QtBot) -> None:
 
 
 def test_a_face_change_while_live_keeps_frames_coming(qtbot: QtBot) -> None:
-    stream = StreamController(synthetic_config(face=str(ASSETS / "grace_hopper.jpg")))
+    stream = StreamController(small_config(ASSETS / "grace_hopper.jpg"))
     frames: list[np.ndarray] = []
     stream.frame.connect(frames.append)
     stream.start()
@@ -77,7 +67,7 @@ def test_settings_round_trip_and_a_damaged_file_is_set_aside(tmp_path: Path) -> 
     assert settings.config == first_run_config() and settings.panel.recent_faces == []
     assert settings.config.source.size == (1280, 720) and settings.config.source.fps == 30
     assert settings.config.output.sinks == ("virtualcam",)
-    cfg = synthetic_config(face=str(ASSETS / "grace_hopper.jpg"))
+    cfg = small_config(ASSETS / "grace_hopper.jpg")
     settings.save_config(cfg)
     for i in range(MAX_RECENT_FACES + 2):
         settings.add_recent_face(tmp_path / f"face{i}.jpg")
@@ -96,20 +86,20 @@ def test_settings_round_trip_and_a_damaged_file_is_set_aside(tmp_path: Path) -> 
 
 
 def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) -> None:
-    stream = StreamController(synthetic_config())
+    stream = StreamController(small_config())
     with qtbot.waitSignal(stream.running_changed, timeout=10000) as started:
         stream.start_async()
         assert stream.starting and not stream.running  # the GUI thread returned at once
     assert started.args == [True] and stream.running and not stream.starting
     stream.stop()
     # a swap stage without a face cannot start: every cause comes back as a signal
-    bad = StreamController(synthetic_config().with_section("pipeline", stages=("swap",)))
+    bad = StreamController(small_config().with_section("pipeline", stages=("swap",)))
     with qtbot.waitSignal(bad.start_failed, timeout=10000) as failed:
         bad.start_async()
     assert isinstance(failed.args[0], LivecamError) and "swap.face" in str(failed.args[0])
     assert not bad.running and not bad.starting
     # closing while a start is under way: the start thread stops what it opened
-    late = StreamController(synthetic_config())
+    late = StreamController(small_config())
     late.start_async()
     with qtbot.waitSignal(late.running_changed, timeout=1000) as abandoned:
         late.stop()
