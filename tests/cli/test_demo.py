@@ -7,11 +7,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from face_helpers import offline_analyzer
 from media import read_video
+from waiting import poll
 from xwindow import grab, press, require_windows, wait_window
 
 from livecam.cli.demo import demo_portraits
@@ -89,14 +89,16 @@ def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
     d_original = embedding_distance(source.embedding, original.embedding)
     try:
         wid, rect = wait_window(xvfb)
-        d_screen = None
-        for _ in range(60):  # until a swapped frame is painted
+        d_screen: float | None = None
+
+        def swapped_on_screen() -> bool:
+            nonlocal d_screen
             faces = analyzer.analyze(grab(xvfb, rect), with_embedding=True)
             if faces and faces[0].embedding is not None:
                 d_screen = embedding_distance(source.embedding, faces[0].embedding)
-                if d_screen < d_original - 0.05:
-                    break
-            time.sleep(0.2)
+            return d_screen is not None and d_screen < d_original - 0.05
+
+        poll(swapped_on_screen, 60, every_s=0.2)  # until a swapped frame is painted
         press(xvfb, wid, "q")
         out, err = proc.communicate(timeout=60)
     finally:
