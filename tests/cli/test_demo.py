@@ -85,8 +85,9 @@ def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
     with demo_portraits() as (face, target):
         source = analyzer.analyze(load_image_bgr(face), with_embedding=True)[0]
         original = analyzer.analyze(load_image_bgr(target), with_embedding=True)[0]
-    assert source.embedding is not None and original.embedding is not None
-    d_original = embedding_distance(source.embedding, original.embedding)
+    wanted, before = source.embedding, original.embedding
+    assert wanted is not None and before is not None
+    d_original = embedding_distance(wanted, before)
     try:
         wid, rect = wait_window(xvfb)
         d_screen: float | None = None
@@ -95,7 +96,7 @@ def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
             nonlocal d_screen
             faces = analyzer.analyze(grab(xvfb, rect), with_embedding=True)
             if faces and faces[0].embedding is not None:
-                d_screen = embedding_distance(source.embedding, faces[0].embedding)
+                d_screen = embedding_distance(wanted, faces[0].embedding)
             return d_screen is not None and d_screen < d_original - 0.05
 
         poll(swapped_on_screen, 60, every_s=0.2)  # until a swapped frame is painted
