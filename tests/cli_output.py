@@ -1,4 +1,8 @@
-"""What every command-line error must look like."""
+"""What every command-line error must look like, and the parsers the help tests read."""
+
+from __future__ import annotations
+
+import argparse
 
 
 def one_line_error(err: str) -> str:
@@ -12,3 +16,14 @@ def one_line_error(err: str) -> str:
     tail = lines[starts[0] + 1 :]
     assert len(tail) <= 1 and all(line.startswith("  fix: ") for line in tail), err
     return "\n".join(lines[starts[0] :])
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``livecam NAME`` (its options and help), from the real command line."""
+    from livecam.cli.main import build_parser
+
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    parser: argparse.ArgumentParser = subparsers.choices[name]
+    return parser

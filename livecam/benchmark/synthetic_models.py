@@ -168,9 +168,10 @@ def synthetic_emap(seed: int = _EMAP_SEED) -> npt.NDArray[np.float32]:
     """The 512x512 ``emap`` every builder here writes as the last initializer (seeded
     random, scaled like a learnt projection): what a test computes the latent with."""
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((LATENT_DIM, LATENT_DIM), np.float32) / np.sqrt(LATENT_DIM)).astype(
-        np.float32
-    )
+    emap: npt.NDArray[np.float32] = (
+        rng.standard_normal((LATENT_DIM, LATENT_DIM), np.float32) / np.sqrt(LATENT_DIM)
+    ).astype(np.float32)
+    return emap
 
 
 def _generator(
@@ -317,7 +318,8 @@ def identity_swapper(
 def _colour_projection() -> npt.NDArray[np.float32]:
     rng = np.random.default_rng(_COLOUR_SEED)
     p = rng.standard_normal((LATENT_DIM, 3)).astype(np.float32)
-    return (p / np.linalg.norm(p, axis=0, keepdims=True)).astype(np.float32)
+    unit: npt.NDArray[np.float32] = (p / np.linalg.norm(p, axis=0, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def latent_colour(latent: npt.ArrayLike) -> npt.NDArray[np.float32]:

@@ -69,7 +69,7 @@ def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
     if name == "select":
         return controls.set_selection(args[0], args[1] if len(args) > 1 else None)  # type: ignore[arg-type]
     if name == "preset":
-        return controls.set_preset(args[0])  # type: ignore[arg-type]
+        return controls.set_preset(args[0])
     if name == "set":
         field, value = args[0], " ".join(args[1:])
         if not value:

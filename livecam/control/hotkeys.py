@@ -266,7 +266,7 @@ class HotkeyActions:
                 "get more with `livecam models fetch PRESET`" if step > 0 else "",
             )
             return None
-        return self._give("quality", target, self.controls.set_preset(target))  # type: ignore[arg-type]
+        return self._give("quality", target, self.controls.set_preset(target))
 
 
 def _started_listener(bindings: Mapping[str, Handler]) -> Any:

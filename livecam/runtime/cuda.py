@@ -67,9 +67,9 @@ class StageStream:
         import torch
 
         if handle is not None:
-            self._stream = torch.cuda.ExternalStream(handle, device=device)
+            self._stream = torch.cuda.ExternalStream(handle, device=device)  # type: ignore[no-untyped-call]
         else:
-            self._stream = torch.cuda.Stream(device=device)
+            self._stream = torch.cuda.Stream(device=device)  # type: ignore[no-untyped-call]
 
     @property
     def active(self) -> bool:
@@ -110,7 +110,7 @@ class StageStream:
             return None
         import torch
 
-        event = torch.cuda.Event()
+        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
         event.record(self._stream)
         return event
 
@@ -142,7 +142,7 @@ def current_stream_event(device: str | int = "cuda:0") -> Event:
         return None
     import torch
 
-    event = torch.cuda.Event()
+    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
     event.record(torch.cuda.current_stream(device))
     return event
 
@@ -200,7 +200,7 @@ class PinnedBuffers:
         kept as ``host``'s copy in flight."""
         import torch
 
-        event = torch.cuda.Event()
+        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
         event.record(torch.cuda.current_stream(device))
         with self._lock:
             self._in_flight[id(host)] = event

@@ -93,8 +93,8 @@ class CudaGraphRunner:
             if is_torch(value) or isinstance(value, ort.OrtValue):
                 import torch
 
-                source = value if is_torch(value) else torch.from_dlpack(value)
-                torch.from_dlpack(target).copy_(source.reshape(target.shape()))
+                source = value if is_torch(value) else torch.utils.dlpack.from_dlpack(value)
+                torch.utils.dlpack.from_dlpack(target).copy_(source.reshape(target.shape()))
                 written = True
             else:
                 target.update_inplace(

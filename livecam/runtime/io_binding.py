@@ -106,7 +106,7 @@ class BoundRunner:
             if pinned:  # on the session's stream: another thread's downloads never wait
                 import torch
 
-                return [self.host_buffers.download(torch.from_dlpack(o)) for o in outs]
+                return [self.host_buffers.download(torch.utils.dlpack.from_dlpack(o)) for o in outs]
             return to_numpy(outs)
 
     def _bind_inputs(

@@ -69,7 +69,8 @@ def _to_uint8(array: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
             f = f * 255.0
         return np.clip(np.rint(f), 0, 255).astype(np.uint8)
     if np.issubdtype(array.dtype, np.integer):
-        return np.clip(array, 0, 255).astype(np.uint8)
+        clipped: npt.NDArray[np.uint8] = np.clip(array, 0, 255).astype(np.uint8)
+        return clipped
     raise FrameFormatError(
         f"cannot convert an image of dtype {array.dtype} to 8-bit",
         "pass an integer, float or bool image",

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from cli_output import subcommand_parser
 
 from livecam.cli.main import build_parser
 from livecam.cli.options import config_from_args
@@ -80,7 +81,7 @@ def test_face_option_selects_the_swap_stage() -> None:
 
 
 def test_run_help_documents_every_option() -> None:
-    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    run_parser = subcommand_parser("run")
     for action in run_parser._actions:
         if action.option_strings and action.dest != "help":
             assert action.help, f"{action.option_strings} has no help text"
@@ -219,7 +220,7 @@ def test_demo_help_names_the_source_face_and_the_target_the_right_way_round() ->
     """The face of SOURCE_FACE goes onto TARGET (whose face is replaced), as the demo does."""
     from livecam.cli.demo import SOURCE_FACE, TARGET, demo_config
 
-    demo_parser = build_parser()._subparsers._group_actions[0].choices["demo"]  # type: ignore[union-attr]
+    demo_parser = subcommand_parser("demo")
     text = " ".join(demo_parser.format_help().split())
     assert f"the face from {SOURCE_FACE} (the source face) onto {TARGET} (the target" in text
     cfg = demo_config("x.mp4", 3, False, Path(SOURCE_FACE), Path(TARGET))

@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from cli_output import subcommand_parser
 
 from livecam.cli.main import build_parser, main
 from livecam.cli.options import FIELD_OPTIONS, config_from_args, config_settings
@@ -25,7 +26,7 @@ RUN_OWN = {
 
 
 def run_parser() -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = build_parser()._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr,index]
+    parser: argparse.ArgumentParser = subcommand_parser("run")
     return parser
 
 

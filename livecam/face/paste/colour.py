@@ -189,7 +189,8 @@ def alpha_blend(dst: ByteImage, src: ByteImage, alpha: FloatImage) -> ByteImage:
     ``dst`` bit for bit."""
     d = dst.astype(np.float32)
     out = d + alpha[..., None] * (src.astype(np.float32) - d)
-    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+    blended: ByteImage = np.clip(out + 0.5, 0, 255).astype(np.uint8)
+    return blended
 
 
 def seamless_blend(

@@ -161,7 +161,10 @@ class TrackMeasurements:
 
     def distances(self, embedding: Embedding) -> npt.NDArray[np.float32]:
         """Distance of an embedding to each target (``embedding_distance``)."""
-        return np.linalg.norm(self.targets - l2_normalize(embedding), axis=1).astype(np.float32)
+        gaps: npt.NDArray[np.float32] = np.linalg.norm(
+            self.targets - l2_normalize(embedding), axis=1
+        ).astype(np.float32)
+        return gaps
 
     def end_tracks(self, faces: Sequence[Face]) -> dict[int, Measurement]:
         """Forget the tracks that are not among ``faces`` (ended); their last measurements."""

@@ -144,7 +144,8 @@ def _anchor(face: Face) -> FloatArray:
     """The point whose motion is the track's velocity: the mean of its landmarks, or of
     its keypoints when it has none."""
     points = face.landmarks if face.landmarks is not None else face.kps
-    return np.asarray(points, np.float32).mean(axis=0)
+    centre: npt.NDArray[np.float32] = np.asarray(points, np.float32).mean(axis=0)
+    return centre
 
 
 class FaceTracker:
