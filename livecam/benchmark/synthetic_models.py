@@ -318,7 +318,9 @@ def identity_swapper(
 def _colour_projection() -> npt.NDArray[np.float32]:
     rng = np.random.default_rng(_COLOUR_SEED)
     p = rng.standard_normal((LATENT_DIM, 3)).astype(np.float32)
-    unit: npt.NDArray[np.float32] = (p / np.linalg.norm(p, axis=0, keepdims=True)).astype(np.float32)
+    unit: npt.NDArray[np.float32] = (p / np.linalg.norm(p, axis=0, keepdims=True)).astype(
+        np.float32
+    )
     return unit
 
 

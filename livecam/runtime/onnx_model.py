@@ -169,8 +169,12 @@ class OnnxModel:
         import torch
 
         if self._graph is not None:
-            return self._graph.run(feeds, lambda outs: [torch.utils.dlpack.from_dlpack(o).clone() for o in outs])
-        return [torch.utils.dlpack.from_dlpack(o) for o in self.run_bound(feeds, keep_on_device=True)]
+            return self._graph.run(
+                feeds, lambda outs: [torch.utils.dlpack.from_dlpack(o).clone() for o in outs]
+            )
+        return [
+            torch.utils.dlpack.from_dlpack(o) for o in self.run_bound(feeds, keep_on_device=True)
+        ]
 
     def run_batch(
         self, feeds: Mapping[str, npt.ArrayLike], batched: Sequence[str]
