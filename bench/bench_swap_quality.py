@@ -36,9 +36,9 @@ sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
+from livecam.face.crops.align import kps_from_68  # noqa: E402
 from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.identity.metrics import FaceNotFoundError, identity_metrics  # noqa: E402
-from livecam.face.landmarks.dlib_shape import kps_from_68  # noqa: E402
 from livecam.face.parts import FaceParts, FrameContext  # noqa: E402
 from livecam.face.presets import PRESETS  # noqa: E402
 from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402

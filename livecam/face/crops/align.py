@@ -17,6 +17,7 @@ import numpy.typing as npt
 from livecam.types import Affine, Frame
 
 Points = npt.NDArray[np.float32]
+Box = npt.NDArray[np.float32]  # x1, y1, x2, y2
 
 TemplateName = Literal["arcface_112", "arcface_128", "ffhq_512"]
 
@@ -106,3 +107,26 @@ def transform_points(points: npt.ArrayLike, affine: Affine) -> Points:
     p = np.asarray(points, np.float64).reshape(-1, 2)
     a = np.asarray(affine, np.float64)
     return (p @ a[:, :2].T + a[:, 2]).astype(np.float32)
+
+
+def kps_from_68(landmarks: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """ArcFace-order 5 keypoints from 68 iBUG points: eye centres (36-41, 42-47),
+    nose tip (30), mouth corners (48, 54)."""
+    lm = np.asarray(landmarks, dtype=np.float32)
+    return np.stack(
+        [lm[36:42].mean(axis=0), lm[42:48].mean(axis=0), lm[30], lm[48], lm[54]]
+    ).astype(np.float32)
+
+
+def square_around(points: Points, side_per_rms: float, shift: npt.NDArray[np.float32]) -> Box:
+    """A square box whose side is ``side_per_rms`` times the points' RMS distance to their
+    mean (rotation invariant) and whose centre is that mean moved by ``shift`` sides."""
+    pts = np.asarray(points, dtype=np.float32)
+    mean = pts.mean(axis=0)
+    rms = float(np.sqrt(((pts - mean) ** 2).sum(axis=1).mean()))
+    side = side_per_rms * rms
+    centre = mean + shift * side
+    half = side / 2
+    return np.array(
+        [centre[0] - half, centre[1] - half, centre[0] + half, centre[1] + half], dtype=np.float32
+    )

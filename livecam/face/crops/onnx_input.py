@@ -10,11 +10,19 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.face.detect.patches import channel_values
 from livecam.runtime.onnx_model import OnnxModel, TensorSpec
 from livecam.types import Frame
 
 COLORS = ("rgb", "bgr")
+Floats = npt.NDArray[np.float32]
+
+
+def channel_values(value: npt.ArrayLike, what: str) -> Floats:
+    """A scalar or per-channel (3) normalisation constant, shaped to broadcast over NCHW."""
+    arr = np.asarray(value, np.float32).reshape(-1)
+    if arr.size not in (1, 3):
+        raise ValueError(f"{what} must be a number or 3 numbers, got {value!r}")
+    return arr.reshape(1, -1, 1, 1)
 
 
 def check_color(color: str, what: str) -> str:

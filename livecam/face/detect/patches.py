@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
+from livecam.face.crops.onnx_input import channel_values
 from livecam.face.detect.yunet import shrink
 from livecam.face.parts import Box, FrameContext, Points, Providers
 from livecam.runtime.onnx_model import OnnxModel
@@ -186,14 +187,6 @@ def nms(found: Found, score_threshold: float, iou: float) -> list[int]:
         xywh.tolist(), found.scores.tolist(), float(score_threshold), float(iou)
     )
     return [int(i) for i in np.asarray(keep).reshape(-1)]
-
-
-def channel_values(value: npt.ArrayLike, what: str) -> Floats:
-    """A scalar or per-channel (3) normalisation constant, shaped to broadcast over NCHW."""
-    arr = np.asarray(value, np.float32).reshape(-1)
-    if arr.size not in (1, 3):
-        raise ValueError(f"{what} must be a number or 3 numbers, got {value!r}")
-    return arr.reshape(1, -1, 1, 1)
 
 
 def canvas_of(model: OnnxModel, wanted: Size | None, name: str) -> Size | None:

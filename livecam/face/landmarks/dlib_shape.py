@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.crops.align import ARCFACE_112 as ARCFACE_TEMPLATE
+from livecam.face.crops.align import kps_from_68, square_around
 from livecam.face.dlib_files import (
     SHAPE_5,
     SHAPE_68,
@@ -36,45 +37,22 @@ _SIDE_PER_KPS_RMS = 3.57
 _KPS_CENTRE_SHIFT = np.array([0.028, -0.026], dtype=np.float32)
 
 
-def kps_from_68(landmarks: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """ArcFace-order 5 keypoints from 68 iBUG points: eye centres (36-41, 42-47),
-    nose tip (30), mouth corners (48, 54)."""
-    lm = np.asarray(landmarks, dtype=np.float32)
-    return np.stack(
-        [lm[36:42].mean(axis=0), lm[42:48].mean(axis=0), lm[30], lm[48], lm[54]]
-    ).astype(np.float32)
-
-
 def dlib_rect(bbox: npt.NDArray[np.float32]) -> dlib.rectangle:
     """A dlib rectangle (inclusive corners) from an (x1, y1, x2, y2) box."""
     x1, y1, x2, y2 = (round(float(v)) for v in bbox)
     return dlib.rectangle(x1, y1, max(x1 + 1, x2 - 1), max(y1 + 1, y2 - 1))
 
 
-def _square_around(points: Points, side_per_rms: float, shift: npt.NDArray[np.float32]) -> Box:
-    """A square box whose side is ``side_per_rms`` times the points' RMS distance to their
-    mean (rotation invariant) and whose centre is that mean moved by ``shift`` sides."""
-    pts = np.asarray(points, dtype=np.float32)
-    mean = pts.mean(axis=0)
-    rms = float(np.sqrt(((pts - mean) ** 2).sum(axis=1).mean()))
-    side = side_per_rms * rms
-    centre = mean + shift * side
-    half = side / 2
-    return np.array(
-        [centre[0] - half, centre[1] - half, centre[0] + half, centre[1] + half], dtype=np.float32
-    )
-
-
 def box_from_landmarks(landmarks: Points) -> Box:
     """The dlib-HOG-style (x1, y1, x2, y2) box the 68-point predictor expects for these
     points (so it can refit them in the next frame)."""
-    return _square_around(landmarks, _SIDE_PER_RMS, _CENTRE_SHIFT)
+    return square_around(landmarks, _SIDE_PER_RMS, _CENTRE_SHIFT)
 
 
 def box_from_kps(kps: Points) -> Box:
     """The same box from a detector's 5 ArcFace-order keypoints (where the 68-point
     predictor starts on a face a keypoint detector such as YuNet found)."""
-    return _square_around(kps, _SIDE_PER_KPS_RMS, _KPS_CENTRE_SHIFT)
+    return square_around(kps, _SIDE_PER_KPS_RMS, _KPS_CENTRE_SHIFT)
 
 
 def dlib_points(

@@ -12,9 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.face.crops.align import invert, transform_points, warp_crop
+from livecam.face.crops.align import invert, kps_from_68, square_around, transform_points, warp_crop
 from livecam.face.crops.onnx_input import check_color, image_input, to_blob
-from livecam.face.landmarks.dlib_shape import _square_around, kps_from_68
 from livecam.face.parts import Box, FrameContext, Points
 from livecam.runtime.onnx_model import OnnxModel
 from livecam.types import Affine, FaceWork
@@ -170,11 +169,11 @@ class Pfld68Landmarker(_CropLandmarker):
 
     def box_for(self, landmarks: Points) -> Box:
         scale, shift = self.box_rule
-        return _square_around(landmarks, scale, np.array(shift, np.float32))
+        return square_around(landmarks, scale, np.array(shift, np.float32))
 
     def box_for_kps(self, kps: Points) -> Box:
         scale, shift = self.kps_box_rule
-        return _square_around(kps, scale, np.array(shift, np.float32))
+        return square_around(kps, scale, np.array(shift, np.float32))
 
     def _affine(self, bbox: Box) -> Affine:
         centre, side = _box_square(bbox)
@@ -219,7 +218,7 @@ class Landmarker106(_CropLandmarker):
 
     def box_for_kps(self, kps: Points) -> Box:
         scale, shift = DETECTOR_KPS_BOX
-        return _square_around(kps, scale, np.array(shift, np.float32))
+        return square_around(kps, scale, np.array(shift, np.float32))
 
     def _affine(self, bbox: Box) -> Affine:
         centre, side = _box_square(bbox, 1.5)

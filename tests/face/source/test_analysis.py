@@ -13,6 +13,7 @@ from livecam.config.schema import SwapConfig
 from livecam.errors import FrameFormatError, ModelError
 from livecam.face import dlib_files
 from livecam.face.build import build_parts, photo_analyzer
+from livecam.face.crops.align import kps_from_68
 from livecam.face.detect import yunet as detect_module
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.dlib_files import DlibModels
@@ -22,7 +23,7 @@ from livecam.face.identity.dlib_descriptor import (
     cosine_similarity,
     embedding_distance,
 )
-from livecam.face.landmarks.dlib_shape import Dlib5Landmarker, Dlib68Landmarker, kps_from_68
+from livecam.face.landmarks.dlib_shape import Dlib5Landmarker, Dlib68Landmarker
 from livecam.face.parts import Detector, FrameContext, Landmarker, Recognizer, RefitLandmarker
 from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
