@@ -398,7 +398,9 @@ def test_a_signal_during_start_up_stops_and_leaves_nothing(
 def test_a_signal_while_running_stops_with_the_summary(tmp_path: Path, signum: int) -> None:
     proc = start(["--source", "synthetic", "--size", "160x120", "--sink", "null"], tmp_path)
     try:
-        wait_for_line(proc, "running")  # the stream runs: the signal comes mid-stream
+        # the first status line: the run loop is going (App.start has returned), so the
+        # signal comes mid-stream, not at the end of the start
+        wait_for_line(proc, "latency p50/p99")
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
