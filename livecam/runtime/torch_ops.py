@@ -71,11 +71,6 @@ def to_device(values: npt.ArrayLike | Tensor, device: Any, dtype: Any = None) ->
     return host.pin_memory().to(device, non_blocking=True)
 
 
-def _affines(affines: npt.ArrayLike | Tensor, like: Tensor) -> Tensor:
-    torch = require_torch()
-    return to_device(affines, like.device, torch.float64).reshape(-1, 2, 3)
-
-
 def _host_inverses(affines: npt.ArrayLike | Tensor) -> npt.NDArray[np.float64]:
     """Inverses of (N, 2, 3) affines, on the host (float64). Not ``torch.linalg.inv`` on
     the device: that synchronises the device with the CPU (its documented error check)."""
@@ -119,12 +114,6 @@ def _normalised(
     torch = require_torch()
     axes = [(2 * (points[..., k] - origin[k]) + 1) / in_size[k] - 1 for k in range(2)]
     return torch.stack(axes, dim=-1)
-
-
-def _grid(inverse: Tensor, out_size: tuple[int, int], in_size: tuple[int, int]) -> Tensor:
-    """grid_sample grid (N, h, w, 2) sampling a (W, H) = ``in_size`` image at the points
-    that ``inverse`` (output pixel -> input pixel) maps the ``out_size`` (w, h) pixels to."""
-    return _normalised(_points(inverse, out_size), in_size)
 
 
 def _sample(images: Tensor, grid: Tensor, padding: Padding, dtype: Any) -> Tensor:
