@@ -1,0 +1,494 @@
+"""Figures of a live swapped face on a clip: does the output follow the camera face's
+expression, ride the head and stay still where the picture is still, and does it read as
+the source? (issue 16, item 5; ``bench/bench_live_face.py`` runs them over the talking-head
+clips, ``livecam check`` uses the 68-point measures).
+
+* ``FaceMesh``: MediaPipe's 468-point face mesh (``face_landmark.onnx``) on a crop around a
+  face box, the points in frame pixels.
+* ``mesh_measures`` / ``dlib68_measures``: mouth opening (inner-lip gap over mouth width),
+  eye opening (lid gap over eye width, each eye and their mean) and the eye-corner
+  distance, from mesh points or from 68 iBUG (dlib-order) landmarks.
+* ``ClipMeter``: camera and output frames in order -> ``ClipFigures`` (coverage, identity
+  retrieval and margin, mouth/eye correlation and mean absolute difference, swim, flicker).
+* ``WebcamPlacement``: a clip frame inside a 1280x720 webcam frame at 12 % face width.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from livecam.face.identity.onnx import OnnxRecognizer
+from livecam.face.parts import Box, FrameContext, Points
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
+from livecam.types import Face, FaceWork, Frame
+
+Floats = npt.NDArray[np.float64]
+
+MESH_SIZE = 192
+"""The mesh model's input side (``input_1`` [1, 3, 192, 192])."""
+MESH_CROP_SCALE = 1.5
+"""The crop side over the face box's long side. MediaPipe crops its detector's box 1.5x,
+rotated upright by the eye line; with YuNet's box the mesh spans ~45 % of the crop on the
+test clips and fits lips and lids (checked by drawing the points on liveportrait_d6)."""
+MESH_POINTS = 468
+FLICKER_FLOOR = 2.0
+"""Grey levels: the camera's warping error is floored at this before the ratio (compressed
+video of a still face warps with about this much error)."""
+CHANGED_GREY = 2.0
+"""Mean absolute grey difference over the eyes-to-mouth box above which a frame counts as
+swapped (coverage)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the measures read a landmark layout: the inner lips (upper, lower point
+    pairs), the mouth corners, each eye's corners and lid pairs (upper, lower), and the
+    two outer eye corners. "Right" is the subject's right (the left eye in the image)."""
+
+    lips: tuple[tuple[int, int], ...]
+    mouth_corners: tuple[int, int]
+    right_corners: tuple[int, int]
+    right_lids: tuple[tuple[int, int], ...]
+    left_corners: tuple[int, int]
+    left_lids: tuple[tuple[int, int], ...]
+    outer_corners: tuple[int, int]
+
+
+MESH_LAYOUT = Layout(
+    lips=((13, 14), (82, 87), (312, 317)),
+    mouth_corners=(61, 291),
+    right_corners=(33, 133),
+    right_lids=((160, 144), (159, 145), (158, 153)),
+    left_corners=(362, 263),
+    left_lids=((385, 380), (386, 374), (387, 373)),
+    outer_corners=(33, 263),
+)
+"""MediaPipe face mesh indices (canonical face model topology)."""
+
+DLIB68_LAYOUT = Layout(
+    lips=((61, 67), (62, 66), (63, 65)),
+    mouth_corners=(48, 54),
+    right_corners=(36, 39),
+    right_lids=((37, 41), (38, 40)),
+    left_corners=(42, 45),
+    left_lids=((43, 47), (44, 46)),
+    outer_corners=(36, 45),
+)
+"""The 68 iBUG points in dlib's order (what every 68-point landmarker of LiveCam gives)."""
+
+
+@dataclass(frozen=True)
+class FaceMeasures:
+    """One face's expression measures: ``mouth`` = inner-lip gap / mouth width, ``eye_right``
+    and ``eye_left`` = lid gap / eye width (the subject's eyes), ``eye`` their mean, and
+    ``eye_distance`` the outer eye corners' distance in pixels."""
+
+    mouth: float
+    eye_right: float
+    eye_left: float
+    eye: float
+    eye_distance: float
+
+
+def _dist(points: Floats, a: int, b: int) -> float:
+    return float(np.hypot(*(points[a] - points[b])))
+
+
+def _opening(points: Floats, pairs: Sequence[tuple[int, int]], corners: tuple[int, int]) -> float:
+    gap = float(np.mean([_dist(points, a, b) for a, b in pairs]))
+    return gap / max(_dist(points, *corners), 1e-6)
+
+
+def measures(points: npt.ArrayLike, layout: Layout) -> FaceMeasures:
+    """The measures of one face's ``points`` (N, 2) read through ``layout``."""
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    right = _opening(p, layout.right_lids, layout.right_corners)
+    left = _opening(p, layout.left_lids, layout.left_corners)
+    return FaceMeasures(
+        mouth=_opening(p, layout.lips, layout.mouth_corners),
+        eye_right=right,
+        eye_left=left,
+        eye=(right + left) / 2,
+        eye_distance=_dist(p, *layout.outer_corners),
+    )
+
+
+def mesh_measures(points: npt.ArrayLike) -> FaceMeasures:
+    """The measures from 468 face-mesh points."""
+    return measures(points, MESH_LAYOUT)
+
+
+def dlib68_measures(points: npt.ArrayLike) -> FaceMeasures:
+    """The measures from 68 landmarks in dlib's order (the presets' 68-point landmarkers)."""
+    return measures(points, DLIB68_LAYOUT)
+
+
+# ---------------------------------------------------------------- the mesh
+
+
+class FaceMesh:
+    """MediaPipe's face mesh (``face_landmark.onnx``: 192x192 RGB in [0, 1] -> 468 x (x, y,
+    z) in crop pixels, and a face-presence logit).
+
+    The crop is MediaPipe's: a square ``MESH_CROP_SCALE`` times the face box's long side
+    around its centre, turned upright by the eye line when the face's 5 keypoints are
+    given (eyes first, as every LiveCam detector gives them). The input normalisation was
+    checked on liveportrait_d6: [0, 1] RGB gives the highest presence logit of [0, 1] RGB,
+    [-1, 1] RGB and [0, 1] BGR on 5 frames and fits lips and lids.
+    """
+
+    def __init__(self, model_path: str | Path, *, threads: int = 1) -> None:
+        self.model = OnnxModel(model_path, RuntimeOptions(provider="cpu", threads=threads))
+        self._input = self.model.input_names[0]
+        self.presence = 0.0
+        """The face-presence logit of the last call (> 0: a face; ~20 on real faces)."""
+
+    def crop_affine(self, box: Box, kps: Points | None = None) -> npt.NDArray[np.float64]:
+        """The (2, 3) affine mapping frame pixels onto the mesh's 192x192 crop."""
+        b = np.asarray(box, np.float64).reshape(4)
+        centre = (b[:2] + b[2:]) / 2
+        side = MESH_CROP_SCALE * max(b[2] - b[0], b[3] - b[1], 1.0)
+        angle = 0.0
+        if kps is not None:
+            k = np.asarray(kps, np.float64).reshape(-1, 2)
+            angle = math.atan2(k[1, 1] - k[0, 1], k[1, 0] - k[0, 0])
+        s = MESH_SIZE / side
+        c, n = math.cos(-angle) * s, math.sin(-angle) * s
+        m = np.array([[c, -n, 0.0], [n, c, 0.0]])
+        m[:, 2] = MESH_SIZE / 2 - m[:, :2] @ centre
+        return m
+
+    def points(self, frame: Frame, box: Box, kps: Points | None = None) -> Floats:
+        """The 468 (x, y) mesh points of the face in ``box`` (and its 5 ``kps``, for the
+        crop's roll) of the BGR ``frame``, in frame pixels."""
+        m = self.crop_affine(box, kps)
+        crop = cv2.warpAffine(
+            frame,
+            m,
+            (MESH_SIZE, MESH_SIZE),
+            flags=cv2.INTER_LINEAR,
+            borderMode=cv2.BORDER_REPLICATE,
+        )
+        blob = crop[None, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255)
+        out = self.model.run({self._input: np.ascontiguousarray(blob)})
+        by_size = sorted(out, key=lambda a: np.asarray(a).size)
+        self.presence = float(np.asarray(by_size[0]).reshape(-1)[0])
+        xy = np.asarray(by_size[-1], np.float64).reshape(MESH_POINTS, 3)[:, :2]
+        inverse = cv2.invertAffineTransform(m)
+        return np.asarray(xy @ inverse[:, :2].T + inverse[:, 2], np.float64)
+
+    def close(self) -> None:
+        self.model.close()
+
+
+# ---------------------------------------------------------------- clip figures
+
+
+def pearson(a: Sequence[float], b: Sequence[float]) -> float:
+    """Pearson correlation of two series (nan when either is constant or shorter than 2)."""
+    x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if x.size < 2 or x.size != y.size:
+        return math.nan
+    x, y = x - x.mean(), y - y.mean()
+    den = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y) / den if den > 1e-12 else math.nan
+
+
+def swim(offsets: npt.ArrayLike) -> float:
+    """The standard deviation over frames of per-frame 2-D offsets (already in eye-corner
+    distances): sqrt(var x + var y); nan for fewer than 2 frames."""
+    o = np.asarray(offsets, np.float64).reshape(-1, 2)
+    if len(o) < 2:
+        return math.nan
+    return float(math.sqrt(float(o.var(axis=0).sum())))
+
+
+def mesh_offset(output: Floats, camera: Floats) -> Floats:
+    """The mean (dx, dy) of the output's mesh points minus the camera's, over the camera's
+    eye-corner distance."""
+    d = mesh_measures(camera).eye_distance
+    return np.asarray((output - camera).mean(axis=0) / max(d, 1e-6), np.float64)
+
+
+def grey(frame: Frame) -> npt.NDArray[np.float32]:
+    """A BGR frame's grey levels as float32."""
+    return cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY).astype(np.float32)
+
+
+def backward_flow(prev: npt.NDArray[np.float32], cur: npt.NDArray[np.float32]) -> Floats:
+    """The remap grids (x, y) that warp frame t-1 onto frame t: Farneback flow from ``cur``
+    (t) to ``prev`` (t-1), added to the pixel grid."""
+    none: npt.NDArray[np.float32] = None  # type: ignore[assignment]  # OpenCV: no initial flow
+    flow = np.asarray(
+        cv2.calcOpticalFlowFarneback(
+            cur.astype(np.uint8), prev.astype(np.uint8), none, 0.5, 3, 15, 3, 5, 1.2, 0
+        ),
+        np.float32,
+    )
+    h, w = cur.shape
+    gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+    return np.stack([gx + flow[..., 0], gy + flow[..., 1]])
+
+
+def warp_error(
+    prev: npt.NDArray[np.float32],
+    cur: npt.NDArray[np.float32],
+    grid: Floats,
+    box: Box,
+) -> float:
+    """Mean absolute grey difference inside ``box`` between ``cur`` and ``prev`` warped by
+    ``grid`` (``backward_flow``)."""
+    x1, y1, x2, y2 = _clip_box(box, cur.shape[1], cur.shape[0])
+    if x2 <= x1 or y2 <= y1:
+        return math.nan
+    gx = grid[0, y1:y2, x1:x2].astype(np.float32)
+    gy = grid[1, y1:y2, x1:x2].astype(np.float32)
+    warped = cv2.remap(prev, gx, gy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return float(np.abs(cur[y1:y2, x1:x2] - warped).mean())
+
+
+def _clip_box(box: Box, w: int, h: int) -> tuple[int, int, int, int]:
+    b = np.asarray(box, np.float64).reshape(4)
+    return (
+        int(np.clip(np.floor(b[0]), 0, w)),
+        int(np.clip(np.floor(b[1]), 0, h)),
+        int(np.clip(np.ceil(b[2]), 0, w)),
+        int(np.clip(np.ceil(b[3]), 0, h)),
+    )
+
+
+def eyes_mouth_box(face: Face) -> Box:
+    """The box of a face's 5 keypoints (eyes to mouth corners)."""
+    k = np.asarray(face.kps, np.float32).reshape(-1, 2)
+    return np.array([*k.min(axis=0), *k.max(axis=0)], np.float32)
+
+
+def changed(camera: Frame, output: Frame, box: Box, threshold: float = CHANGED_GREY) -> bool:
+    """Whether the output differs from the camera frame inside ``box`` by more than
+    ``threshold`` grey levels on average."""
+    x1, y1, x2, y2 = _clip_box(box, camera.shape[1], camera.shape[0])
+    if x2 <= x1 or y2 <= y1:
+        return False
+    a = grey(camera[y1:y2, x1:x2])
+    b = grey(output[y1:y2, x1:x2])
+    return float(np.abs(a - b).mean()) > threshold
+
+
+@dataclass(frozen=True)
+class ClipFigures:
+    """One clip's figures (nan where a figure had no frames to go on).
+
+    ``frames``: frames measured; ``faces``: of them, frames with a camera face; coverage =
+    share of those whose eyes-to-mouth box changed. ``retrieval``: share of embedded
+    frames whose output is nearer (cosine) its source than the camera face and every other
+    gallery face; ``margin``: mean cos(output, source) - cos(output, camera face).
+    ``mouth_corr``/``eye_corr``: Pearson correlation of the output's and the camera's mesh
+    mouth / eye opening (eye: the two eyes' mean) over the clip; ``mouth_mad``/``eye_mad``
+    their mean absolute difference. ``swim``: std over frames of the mean offset between
+    output and camera mesh points, in eye-corner distances. ``flicker_mean``/``flicker_p95``:
+    of the per-frame ratio of the output's warping error to the camera's (floored at
+    ``FLICKER_FLOOR``), with the camera frames' flow, inside the camera face box.
+    """
+
+    frames: int
+    faces: int
+    coverage: float
+    retrieval: float
+    margin: float
+    mouth_corr: float
+    eye_corr: float
+    mouth_mad: float
+    eye_mad: float
+    swim: float
+    flicker_mean: float
+    flicker_p95: float
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+@dataclass
+class _Series:
+    cam_mouth: list[float] = field(default_factory=list)
+    out_mouth: list[float] = field(default_factory=list)
+    cam_eye: list[float] = field(default_factory=list)
+    out_eye: list[float] = field(default_factory=list)
+    offsets: list[Floats] = field(default_factory=list)
+    changed: list[bool] = field(default_factory=list)
+    flicker: list[float] = field(default_factory=list)
+    nearest: list[bool] = field(default_factory=list)
+    margins: list[float] = field(default_factory=list)
+
+
+class ClipMeter:
+    """Feeds of (camera frame, output frame, camera face) in clip order -> ``figures()``.
+
+    Both frames' meshes are taken from the camera face's box and keypoints (one crop: the
+    figures then see what the swap changed, not two detections' noise). ``recognizer``
+    (with the ``source`` embedding and optional other ``gallery`` embeddings) gives the
+    identity figures on every ``identity_every``-th face frame, the output's face aligned
+    by the camera face's keypoints; None: identity figures are nan. Frames without a face
+    (None) only break the flicker chain.
+    """
+
+    def __init__(
+        self,
+        mesh: FaceMesh,
+        recognizer: OnnxRecognizer | None = None,
+        source: npt.NDArray[np.float32] | None = None,
+        gallery: Sequence[npt.NDArray[np.float32]] = (),
+        *,
+        identity_every: int = 1,
+    ) -> None:
+        if recognizer is not None and source is None:
+            raise ValueError("a recognizer needs the source embedding")
+        self.mesh = mesh
+        self.recognizer = recognizer
+        self.source = source
+        self.gallery = list(gallery)
+        self.identity_every = max(1, identity_every)
+        self.frames = 0
+        self._s = _Series()
+        self._prev: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None = None
+
+    def add(self, camera: Frame, output: Frame, face: Face | None) -> None:
+        """One frame pair; ``face``: the camera frame's face (None: no face)."""
+        self.frames += 1
+        s = self._s
+        cam_g, out_g = grey(camera), grey(output)
+        prev, self._prev = self._prev, (cam_g, out_g)
+        if face is None:
+            self._prev = None
+            return
+        cam_pts = self.mesh.points(camera, face.bbox, face.kps)
+        out_pts = self.mesh.points(output, face.bbox, face.kps)
+        cam_m, out_m = mesh_measures(cam_pts), mesh_measures(out_pts)
+        s.cam_mouth.append(cam_m.mouth)
+        s.out_mouth.append(out_m.mouth)
+        s.cam_eye.append(cam_m.eye)
+        s.out_eye.append(out_m.eye)
+        s.offsets.append(mesh_offset(out_pts, cam_pts))
+        s.changed.append(changed(camera, output, eyes_mouth_box(face)))
+        if prev is not None:
+            grid = backward_flow(prev[0], cam_g)
+            cam_err = warp_error(prev[0], cam_g, grid, face.bbox)
+            out_err = warp_error(prev[1], out_g, grid, face.bbox)
+            if not (math.isnan(cam_err) or math.isnan(out_err)):
+                s.flicker.append(out_err / max(cam_err, FLICKER_FLOOR))
+        if self.recognizer is not None and (len(s.changed) - 1) % self.identity_every == 0:
+            self._identity(camera, output, face)
+
+    def _identity(self, camera: Frame, output: Frame, face: Face) -> None:
+        assert self.recognizer is not None and self.source is not None
+        works = [FaceWork(0, 0, face), FaceWork(1, 1, face)]
+        embedded = self.recognizer.embed([FrameContext(camera), FrameContext(output)], works)
+        cam_e, out_e = (w.face.embedding for w in embedded)
+        assert cam_e is not None and out_e is not None
+        to_source = float(out_e @ self.source)
+        to_camera = float(out_e @ cam_e)
+        others = [float(out_e @ g) for g in self.gallery]
+        self._s.nearest.append(to_source > max([to_camera, *others]))
+        self._s.margins.append(to_source - to_camera)
+
+    def figures(self) -> ClipFigures:
+        s = self._s
+        mouth = np.abs(np.subtract(s.out_mouth, s.cam_mouth))
+        eye = np.abs(np.subtract(s.out_eye, s.cam_eye))
+        flicker = np.asarray(s.flicker, np.float64)
+        return ClipFigures(
+            frames=self.frames,
+            faces=len(s.changed),
+            coverage=_mean([float(c) for c in s.changed]),
+            retrieval=_mean([float(n) for n in s.nearest]),
+            margin=_mean(s.margins),
+            mouth_corr=pearson(s.out_mouth, s.cam_mouth),
+            eye_corr=pearson(s.out_eye, s.cam_eye),
+            mouth_mad=float(mouth.mean()) if mouth.size else math.nan,
+            eye_mad=float(eye.mean()) if eye.size else math.nan,
+            swim=swim(s.offsets),
+            flicker_mean=float(flicker.mean()) if flicker.size else math.nan,
+            flicker_p95=float(np.percentile(flicker, 95)) if flicker.size else math.nan,
+        )
+
+
+def largest_face(faces: Sequence[Face]) -> Face | None:
+    """The largest face of a detection (None when there is none)."""
+    return max(faces, key=lambda f: f.area) if faces else None
+
+
+# ---------------------------------------------------------------- webcam placement
+
+WEBCAM_SIZE = (1280, 720)
+FACE_WIDTH_SHARE = 0.12
+
+
+def webcam_background(size: tuple[int, int] = WEBCAM_SIZE, seed: int = 16) -> Frame:
+    """A neutral, non-flat room-like background of ``size`` (w, h): a warm-grey vertical
+    gradient, soft blurred blotches and a darker "floor" band; the same for one seed."""
+    w, h = size
+    rng = np.random.default_rng(seed)
+    y = np.linspace(0.0, 1.0, h, dtype=np.float32)[:, None, None]
+    top, bottom = np.array([150, 160, 168], np.float32), np.array([96, 108, 118], np.float32)
+    image = np.broadcast_to(top + (bottom - top) * y, (h, w, 3)).copy()
+    small = rng.normal(0.0, 1.0, (max(2, h // 60), max(2, w // 60), 3)).astype(np.float32)
+    blotches = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    image += 14.0 * cv2.GaussianBlur(blotches, (0, 0), max(w, h) / 80)
+    image[int(0.82 * h) :] *= 0.8
+    return np.asarray(np.clip(image, 0, 255), np.uint8)
+
+
+@dataclass(frozen=True)
+class WebcamPlacement:
+    """Places every frame of a clip into a webcam frame: one scale and offset for the clip,
+    fixed from the first frame's face so that the face there is ``FACE_WIDTH_SHARE`` of
+    the webcam frame's width and centred (a little above the middle); head motion stays.
+    The clip's edge is feathered into ``background``."""
+
+    scale: float
+    offset: tuple[float, float]
+    background: Frame
+
+    @staticmethod
+    def from_first(
+        face_box: Box,
+        size: tuple[int, int] = WEBCAM_SIZE,
+        share: float = FACE_WIDTH_SHARE,
+        background: Frame | None = None,
+    ) -> WebcamPlacement:
+        """The placement for a clip whose first frame's face is ``face_box``."""
+        b = np.asarray(face_box, np.float64).reshape(4)
+        scale = share * size[0] / max(float(b[2] - b[0]), 1.0)
+        cx, cy = (b[0] + b[2]) / 2 * scale, (b[1] + b[3]) / 2 * scale
+        offset = (size[0] / 2 - cx, 0.45 * size[1] - cy)
+        bg = webcam_background(size) if background is None else background
+        return WebcamPlacement(scale, (float(offset[0]), float(offset[1])), bg)
+
+    def place(self, frame: Frame) -> Frame:
+        """``frame`` scaled and shifted into a copy of the background."""
+        h, w = self.background.shape[:2]
+        m = np.array([[self.scale, 0.0, self.offset[0]], [0.0, self.scale, self.offset[1]]])
+        interp = cv2.INTER_AREA if self.scale < 1 else cv2.INTER_LINEAR
+        moved = cv2.warpAffine(frame, m, (w, h), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+        fh, fw = frame.shape[:2]
+        feather = max(2.0, 0.03 * min(fw, fh) * self.scale)
+        inside = np.zeros((h, w), np.float32)
+        x1, y1 = self.offset
+        x2, y2 = x1 + fw * self.scale, y1 + fh * self.scale
+        cv2.rectangle(
+            inside,
+            (round(x1 + feather), round(y1 + feather)),
+            (round(x2 - feather), round(y2 - feather)),
+            1.0,
+            -1,
+        )
+        alpha = cv2.GaussianBlur(inside, (0, 0), feather / 2)[..., None]
+        out = moved.astype(np.float32) * alpha + self.background.astype(np.float32) * (1 - alpha)
+        return np.clip(out + 0.5, 0, 255).astype(np.uint8)
