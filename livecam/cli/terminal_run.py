@@ -197,6 +197,14 @@ def print_summary(summary: dict[str, Any]) -> None:
     )
     for name, p in summary["stages_ms"].items():
         print(f"  stage {name}: p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms")
+    check = summary.get("swap_check")
+    if check:  # the last reading of the swap check (face.identity.swap_check)
+        strength = "n/a" if check["strength"] is None else f"{check['strength']:.0f}/100"
+        print(
+            f"swap check: strength {strength}, cos to source {check['cos_source']:.2f}, "
+            f"to camera {check['cos_camera']:.2f}"
+            + (" (NOT TAKING)" if check["taking"] is False else "")
+        )
     for path in summary.get("files", []):
         print(f"wrote {path}")
     for error in summary.get("errors", []):

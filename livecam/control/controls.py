@@ -31,6 +31,7 @@ from livecam.errors import (
     LivecamError,
     as_livecam_error,
 )
+from livecam.face.identity.swap_check import SwapReading
 from livecam.face.parts import Providers
 from livecam.sources.image import fit_frame, load_image_bgr
 from livecam.stream.inference import InferenceWorker, LiveState
@@ -69,6 +70,9 @@ class ControlState:
     frozen: bool = False
     #: per model-running stage: the compute provider asked for, the one used, and why
     providers: Mapping[str, Providers] = field(default_factory=dict)
+    #: the swap check's newest reading (swap strength 0-100, cosines), live when read
+    #: through ``Controls.state``
+    swap_check: SwapReading | None = None
 
     @property
     def swap(self) -> bool:
@@ -148,8 +152,8 @@ class Controls:
 
     @property
     def state(self) -> ControlState:
-        """The live switches as last applied."""
-        return self._state
+        """The live switches as last applied, with the swap check's newest reading."""
+        return dataclasses.replace(self._state, swap_check=self._telemetry.swap_reading())
 
     # --- instant switches (applied between two batches) ---------------------------------
     def set_swap(self, on: bool) -> Change:

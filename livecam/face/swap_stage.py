@@ -15,6 +15,7 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.dlib_descriptor import Embedding
+from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
 from livecam.face.parts import FaceParts, FrameContext
 from livecam.face.presets import resolve_preset
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
@@ -43,7 +44,10 @@ class FaceSwapStage:
     ``frame + opacity * (swapped - frame)``, so pixels the swap left alone stay as they were.
     ``reuse`` (None: off) gives a tracked face its last swapped face again while its aligned
     crop barely changes (``packet.faces_reused`` counts them); it lives and dies with the
-    stage, so a new source or preset (a new stage) starts it empty.
+    stage, so a new source or preset (a new stage) starts it empty. ``check`` (None: off)
+    is the live swap check: about once a second a swapped face is offered to it, and its
+    own thread says how far the output moved toward the source (``report_to``: where the
+    readings and its warning go).
     """
 
     name = "swap"
@@ -59,8 +63,10 @@ class FaceSwapStage:
         prepared: Sequence[object],
         opacity: float = 1.0,
         reuse: SwapReuse | None = None,
+        check: SwapCheck | None = None,
     ) -> None:
         self.parts = parts
+        self.check = check  # the live swap check (None: off)
         self.opacity = opacity
         self.reuse = reuse
         self.source = sources[0]
@@ -115,6 +121,8 @@ class FaceSwapStage:
             done = []
             if self.reuse is not None:
                 self.reuse.clear()  # no face selected: every track's entry is stale
+        if self.check is not None and done:  # a sample now and then, checked on its thread
+            self.check.offer(frames, [p.frame for p in batch], done)
         swapped = Counter(w.frame_index for w in done)
         hits = self.reuse.last_hits if works and self.reuse is not None else []
         reused = Counter(w.frame_index for w in hits)
@@ -123,7 +131,14 @@ class FaceSwapStage:
             packet.faces_reused = reused[i]
         return batch
 
+    def report_to(self, report: CheckReport) -> None:
+        """Send the swap check's readings and warnings to ``report`` (the telemetry)."""
+        if self.check is not None:
+            self.check.attach(report)
+
     def close(self) -> None:
+        if self.check is not None:
+            self.check.close()
         self._tracker.reset()
         if self.reuse is not None:
             self.reuse.clear()
@@ -220,7 +235,9 @@ def build_swap_stage(
         if cfg.reuse and SwapReuse.supports(parts.swapper)
         else None
     )
-    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse)
+    causes = likely_causes(cfg, neural=parts.swapper.needs_identity)
+    check = SwapCheck(parts.recognizer, sources, causes=causes)
+    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse, check)
 
 
 def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:

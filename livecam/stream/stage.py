@@ -73,7 +73,8 @@ def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
 def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
     """Tell telemetry about newly built stages: which compute provider each model-running
     stage asked for and really uses (its ``providers``), and what it warns about (its
-    ``warnings``, e.g. a small or blurry source face), as warning events."""
+    ``warnings``, e.g. a small or blurry source face), as warning events; a stage with
+    ``report_to`` (the swap stage's swap check) reports to it from now on."""
     for stage in stages:
         providers: Providers | None = getattr(stage, "providers", None)
         if providers is not None:
@@ -85,6 +86,9 @@ def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
             )
         for text in getattr(stage, "warnings", ()):
             telemetry.event(Event("warning", f"stage {stage.name}", text))
+        report_to = getattr(stage, "report_to", None)  # the swap check's readings
+        if callable(report_to):
+            report_to(telemetry)
 
 
 def uses_accelerator(stages: list[Stage]) -> bool:

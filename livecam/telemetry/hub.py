@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 
+from livecam.face.identity.swap_check import SwapReading
 from livecam.face.track.feedback import NoFaceWatch
 from livecam.telemetry.gpu import GpuReader
 from livecam.telemetry.meters import FaceCounts, Percentiles, RateMeter
@@ -87,6 +88,7 @@ class Telemetry:
         self._process = psutil.Process()
         self._faces = FaceCounts()
         self._no_face: NoFaceWatch | None = NoFaceWatch(no_face_after_s, no_face_repeat_s)
+        self._swap_check: SwapReading | None = None
 
     # --- feeding -------------------------------------------------------------------------
     def frame_in(self, t_ns: int) -> None:
@@ -141,6 +143,16 @@ class Telemetry:
             self._no_face = None
             log.warning("the no-face watch raised %r; switched off", e)
             return Event("warning", "telemetry", f"the no-face watch raised {e!r}; it is off")
+
+    def swap_check(self, reading: SwapReading | None) -> None:
+        """The swap check's newest reading (its thread; None: a new stage, none yet)."""
+        with self._lock:
+            self._swap_check = reading
+
+    def swap_reading(self) -> SwapReading | None:
+        """The swap check's newest reading."""
+        with self._lock:
+            return self._swap_check
 
     def repeat_out(self) -> None:
         with self._lock:
@@ -273,6 +285,7 @@ class Telemetry:
             faces = dataclasses.replace(self._faces)
             providers = {s: dict(p) for s, p in self._providers.items()}
             drop_counters = list(self._drop_counters)
+            swap_check = self._swap_check
         reading = self._gpu_reader.snapshot() if self._gpu_reader is not None else None
         gpu = dataclasses.asdict(reading) if reading is not None else None
         stage_pcts = {n: p for n, v in stages.items() if (p := Percentiles.of(v)) is not None}
@@ -299,4 +312,5 @@ class Telemetry:
             frames_swapped=faces.frames_swapped,
             faces_now=faces.now,
             faces_reused=faces.reused,
+            swap_check=swap_check,
         )

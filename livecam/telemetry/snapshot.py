@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from livecam.face.identity.swap_check import SwapReading
 from livecam.telemetry.meters import Percentiles
 from livecam.types import FramePacket
 
@@ -54,7 +55,9 @@ class Snapshot:
     face, and ``faces_now`` (found, swapped) in the last sent frame (None when the swap
     stage did not work on it: swap off, blank, freeze, or no frame yet). ``faces_reused``:
     swapped faces that got their track's previous swapped face again (``swap.reuse``);
-    ``reuse_hit_rate`` is their share of the swapped faces.
+    ``reuse_hit_rate`` is their share of the swapped faces. ``swap_check``: the swap
+    check's newest reading (``face.identity.swap_check``: swap strength 0-100 and the
+    cosines; None before the first).
     """
 
     elapsed_s: float
@@ -79,6 +82,7 @@ class Snapshot:
     frames_swapped: int = 0
     faces_now: tuple[int, int] | None = None
     faces_reused: int = 0
+    swap_check: SwapReading | None = None
 
     @property
     def reuse_hit_rate(self) -> float:
@@ -99,6 +103,7 @@ class Snapshot:
                 f"faces found {self.faces_now[0]} swapped {self.faces_now[1]}, "
                 f"{share:.0%} of frames swapped"
                 + (f", {self.reuse_hit_rate:.0%} reused" if self.faces_reused else "")
+                + (f", {self.swap_check.label()}" if self.swap_check is not None else "")
             )
         if self.stages_ms:
             parts.append(" ".join(f"{n}={p.p50:.1f}" for n, p in self.stages_ms.items()))
@@ -133,6 +138,7 @@ class Snapshot:
             "frames_swapped": self.frames_swapped,
             "faces_reused": self.faces_reused,
             "reuse_hit_rate": round(self.reuse_hit_rate, 4),
+            "swap_check": self.swap_check.as_dict() if self.swap_check is not None else None,
         }
 
 
