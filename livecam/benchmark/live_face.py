@@ -222,6 +222,11 @@ def grey(frame: Frame) -> npt.NDArray[np.float32]:
     return cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY).astype(np.float32)
 
 
+FLOW_MARGIN = 0.25
+"""The flow is computed on the face box grown by this share of its size on every side
+(not the whole frame: a 1280x720 Farneback flow costs ~10x a face's)."""
+
+
 def backward_flow(prev: npt.NDArray[np.float32], cur: npt.NDArray[np.float32]) -> Floats:
     """The remap grids (x, y) that warp frame t-1 onto frame t: Farneback flow from ``cur``
     (t) to ``prev`` (t-1), added to the pixel grid."""
@@ -237,24 +242,37 @@ def backward_flow(prev: npt.NDArray[np.float32], cur: npt.NDArray[np.float32]) -
     return np.stack([gx + flow[..., 0], gy + flow[..., 1]])
 
 
-def warp_error(
-    prev: npt.NDArray[np.float32],
-    cur: npt.NDArray[np.float32],
-    grid: Floats,
+def warp_errors(
+    camera: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    output: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
     box: Box,
-) -> float:
-    """Mean absolute grey difference inside ``box`` between ``cur`` and ``prev`` warped by
-    ``grid`` (``backward_flow``)."""
-    x1, y1, x2, y2 = _clip_box(box, cur.shape[1], cur.shape[0])
+) -> tuple[float, float]:
+    """The camera's and the output's warping errors at frame t: mean absolute grey
+    difference inside ``box`` between frame t and frame t-1 warped onto it by the CAMERA
+    frames' flow (``backward_flow``, on the box grown by ``FLOW_MARGIN``). ``camera`` and
+    ``output``: their grey (t-1, t) frames. nan when the box lies outside the frame."""
+    h, w = camera[1].shape
+    b = np.asarray(box, np.float64).reshape(4)
+    grow = FLOW_MARGIN * np.array([b[0] - b[2], b[1] - b[3], b[2] - b[0], b[3] - b[1]])
+    rx1, ry1, rx2, ry2 = _clip_box(b + grow, w, h)
+    x1, y1, x2, y2 = _clip_box(b, w, h)
     if x2 <= x1 or y2 <= y1:
-        return math.nan
-    gx = grid[0, y1:y2, x1:x2].astype(np.float32)
-    gy = grid[1, y1:y2, x1:x2].astype(np.float32)
-    warped = cv2.remap(prev, gx, gy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    return float(np.abs(cur[y1:y2, x1:x2] - warped).mean())
+        return math.nan, math.nan
+    region = (slice(ry1, ry2), slice(rx1, rx2))
+    grid = backward_flow(camera[0][region], camera[1][region])
+    inner = (slice(y1 - ry1, y2 - ry1), slice(x1 - rx1, x2 - rx1))
+    gx, gy = grid[0][inner].astype(np.float32), grid[1][inner].astype(np.float32)
+
+    def error(frames: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]) -> float:
+        warped = cv2.remap(
+            frames[0][region], gx, gy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+        return float(np.abs(frames[1][region][inner] - warped).mean())
+
+    return error(camera), error(output)
 
 
-def _clip_box(box: Box, w: int, h: int) -> tuple[int, int, int, int]:
+def _clip_box(box: npt.ArrayLike, w: int, h: int) -> tuple[int, int, int, int]:
     b = np.asarray(box, np.float64).reshape(4)
     return (
         int(np.clip(np.floor(b[0]), 0, w)),
@@ -378,9 +396,7 @@ class ClipMeter:
         s.offsets.append(mesh_offset(out_pts, cam_pts))
         s.changed.append(changed(camera, output, eyes_mouth_box(face)))
         if prev is not None:
-            grid = backward_flow(prev[0], cam_g)
-            cam_err = warp_error(prev[0], cam_g, grid, face.bbox)
-            out_err = warp_error(prev[1], out_g, grid, face.bbox)
+            cam_err, out_err = warp_errors((prev[0], cam_g), (prev[1], out_g), face.bbox)
             if not (math.isnan(cam_err) or math.isnan(out_err)):
                 s.flicker.append(out_err / max(cam_err, FLICKER_FLOOR))
         if self.recognizer is not None and (len(s.changed) - 1) % self.identity_every == 0:
