@@ -1,0 +1,403 @@
+"""The invisible mark (EU AI Act Art. 50(2)): every swapped frame carries a machine-readable
+payload in its luma that survives a video call, and anyone can read it back.
+
+Scheme (NumPy/OpenCV only):
+
+* A **grid** of ``ROWS`` cells per frame height (cell = H / ROWS pixels, square), so the
+  mark scales with the frame: a downscale or a window screenshot keeps it in place.
+* A **periodic keyed tile** of ``TILE`` x ``TILE`` cells, repeated over the frame. It is the
+  sum of a sync pattern ``S`` (keyed by the LiveCam tag: finding it *is* reading the tag)
+  and ``SYMBOLS`` payload patterns ``Q_j``, each circularly shifted by ``(u_j, v_j)``
+  (cyclic-shift keying: 10 bits per pattern, 40 in all = version 4 + session id 32 + check
+  4). All patterns are keyed pseudo-random +-1 cells from a public key (verifiable by anyone).
+* **Embed**: the tile is resampled (bicubic, wrapping) to the frame's pixels once per frame
+  size; each frame then gets it added to B, G and R alike (a pure luma change) with two
+  saturating uint8 operations. Cost: two passes over the frame, nothing per frame is
+  computed in floats.
+* **Detect**: luma -> resampled to 4 px per nominal cell -> whitened (band-pass, local
+  contrast normalised) -> for each candidate scale (a crop or a letterboxed screenshot
+  changes the period relative to the frame height; ``SCALES`` covers 0.75x..1.3x in steps
+  fine enough that folding stays aligned) resized to 2 px per cell and **folded** (summed
+  modulo the tile) into one 64 x 64 tile -> circular cross-correlation with ``S`` by FFT:
+  its peak gives the crop offset, its height over the surface's robust spread is the score
+  ``z``. The payload patterns' peaks relative to the sync peak give the shifts, hence the
+  bits; over a stream the correlation surfaces of the marked frames are summed first.
+
+False alarms, computed: on an unmarked frame every tested hypothesis (``len(SCALES)``
+scales x 64 x 64 offsets) gives a correlation that is close to N(0, 1) after the robust
+normalisation (bench/bench_watermark.py checks the null tails on the testdata), so by the
+union bound P(frame false alarm) <= M * Q(t) with M = len(SCALES) * 4096. A window is marked
+when more than half of its n frames are; by Markov's inequality on the count of falsely
+marked frames (no independence needed between frames), P(window false alarm) <=
+n * p_frame / (n / 2) = 2 * p_frame. ``THRESHOLD`` solves 2 * M * Q(t) = ``WINDOW_FALSE_ALARM``
+(1e-6), which gives t = 6.97 for the 75 scales.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from livecam.types import Frame
+
+FloatArray = npt.NDArray[np.float32]
+
+#: the fixed LiveCam tag ("LC"); the sync pattern is keyed by it
+TAG = 0x4C43
+#: the payload format version this module writes
+VERSION = 1
+VERSION_BITS = 4
+SESSION_BITS = 32
+CHECK_BITS = 4
+#: grid cells per frame height
+ROWS = 72
+#: the tile's side in cells; a symbol carries log2(TILE * TILE) = 10 bits
+TILE = 32
+SYMBOL_BITS = 10
+SYMBOLS = (VERSION_BITS + SESSION_BITS + CHECK_BITS) // SYMBOL_BITS
+#: RMS of the added luma change, in 8-bit levels (before rounding and clipping)
+STRENGTH = 2.2
+#: share of the tile's energy in the sync pattern (the rest: the payload symbols)
+SYNC_SHARE = 0.5
+#: public key of the pattern generator (anyone can verify a mark; nobody needs a secret)
+KEY = 0x11FE_CA3A_2026
+#: candidate period scales (actual / nominal) the detector tries, nominal first
+SCALES: tuple[float, ...] = tuple(
+    sorted((1.03 ** (0.25 * k) for k in range(-39, 36)), key=lambda s: abs(math.log(s)))
+)
+#: false alarms allowed per window, and the per-hypothesis z threshold that ensures it
+WINDOW_FALSE_ALARM = 1e-6
+DET_CELL = 2  # detector pixels per cell when folding
+DET_TILE = TILE * DET_CELL
+
+
+def _gaussian_tail(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def threshold_for(hypotheses: int, window_false_alarm: float = WINDOW_FALSE_ALARM) -> float:
+    """The z that keeps ``2 * hypotheses * Q(z) <= window_false_alarm`` (bisection)."""
+    target = window_false_alarm / (2.0 * hypotheses)
+    lo, hi = 0.0, 40.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if _gaussian_tail(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+HYPOTHESES = len(SCALES) * DET_TILE * DET_TILE
+THRESHOLD = threshold_for(HYPOTHESES)
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a mark says: the LiveCam ``tag``, the format ``version`` and a per-session
+    random ``session_id`` (16 + 4 + 32 = 52 bits)."""
+
+    session_id: int
+    version: int = VERSION
+    tag: int = TAG
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.session_id < 1 << SESSION_BITS:
+            raise ValueError(f"session_id must fit in {SESSION_BITS} bits: {self.session_id}")
+        if not 0 <= self.version < 1 << VERSION_BITS:
+            raise ValueError(f"version must fit in {VERSION_BITS} bits: {self.version}")
+        if self.tag != TAG:
+            raise ValueError(f"tag must be LiveCam's {TAG:#x}: {self.tag:#x}")
+
+    def symbols(self) -> tuple[int, ...]:
+        """The payload as ``SYMBOLS`` 10-bit shifts (version, session id, check bits)."""
+        data = (self.version << SESSION_BITS) | self.session_id
+        word = (data << CHECK_BITS) | _check(data)
+        mask = (1 << SYMBOL_BITS) - 1
+        return tuple((word >> (SYMBOL_BITS * j)) & mask for j in range(SYMBOLS))
+
+    @staticmethod
+    def from_symbols(symbols: Iterable[int]) -> Payload | None:
+        """The payload ``symbols`` spell, or None when the check bits disagree."""
+        word = 0
+        for j, symbol in enumerate(symbols):
+            word |= int(symbol) << (SYMBOL_BITS * j)
+        data, check = word >> CHECK_BITS, word & ((1 << CHECK_BITS) - 1)
+        if _check(data) != check:
+            return None
+        return Payload(session_id=data & ((1 << SESSION_BITS) - 1), version=data >> SESSION_BITS)
+
+
+def _check(data: int) -> int:
+    """CHECK_BITS of a keyed hash of the payload data."""
+    mixed = (data * 0x9E3779B97F4A7C15 + KEY) & ((1 << 64) - 1)
+    mixed ^= mixed >> 29
+    mixed = (mixed * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
+    return (mixed >> 40) & ((1 << CHECK_BITS) - 1)
+
+
+def new_session_payload() -> Payload:
+    """A payload with a fresh random session id."""
+    return Payload(session_id=secrets.randbits(SESSION_BITS))
+
+
+def _patterns() -> tuple[FloatArray, list[FloatArray]]:
+    """The sync pattern and the payload patterns (TILE x TILE, +-1, zero mean)."""
+    rng = np.random.default_rng([KEY, TAG])
+    cells = rng.integers(0, 2, size=(1 + SYMBOLS, TILE, TILE)).astype(np.float32) * 2 - 1
+    # high-pass at the cell scale (each cell minus its 8 neighbours' mean, wrapping): the
+    # energy goes where natural images have little, and little of it is lost to whitening
+    around = sum(
+        np.roll(cells, (a, b), axis=(1, 2)) for a in (-1, 0, 1) for b in (-1, 0, 1) if a or b
+    )
+    cells = cells - around / 8
+    cells -= cells.mean(axis=(1, 2), keepdims=True)
+    cells /= np.sqrt(np.mean(cells**2, axis=(1, 2), keepdims=True))
+    return cells[0], list(cells[1:])
+
+
+def _tile(payload: Payload) -> FloatArray:
+    """The marked tile for ``payload`` at unit RMS (cells)."""
+    sync, patterns = _patterns()
+    data = np.zeros_like(sync)
+    for pattern, symbol in zip(patterns, payload.symbols(), strict=True):
+        u, v = divmod(symbol, TILE)
+        data += np.roll(pattern, (u, v), axis=(0, 1))
+    sync /= float(np.sqrt(np.mean(sync**2)))
+    data /= float(np.sqrt(np.mean(data**2)))
+    tile = math.sqrt(SYNC_SHARE) * sync + math.sqrt(1 - SYNC_SHARE) * data
+    return (tile / float(np.sqrt(np.mean(tile**2)))).astype(np.float32)
+
+
+def _resample_tile(tile: FloatArray, cell: float, height: int, width: int) -> FloatArray:
+    """``tile`` repeated and resampled (bicubic) to ``height`` x ``width`` pixels of
+    ``cell`` pixels per cell; pixel (x, y) samples the tile at (x / cell, y / cell)."""
+    reps_y = int(math.ceil(height / cell / TILE)) + 2
+    reps_x = int(math.ceil(width / cell / TILE)) + 2
+    big = np.tile(tile, (reps_y, reps_x))
+    # shift by one tile so that bicubic support never reaches the border
+    offset = TILE
+    matrix = np.array([[1 / cell, 0, offset], [0, 1 / cell, offset]], dtype=np.float64)
+    out = cv2.warpAffine(
+        big,
+        matrix,
+        (width, height),
+        flags=cv2.INTER_CUBIC | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_WRAP,
+    )
+    return np.asarray(out, dtype=np.float32)
+
+
+@dataclass
+class Watermarker:
+    """Marks frames with ``payload``; the pixel pattern is built once per frame size."""
+
+    payload: Payload
+    strength: float = STRENGTH
+    _tile: FloatArray = field(init=False, repr=False)
+    _size: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
+    _plus: Frame | None = field(default=None, init=False, repr=False)
+    _minus: Frame | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._tile = _tile(self.payload)
+
+    def _build(self, height: int, width: int) -> tuple[Frame, Frame]:
+        delta = _resample_tile(self._tile, height / ROWS, height, width) * self.strength
+        levels = np.rint(delta)
+        plus = np.clip(levels, 0, 255).astype(np.uint8)
+        minus = np.clip(-levels, 0, 255).astype(np.uint8)
+        self._plus = np.ascontiguousarray(np.repeat(plus[:, :, None], 3, axis=2))
+        self._minus = np.ascontiguousarray(np.repeat(minus[:, :, None], 3, axis=2))
+        self._size = (height, width)
+        return self._plus, self._minus
+
+    def embed(self, frame: Frame) -> Frame:
+        """A marked copy of ``frame`` (uint8 BGR, H x W x 3); the input is not changed."""
+        height, width = frame.shape[:2]
+        if (height, width) == self._size and self._plus is not None and self._minus is not None:
+            plus, minus = self._plus, self._minus
+        else:
+            plus, minus = self._build(height, width)
+        out = cv2.add(frame, plus)
+        cv2.subtract(out, minus, dst=out)
+        return np.asarray(out, dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class FrameDetection:
+    """One frame's verdict: ``marked`` when the sync score ``score`` (z) passes
+    ``THRESHOLD``; ``payload`` when its symbols read back with a good check."""
+
+    marked: bool
+    score: float
+    payload: Payload | None
+    scale: float = 1.0
+    offset: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class StreamDetection:
+    """A stream's verdict over windows of frames: a window is marked when more than half
+    of its frames are; the stream is ``marked`` when any window is. ``payload``: read from
+    the marked frames' summed correlations."""
+
+    frames_total: int
+    frames_marked: int
+    windows_total: int
+    windows_marked: int
+    payload: Payload | None
+    marked: bool
+
+
+#: each cell minus the mean of its 8 neighbours (at DET_CELL pixels per cell): a prediction
+#: error filter that removes most of a natural image and keeps the high-passed mark
+_RING = np.full((3, 3), -1 / 8, np.float32)
+_RING[1, 1] = 1
+
+
+def _whiten(image: FloatArray) -> FloatArray:
+    """``image`` (DET_CELL px per cell) high-passed, then local contrast normalised."""
+    band = cv2.filter2D(image, -1, _RING)
+    energy = cv2.GaussianBlur(band * band, (0, 0), 2.0)
+    out = band / np.sqrt(energy + 1.0)
+    return np.asarray(np.clip(out, -3.0, 3.0), dtype=np.float32)
+
+
+def _fold(image: FloatArray) -> FloatArray:
+    """``image`` summed modulo DET_TILE in both axes (zero padded)."""
+    h, w = image.shape
+    ny, nx = -(-h // DET_TILE), -(-w // DET_TILE)
+    padded = np.zeros((ny * DET_TILE, nx * DET_TILE), np.float32)
+    padded[:h, :w] = image
+    folded = padded.reshape(ny, DET_TILE, nx, DET_TILE).sum(axis=(0, 2))
+    return np.asarray(folded, dtype=np.float32)
+
+
+Spectrum = npt.NDArray[np.complex128]
+Scores = npt.NDArray[np.float64]
+
+
+def _z(surface: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A correlation surface in units of its robust spread around its median."""
+    median = float(np.median(surface))
+    sigma = 1.4826 * float(np.median(np.abs(surface - median))) + 1e-12
+    return np.asarray((surface - median) / sigma)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    """The best sync peak of a frame: score, offset (detector pixels), scale, spectrum."""
+
+    z: float
+    dy: int
+    dx: int
+    scale: float
+    spectrum: Spectrum
+
+
+class Detector:
+    """Reads marks. Holds the reference spectra; one per caller, no shared state."""
+
+    def __init__(self, threshold: float = THRESHOLD) -> None:
+        self.threshold = threshold
+        sync, patterns = _patterns()
+        self._sync = np.conj(np.fft.fft2(self._reference(sync)))
+        self._symbols = [np.conj(np.fft.fft2(self._reference(p))) for p in patterns]
+
+    @staticmethod
+    def _reference(cells: FloatArray) -> FloatArray:
+        ref = _resample_tile(cells, float(DET_CELL), DET_TILE, DET_TILE)
+        return np.asarray(ref - ref.mean(), dtype=np.float32)
+
+    @staticmethod
+    def prepare(frame: Frame) -> FloatArray:
+        """The luma at twice DET_CELL pixels per nominal cell (float32)."""
+        luma = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        factor = 2 * DET_CELL * ROWS / luma.shape[0]
+        small = cv2.resize(luma, (0, 0), fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+        return np.asarray(small, dtype=np.float32)
+
+    def correlate(self, luma: FloatArray, scale: float) -> _Hit:
+        """The sync peak of ``luma`` (from ``prepare``) at period scale ``scale``."""
+        factor = 0.5 / scale
+        resized = cv2.resize(luma, (0, 0), fx=factor, fy=factor, interpolation=cv2.INTER_LINEAR)
+        spectrum: Spectrum = np.fft.fft2(_fold(_whiten(np.asarray(resized, np.float32))))
+        surface = _z(np.fft.ifft2(spectrum * self._sync).real)
+        dy, dx = divmod(int(np.argmax(surface)), DET_TILE)
+        return _Hit(float(surface[dy, dx]), dy, dx, scale, spectrum)
+
+    def symbol_scores(self, hit: _Hit) -> Scores:
+        """(SYMBOLS, TILE * TILE) normalised correlations at the cell shifts from the sync."""
+        rows = (hit.dy + DET_CELL * np.arange(TILE)) % DET_TILE
+        cols = (hit.dx + DET_CELL * np.arange(TILE)) % DET_TILE
+        out = np.empty((SYMBOLS, TILE * TILE))
+        for j, ref in enumerate(self._symbols):
+            surface = _z(np.fft.ifft2(hit.spectrum * ref).real)
+            out[j] = surface[np.ix_(rows, cols)].ravel()
+        return out
+
+    def _search(self, frame: Frame) -> tuple[FrameDetection, Scores | None]:
+        luma = self.prepare(frame)
+        best: _Hit | None = None
+        for scale in SCALES:
+            hit = self.correlate(luma, scale)
+            if best is None or hit.z > best.z:
+                best = hit
+            if best.z > self.threshold * 1.5:
+                break  # clearly marked: no need to try the other scales
+        assert best is not None
+        offset = (best.dy, best.dx)
+        if best.z <= self.threshold:
+            return FrameDetection(False, best.z, None, best.scale, offset), None
+        scores = self.symbol_scores(best)
+        payload = Payload.from_symbols(int(np.argmax(row)) for row in scores)
+        return FrameDetection(True, best.z, payload, best.scale, offset), scores
+
+    def frame(self, frame: Frame) -> FrameDetection:
+        """The verdict on one frame (BGR or grey uint8)."""
+        return self._search(frame)[0]
+
+    def frames(self, frames: Iterable[Frame], window: int) -> StreamDetection:
+        """The verdict on a stream, in consecutive windows of ``window`` frames (the last
+        one may be shorter)."""
+        if window < 1:
+            raise ValueError(f"window must be at least 1 frame: {window}")
+        total = marked = windows = windows_marked = in_window = marked_in_window = 0
+        summed: Scores | None = None
+        for image in frames:
+            result, scores = self._search(image)
+            total += 1
+            in_window += 1
+            if result.marked:
+                marked += 1
+                marked_in_window += 1
+            if scores is not None:
+                summed = scores if summed is None else summed + scores
+            if in_window == window:
+                windows += 1
+                windows_marked += 2 * marked_in_window > in_window
+                in_window = marked_in_window = 0
+        if in_window:
+            windows += 1
+            windows_marked += 2 * marked_in_window > in_window
+        payload = None
+        if summed is not None:
+            payload = Payload.from_symbols(int(np.argmax(row)) for row in summed)
+        return StreamDetection(total, marked, windows, windows_marked, payload, windows_marked > 0)
+
+
+def detect_frame(frame: Frame) -> FrameDetection:
+    """The verdict on one frame (see ``Detector``)."""
+    return Detector().frame(frame)
+
+
+def detect_frames(frames: Iterable[Frame], window: int) -> StreamDetection:
+    """The verdict on a stream of frames in windows of ``window`` frames (see ``Detector``)."""
+    return Detector().frames(frames, window)
