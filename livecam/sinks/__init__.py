@@ -11,6 +11,7 @@ from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
 from livecam.sinks.preview import PreviewWindowSink
 from livecam.sinks.recording.image import IMAGE_SUFFIXES, ImageWriterSink
+from livecam.sinks.recording.provenance import Provenance
 from livecam.sinks.recording.video import VIDEO_CODECS, RecorderSink
 from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
@@ -97,8 +98,9 @@ class AutoSink(Sink):
         return self.chosen is not None and self.chosen.closed
 
 
-def make_sink(spec: str, cfg: OutputConfig) -> Sink:
-    """Build one sink from a spec; raise SinkError listing the accepted forms."""
+def make_sink(spec: str, cfg: OutputConfig, provenance: Provenance | None = None) -> Sink:
+    """Build one sink from a spec; raise SinkError listing the accepted forms. Files are
+    signed with ``provenance`` (None: not signed)."""
     parsed = SinkSpec.parse(spec)
     if parsed.kind == "virtualcam":
         return VirtualCamSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
@@ -109,14 +111,17 @@ def make_sink(spec: str, cfg: OutputConfig) -> Sink:
     if parsed.kind == "null":
         return NullSink()
     if parsed.text and parsed.suffix in VIDEO_CODECS:
-        return RecorderSink(parsed.text, overwrite=cfg.overwrite)
+        return RecorderSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
     if parsed.text and parsed.suffix in IMAGE_SUFFIXES:
-        return ImageWriterSink(parsed.text, overwrite=cfg.overwrite)
+        return ImageWriterSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
     raise SinkError(f"unknown output sink {spec!r}", f"use {ACCEPTED}")
 
 
-def make_sinks(specs: tuple[str, ...], cfg: OutputConfig) -> list[Sink]:
-    """Build every sink named in ``specs`` (several are allowed), in order."""
+def make_sinks(
+    specs: tuple[str, ...], cfg: OutputConfig, provenance: Provenance | None = None
+) -> list[Sink]:
+    """Build every sink named in ``specs`` (several are allowed), in order; the files are
+    signed with ``provenance``."""
     if not specs:
         raise SinkError("no output sink given", f"use {ACCEPTED}")
-    return [make_sink(s, cfg) for s in specs]
+    return [make_sink(s, cfg, provenance) for s in specs]

@@ -6,7 +6,8 @@ frames the pipeline delivered. MPEG-4 part 2 ("mp4v") and MJPEG are named choice
 mp4v is the loud fallback when no H.264 encoder opens. The file is written to a temporary
 file in the target folder and renamed on success (``livecam.userfiles``); an existing
 file is never replaced unless ``overwrite`` is set: a new name with a timestamp is chosen
-instead.
+instead. A finished file is signed (``livecam.sinks.recording.provenance``: a C2PA
+manifest in .mp4, .mov and .avi, a container tag in .mkv) before it gets its name.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import AudioTrack, has_audio
+from livecam.sinks.recording.provenance import CARRIES, FileFacts, Provenance, ProvenanceError
 from livecam.sinks.recording.timeline import TIME_BASE, Timeline
 from livecam.types import Frame
 from livecam.userfiles import OutputFile
@@ -34,11 +36,12 @@ RecordCodec = Literal["h264", "mp4v", "mjpg"]
 #: the codecs each video container takes, its default first
 VIDEO_CODECS: dict[str, tuple[RecordCodec, ...]] = {
     ".mp4": ("h264", "mp4v"),
+    ".mov": ("h264", "mp4v"),
     ".mkv": ("h264", "mp4v", "mjpg"),
     ".avi": ("mjpg", "mp4v"),
 }
 #: FFmpeg container names for PyAV
-_AV_FORMATS = {".mp4": "mp4", ".mkv": "matroska", ".avi": "avi"}
+_AV_FORMATS = {".mp4": "mp4", ".mov": "mov", ".mkv": "matroska", ".avi": "avi"}
 #: FFmpeg H.264 encoders tried in order (libx264 ships in PyAV's wheels)
 H264_ENCODERS = ("libx264", "libopenh264", "h264_videotoolbox", "h264_mf", "h264_nvenc")
 MP4V_FALLBACK_NOTE = (
@@ -161,7 +164,7 @@ class _PyAVWriter:
 
 
 class RecorderSink(Sink):
-    """Records every new frame to a video file (``.mp4``, ``.mkv``, ``.avi``).
+    """Records every new frame to a video file (``.mp4``, ``.mov``, ``.mkv``, ``.avi``).
 
     ``codec``: None picks the container's default (H.264 for .mp4/.mkv, MJPEG for .avi);
     "h264", "mp4v" or "mjpg" asks for one. With the default, an H.264 encoder that cannot
@@ -177,6 +180,11 @@ class RecorderSink(Sink):
     too (.mp4 and .mkv recordings; see ``livecam.sinks.recording.audio``).
     ``frames_written`` counts the frames in the file: timed to the frame period (mp4v,
     MJPEG), a second frame within one period is left out.
+
+    ``provenance``: the finished temporary file is signed (its manifest counts the frames
+    the swap changed, ``frames_swapped``) before the rename, so only a whole signed file
+    takes the name; when signing fails the recording is kept unsigned with a loud
+    warning (``provenance_kind`` None; else what the file carries).
     """
 
     name = "recorder"
@@ -190,6 +198,7 @@ class RecorderSink(Sink):
         overwrite: bool = False,
         codec: RecordCodec | None = None,
         h264_encoders: tuple[str, ...] = H264_ENCODERS,
+        provenance: Provenance | None = None,
     ) -> None:
         self.path = Path(path)
         suffix = self.path.suffix.lower()
@@ -211,6 +220,9 @@ class RecorderSink(Sink):
         self.target = self.path
         self.encoder: str | None = None  # e.g. "libx264", "mpeg4", "mjpeg" once open
         self.frames_written = 0
+        self.provenance = provenance
+        self.frames_swapped = 0  # frames written that the swap changed
+        self.provenance_kind: str | None = None  # what the finished file carries
         self._writer: _PyAVWriter | None = None
         self._out: OutputFile | None = None
         self._tmp: Path | None = None
@@ -243,7 +255,8 @@ class RecorderSink(Sink):
         self._timeline = Timeline(fps)
         self.encoder = self._writer.encoder
         self.audio = _describe_audio(self._writer)
-        self.frames_written = 0
+        self.frames_written = self.frames_swapped = 0
+        self.provenance_kind = None
         log.info(
             "recording %dx%d (%g fps nominal) to %s with %s%s",
             width,
@@ -308,6 +321,8 @@ class RecorderSink(Sink):
         except Exception as e:
             self._fail(e)
         self.frames_written += written
+        if written and self.provenance is not None and self.provenance.frame_swapped:
+            self.frames_swapped += 1
 
     def close(self) -> None:
         """Finish the file and give it its name; raise SinkError if that fails."""
@@ -325,19 +340,39 @@ class RecorderSink(Sink):
             writer.finish(self._timeline.duration_s)
             if not tmp.exists() or tmp.stat().st_size == 0:
                 raise FileNotFoundError(f"{tmp} is missing or empty after writing")
-            out.commit(tmp)
+            out.commit(self._sign(tmp, out))
         except Exception as e:
             self._fail(e)
         self.written = self.target
         self._writer = self._tmp = self._out = None
         log.info(
-            "recorded %d frames (%.1f s) to %s (%s%s)",
+            "recorded %d frames (%.1f s) to %s (%s%s; provenance: %s)",
             self.frames_written,
             self._timeline.duration_s,
             self.target,
             self.encoder,
             f", sound {self.audio}" if self.audio else "",
+            self.provenance_kind or "none",
         )
+
+    def _sign(self, tmp: Path, out: OutputFile) -> Path:
+        """The finished file to commit: a signed copy of ``tmp`` (which is removed), or
+        ``tmp`` itself when there is no provenance to write or signing failed."""
+        if self.provenance is None:
+            return tmp
+        signed = out.temp_path("signed")
+        facts = FileFacts(self.target.name, self.frames_written, self.frames_swapped)
+        try:
+            done = self.provenance.finish_file(tmp, signed, facts)
+        except ProvenanceError as e:
+            log.warning("%s is kept WITHOUT signed provenance: %s", self.target, e.message)
+            return tmp
+        if not done:
+            return tmp
+        self._tmp = signed  # removed by _fail if the rename fails
+        tmp.unlink(missing_ok=True)
+        self.provenance_kind = CARRIES[self.target.suffix.lower()]
+        return signed
 
     def _fail(self, error: Exception) -> NoReturn:
         """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
