@@ -1,11 +1,16 @@
-"""Swap-quality benchmark of the offline preset's face parts (classic swapper + ROI blender).
+"""Swap-quality benchmark of a classic preset's face parts (classic swapper + ROI blender).
 
 For every ordered pair of images of DISTINCT people in <testdata>/faces, swap the source
-face onto the target face and measure, with the dlib 128-d descriptor:
+face onto the target face and measure, with the judge preset's photo analyzer (its
+recognizer embeds; the classic swap uses no recognizer to decide anything, so the judge is
+held out from the swap):
 
 * ID retrieval rate: share of pairs whose output is closer (cosine) to the source than
   to the target;
 * mean cos(out, source) - cos(out, target);
+* identity gain: mean ||e(target) - e(source)|| / ||e(out) - e(source)|| (unit embeddings):
+  how many times closer to the source the output is than the unswapped target (> 1: it
+  moved toward the source);
 * mean 68-landmark error between output and target / inter-ocular distance;
 * the swap time (median), plus the time on a 640x480 frame with one ~200 px face; both
   time the stage's own path (``FaceParts.render``: swapper, then blender).
@@ -14,14 +19,15 @@ Identity = the file-name prefix before the first "_" (obama_*, biden_*, ...). Im
 which the analyzer finds no face or several faces (the two-people photo, the group photo)
 are skipped and listed. Targets: retrieval >= 95 %, landmark error <= 0.08.
 
-Usage: python bench/bench_swap_quality.py [--testdata PATH] [--color lab|rct|none]
-       [--blend feather|seamless] [--no-keep-mouth] [--quiet]
+Usage: python bench/bench_swap_quality.py [--testdata PATH] [--preset P] [--judge P]
+       [--color lab|rct|none] [--blend feather|seamless] [--no-keep-mouth] [--quiet]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import sys
 import time
@@ -38,7 +44,12 @@ from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
 from livecam.face.crops.align import kps_from_68  # noqa: E402
 from livecam.face.dlib_files import DlibModels  # noqa: E402
-from livecam.face.identity.metrics import FaceNotFoundError, identity_metrics  # noqa: E402
+from livecam.face.identity.metrics import (  # noqa: E402
+    FaceNotFoundError,
+    IdentityMetrics,
+    cosine,
+    identity_metrics,
+)
 from livecam.face.parts import FaceParts, FrameContext  # noqa: E402
 from livecam.face.presets import PRESETS  # noqa: E402
 from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402
@@ -97,9 +108,20 @@ def render(parts: FaceParts, image: Frame, face: Face, model: SourceModel) -> Fr
     return parts.render([FrameContext(image)], [FaceWork(0, 0, face)], [model])[0]
 
 
+def identity_gain(source: Face, target: Face, m: IdentityMetrics) -> float:
+    """||e(target) - e(source)|| / ||e(out) - e(source)|| for unit embeddings, from the
+    cosines (||a - b||^2 = 2 - 2 cos)."""
+    assert source.embedding is not None and target.embedding is not None
+    before = math.sqrt(max(2.0 - 2.0 * cosine(target.embedding, source.embedding), 0.0))
+    after = math.sqrt(max(2.0 - 2.0 * m.cos_source, 1e-12))
+    return before / after
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
+    ap.add_argument("--preset", default="lite", help="the classic preset whose parts swap")
+    ap.add_argument("--judge", default="lite", help="the preset whose analyzer measures")
     ap.add_argument("--color", default="lab", choices=["lab", "rct", "none"])
     ap.add_argument("--blend", default="feather", choices=["feather", "seamless"])
     ap.add_argument("--no-keep-mouth", action="store_true")
@@ -115,9 +137,12 @@ def main() -> int:
     cfg = SwapConfig(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
     opts = ClassicOptions(feather=args.feather, shape_weight=args.shape_weight)
     swapper = ClassicSwapper(cfg, opts)
-    parts = dataclasses.replace(build_parts(PRESETS["offline"], cfg, DlibModels()), swapper=swapper)
-    analyzer = photo_analyzer(parts)  # the offline preset's source-photo analyzer
+    built = build_parts(PRESETS[args.preset], cfg, DlibModels())
+    parts = dataclasses.replace(built, swapper=swapper)
+    analyzer = photo_analyzer(parts)  # the preset's source-photo analyzer
+    judge = photo_analyzer(build_parts(PRESETS[args.judge], cfg, DlibModels()))
     portraits, skipped = load_portraits(folder, analyzer)
+    judged = {p.name: judge.analyze(p.image, with_embedding=True)[0] for p in portraits}
     sources: dict[str, SourceModel] = {}
     for p in portraits:
         assert p.face.landmarks is not None
@@ -128,6 +153,7 @@ def main() -> int:
         print("skipped:", ", ".join(skipped))
     rows = []
     times: list[float] = []
+    gains: list[float] = []
     failures: list[str] = []
     for s in portraits:
         for t in portraits:
@@ -138,11 +164,13 @@ def main() -> int:
             out = render(parts, t.image, t.face, sources[s.name])
             times.append((time.perf_counter() - t0) * 1000)
             try:
-                m = identity_metrics(s.image, t.image, out, analyzer, s.face, t.face)
+                js, jt = judged[s.name], judged[t.name]
+                m = identity_metrics(s.image, t.image, out, judge, js, jt)
             except FaceNotFoundError:
                 failures.append(f"{s.name} -> {t.name}")
                 continue
             rows.append((s.name, t.name, m, times[-1]))
+            gains.append(identity_gain(js, jt, m))
 
     if not args.quiet:
         print(
@@ -165,6 +193,7 @@ def main() -> int:
         margin = statistics.mean(m.margin for _, _, m, _ in rows)
         lmk = statistics.mean(m.landmark_error for _, _, m, _ in rows)
         print(f"mean cos(out,src) - cos(out,tgt): {margin:+.3f}")
+        print(f"identity gain ||t-s|| / ||out-s||: mean {statistics.mean(gains):.3f}")
         print(
             f"mean cos(out,src): {statistics.mean(m.cos_source for _, _, m, _ in rows):.3f}  "
             f"mean cos(out,tgt): {statistics.mean(m.cos_target for _, _, m, _ in rows):.3f}"

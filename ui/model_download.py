@@ -41,7 +41,7 @@ def models_to_get(store: ModelStore, cfg: SwapConfig) -> list[ModelEntry]:
     if cfg.preset == AUTO:
         return []
     row = resolve_preset(cfg.preset, store, cfg)
-    entries = [store.entry(name) for name in dict.fromkeys(row.model_names(cfg))]
+    entries = [store.entry(name) for name in dict.fromkeys(row.model_names(cfg, store.manifest))]
     return [e for e in entries if store.locate(e.name) is None or not store.licence_accepted(e)]
 
 

@@ -53,8 +53,9 @@ def demo_config(
     target: Path,
     overwrite: bool = False,
 ) -> Config:
-    """The offline-preset demo: the target portrait moves like a head on a webcam.
-    ``overwrite``: replace an existing ``output`` (else a timestamped name is used)."""
+    """The lite-preset demo (bundled, no download): the target portrait moves like a head
+    on a webcam. ``overwrite``: replace an existing ``output`` (else a timestamped name is
+    used)."""
     return Config.from_dict(
         {
             "source": {
@@ -66,7 +67,7 @@ def demo_config(
             "buffer": {"lossless": not window},
             "output": {"sinks": ["window"] if window else [output], "overwrite": overwrite},
             "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(face), "preset": "offline", "select": "one"},
+            "swap": {"face": str(face), "preset": "lite", "select": "one"},
             "run": {"frames": frames},
         }
     )
@@ -92,7 +93,7 @@ def run_demo(args: argparse.Namespace) -> int:
             raise ConfigError(f"--frames {frames} is invalid", e.hint) from None
         print(
             f"LiveCam demo: the face of {SOURCE_FACE} onto an animated {TARGET} "
-            f"({length}, offline preset) -> {where}"
+            f"({length}, lite preset) -> {where}"
         )
         summary = run_pipeline(cfg)
     print_summary(summary)

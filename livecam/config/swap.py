@@ -16,6 +16,7 @@ from livecam.config.validation import Validated
 FaceSelection = Literal["one", "all", "reference"]
 ColorTransfer = Literal["lab", "rct", "none"]
 BlendMode = Literal["feather", "seamless"]
+EyeSource = Literal["own", "source"]  # the classic swap's eyes: the camera's or the photo's
 Provider = Literal["auto", "tensorrt", "cuda", "directml", "coreml", "cpu"]
 MaskKind = Literal["box", "insightface", "ellipse", "region"]
 ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
@@ -37,7 +38,8 @@ NEURAL = "neural presets (lite, standard, quality)"
 
 @functools.cache
 def preset_names() -> tuple[str, ...]:
-    """Every name ``swap.preset`` accepts: ``auto`` and the rows of the preset table."""
+    """Every name ``swap.preset`` accepts: ``auto``, the rows of the preset table and their
+    aliases."""
     from livecam.face.presets import preset_names as table_names  # loaded when first asked
 
     return table_names()
@@ -83,11 +85,11 @@ class SwapConfig(Validated):
         help="which face of --face when it holds several (0 = largest)",
     )
     preset: Preset = setting(
-        "offline",
+        "lite",
         option="--preset",
         choices=preset_names,
-        help="model set (default {default}: no download; lite: a few MB; standard, quality: "
-        "neural swappers; auto: the best whose models are present)",
+        help="model set (default {default}: bundled, no download; offline is another name for "
+        "it; standard, quality: neural swappers; auto: the best whose models are present)",
     )
     select: FaceSelection = setting(
         "one",
@@ -127,8 +129,11 @@ class SwapConfig(Validated):
         option="--no-keep-mouth",
         help="paste the source's mouth too instead of keeping the target's",
     )
-    keep_eyes: bool = setting(
-        False, option="--keep-eyes", help="keep the target's eyes (when the source photo blinks)"
+    eyes: EyeSource = setting(
+        "own",
+        option="--eyes",
+        help="classic swap's eyes: own (the camera's eyes, blinks and gaze in the source's "
+        "skin tone) or source (the photo's eyes) (default {default})",
     )
     color: ColorTransfer = setting(
         "lab",

@@ -51,7 +51,7 @@ ACTION_TITLES: Mapping[str, str] = {
     "quality_up": "quality up (better preset)",
     "quality_down": "quality down (faster preset)",
 }
-QUALITY_LADDER = ("offline", "lite", "standard", "quality")
+QUALITY_LADDER = ("lite", "standard", "quality")
 START_WAIT_S = 5.0  # the listener connects to the display within this
 START_ATTEMPTS = 3
 STOP_JOIN_S = 1.0

@@ -106,9 +106,9 @@ def has_enhancer(cfg: SwapConfig) -> bool:
     """Whether ``cfg`` runs an enhancer (True when it cannot be told: preset ``auto``)."""
     if cfg.enhancer is not None or cfg.enhancer_model is not None:
         return cfg.enhancer != "none"
-    from livecam.face.presets import PRESETS
+    from livecam.face.presets import preset_row
 
-    row = PRESETS.get(cfg.preset)
+    row = preset_row(cfg.preset)
     return row is None or row.enhancer is not None
 
 

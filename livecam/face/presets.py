@@ -139,24 +139,14 @@ PRESETS: Mapping[str, PresetRow] = MappingProxyType(
         row.name: row
         for row in (
             PresetRow(
-                name="offline",
-                detector="yunet-2023mar",
-                landmarker="dlib-shape68",
-                recognizer="dlib-resnet128",
-                swapper="classic-mesh",
-                enhancer=None,
-                masks=(),  # the classic swapper makes its own feathered, skin-gated mask
-                needs_download="no",
-            ),
-            PresetRow(
                 name="lite",
                 detector="yunet-2023mar",
                 landmarker="slim-68",  # ~15 ms a face (PFLD: ~180 ms, a little closer)
                 recognizer="mobilefacenet",
                 swapper="classic-mesh",
                 enhancer=None,
-                masks=(),
-                needs_download="a few MB (MIT weights)",
+                masks=(),  # the classic swapper makes its own feathered, skin-gated mask
+                needs_download="no",  # the three ONNX files ship in livecam/assets
             ),
             PresetRow(
                 name="standard",
@@ -183,18 +173,27 @@ PRESETS: Mapping[str, PresetRow] = MappingProxyType(
 )
 """Every preset: ``auto`` takes the first of ``AUTO_ORDER`` whose models are present."""
 
-AUTO_ORDER = ("quality", "standard", "lite", "offline")
+AUTO_ORDER = ("quality", "standard", "lite")
+#: the default preset: bundled with LiveCam, nothing to download
+DEFAULT_PRESET = "lite"
+#: other names of a row (``offline``, the bundled CPU preset's name before it was lite)
+ALIASES: Mapping[str, str] = MappingProxyType({"offline": DEFAULT_PRESET})
 
 
 def preset_names() -> tuple[str, ...]:
-    """Every name ``swap.preset`` accepts: ``auto`` and the rows, in table order."""
-    return (AUTO, *PRESETS)
+    """Every name ``swap.preset`` accepts: ``auto``, the rows in table order, the aliases."""
+    return (AUTO, *PRESETS, *ALIASES)
+
+
+def preset_row(name: str) -> PresetRow | None:
+    """The row of ``name`` (a row's name or an alias), None for ``auto`` or an unknown name."""
+    return PRESETS.get(ALIASES.get(name, name))
 
 
 def preset_model_names(preset: str) -> list[str]:
     """The manifest models ``preset`` needs with the default settings (``livecam models
-    fetch PRESET``); a KeyError for a name that is not a row."""
-    return PRESETS[preset].model_names()
+    fetch PRESET``); a KeyError for a name that is not a row or an alias."""
+    return PRESETS[ALIASES.get(preset, preset)].model_names()
 
 
 def models_present(row: PresetRow, store: ModelStore, cfg: SwapChoices | None = None) -> bool:
@@ -206,8 +205,8 @@ def resolve_preset(
     name: str, store: ModelStore | None = None, cfg: SwapChoices | None = None
 ) -> PresetRow:
     """The row for ``name``. ``auto``: the best preset of ``AUTO_ORDER`` whose models are
-    all present in ``store`` (offline when there is no store). An unknown name is a
-    ConfigError naming the allowed ones."""
+    all present in ``store`` (lite when there is no store); an alias gives its row. An
+    unknown name is a ConfigError naming the allowed ones."""
     if name == AUTO:
         manifest = store.manifest if store is not None else None
         for candidate in AUTO_ORDER:
@@ -216,7 +215,7 @@ def resolve_preset(
             if not best.model_names(cfg, manifest) or present:
                 log.info("preset auto: %s (its models are present)", candidate)
                 return best
-    row = PRESETS.get(name)
+    row = preset_row(name)
     if row is None:
         raise ConfigError(f"unknown preset {name!r}", f"use one of {', '.join(preset_names())}")
     return row

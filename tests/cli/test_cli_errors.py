@@ -118,7 +118,7 @@ CASES = [
     Case(
         "config unknown preset",
         lambda t: config(t, '[swap]\npreset = "fast"\n'),
-        ("'swap.preset'", "'offline'", "'auto'"),
+        ("'swap.preset'", "'lite'", "'offline'", "'auto'"),
     ),
     Case(
         "a hidden knob that would be ignored",

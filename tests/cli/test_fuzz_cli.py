@@ -44,7 +44,7 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
     "--face-index": (["0"], ["1", "-1", "1000", "x"]),
     "--select": (["one", "all"], ["reference", "biggest"]),
     "--reference": ([], ["{face}", "{tmp}", "/dev/zero"]),
-    "--preset": (["offline", "auto"], ["standard", "quality"]),
+    "--preset": (["lite", "offline", "auto"], ["standard", "quality"]),
     "--detect-every": (["1", "3", "60"], ["0", "61"]),
     "--detect-size": (["160", "4096"], ["159", "5000"]),
     "--blend": (["feather", "seamless"], ["poisson"]),

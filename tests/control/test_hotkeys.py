@@ -105,16 +105,15 @@ def test_quality_ladder_holds_only_presets_whose_models_are_here(
     models.mkdir()
     empty = ModelStore(models_dir=models, data_dir=tmp_path / "data")
     base = Config()
-    assert quality_ladder(base, None) == ["offline"]
-    only_offline = quality_ladder(base, empty)
-    for name in ("slim_160_latest.onnx", "mobilefacenet.onnx"):  # the lite preset's models
+    # lite ships inside LiveCam: always on the ladder; standard and quality need downloads
+    assert quality_ladder(base, None) == quality_ladder(base, empty) == ["lite"]
+    for name in ("scrfd_2.5g_kps.onnx", "mobilefacenet.onnx"):  # not standard's files
         shutil.copy(testdata / "models" / name, models / name)
     ladder = quality_ladder(base, ModelStore(models_dir=models, data_dir=tmp_path / "data"))
-    assert "lite" in ladder and "lite" not in only_offline
-    assert step_quality("offline", ladder, +1) == "lite"
-    assert step_quality("lite", ladder, -1) == "offline"
-    assert step_quality("offline", ladder, -1) is None
-    assert step_quality("lite", ["offline", "lite", "quality"], +1) == "quality"  # skips
+    assert ladder == ["lite"]
+    assert step_quality("lite", ladder, +1) is None and step_quality("lite", ladder, -1) is None
+    assert step_quality("lite", ["lite", "quality"], +1) == "quality"  # skips standard
+    assert step_quality("quality", ["lite", "standard", "quality"], -1) == "standard"
 
 
 def test_face_cycle_wraps_and_keeps_each_photo_once() -> None:
@@ -151,7 +150,7 @@ def test_actions_toggle_cycle_and_report_on_a_real_stream(app: App) -> None:
     face = actions.run("next_face")
     assert face is not None
     assert face.wait(30).config.swap.face == str(ASSETS / "astronaut.png")
-    # offline has no enhancer to switch on, and nothing better is installed: reported
+    # lite has no enhancer to switch on, and nothing better is installed: reported
     assert actions.run("enhancer") is None
     assert actions.run("quality_up") is None
     assert [e.level for e in events] == ["info", "info"]

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from face_parts_data import load_face_image
 
 from livecam.config import schema
 from livecam.config.schema import SwapConfig
@@ -21,9 +22,10 @@ from livecam.face.build import (
 )
 from livecam.face.detect.yunet import YuNetDetector
 from livecam.face.dlib_files import DlibModels
+from livecam.face.identity.metrics import identity_metrics
 from livecam.face.identity.onnx import OnnxRecognizer
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
 from livecam.face.landmarks.onnx import Pfld68Landmarker
+from livecam.face.parts import FrameContext
 from livecam.face.paste.blenders import RoiBlender
 from livecam.face.presets import (
     AUTO_ORDER,
@@ -35,31 +37,36 @@ from livecam.face.presets import (
 from livecam.face.swap.classic import ClassicSwapper
 from livecam.models.manifest import load_manifest
 from livecam.models.store import ModelStore
+from livecam.types import FaceWork
 
 
 def test_every_config_preset_is_in_the_table() -> None:
     assert schema.preset_names() == preset_names()  # the config's choices are the table's
     assert preset_names()[0] == "auto" and set(AUTO_ORDER) == set(PRESETS)
+    assert preset_names()[1:] == ("lite", "standard", "quality", "offline")  # offline: alias
+    assert SwapConfig().preset == "lite"  # the default needs no download
     with pytest.raises(dataclasses.FrozenInstanceError):
-        PRESETS["offline"].swapper = "other"  # type: ignore[misc]
+        PRESETS["lite"].swapper = "other"  # type: ignore[misc]
 
 
-def test_offline_needs_no_model_file_and_auto_falls_back_to_it(tmp_path: Path) -> None:
+def test_lite_needs_no_model_file_offline_is_lite_and_auto_falls_back_to_it(
+    tmp_path: Path,
+) -> None:
     empty = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
-    assert resolve_preset("offline") is PRESETS["offline"]
-    assert resolve_preset("auto", empty) is PRESETS["offline"]
-    assert PRESETS["offline"].needs_download == "no" and PRESETS["offline"].model_names() == []
-    assert PRESETS["offline"].parts_for() == {
+    assert resolve_preset("offline") is resolve_preset("lite") is PRESETS["lite"]
+    assert resolve_preset("auto", empty) is resolve_preset("auto") is PRESETS["lite"]
+    assert PRESETS["lite"].needs_download == "no" and PRESETS["lite"].model_names() == []
+    assert preset_model_names("lite") == preset_model_names("offline") == []
+    assert PRESETS["lite"].parts_for() == {
         "detector": "yunet-2023mar",
-        "landmarker": "dlib-shape68",
-        "recognizer": "dlib-resnet128",
+        "landmarker": "slim-68",
+        "recognizer": "mobilefacenet",
         "swapper": "classic-mesh",
     }
 
 
 def test_the_lite_preset_is_served_by_the_testdata_models(testdata: Path, tmp_path: Path) -> None:
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
-    assert preset_model_names("lite") == ["slim-68", "mobilefacenet"]
     assert resolve_preset("auto", store) is PRESETS["lite"]  # standard/quality are missing
     parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
     try:
@@ -130,16 +137,16 @@ def test_unknown_preset_names_the_choices() -> None:
     assert all(name in info.value.hint for name in preset_names())
 
 
-def test_offline_parts_and_the_photo_analyzer_made_of_them() -> None:
+def test_lite_parts_and_the_photo_analyzer_made_of_them() -> None:
     parts = build_parts(
-        PRESETS["offline"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
+        PRESETS["lite"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
     )
     live, photo = parts.detector, parts.photo_detector
     assert isinstance(live, YuNetDetector) and isinstance(photo, YuNetDetector)
     assert (live.max_sides, photo.max_sides) == ((480,), PHOTO_SIDES)
     assert live.start_score == photo.start_score == YUNET_START_SCORE > live.score_threshold
-    assert "box=Dlib68Landmarker.box_for_kps" in live.model_id
-    assert isinstance(parts.landmarker, Dlib68Landmarker)
+    assert isinstance(parts.landmarker, Pfld68Landmarker)
+    assert f"box={parts.landmarker.box_for_kps.__qualname__}" in live.model_id
     assert isinstance(parts.swapper, ClassicSwapper)
     assert isinstance(parts.blender, RoiBlender) and parts.blender.mode == "seamless"
     assert parts.enhancer is None and parts.masker is None
@@ -161,22 +168,22 @@ def test_every_manifest_model_has_a_part_kind_of_its_task() -> None:
 
 
 def test_the_built_in_parts_are_manifest_rows(tmp_path: Path) -> None:
-    # offline needs no download, yet each of its parts but the classic swapper is a
-    # manifest row: YuNet bundled with LiveCam (found by the store), dlib's from the wheel
+    # lite needs no download, yet each of its parts but the classic swapper is a manifest
+    # row: YuNet, slim-160 and MobileFaceNet bundled with LiveCam (found by the store)
     empty = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
-    builder = PartsBuilder(PRESETS["offline"], SwapConfig(), DlibModels(), empty)
+    builder = PartsBuilder(PRESETS["lite"], SwapConfig(), DlibModels(), empty)
     sources = {
         role: p.entry.source if p.entry is not None else None for role, p in builder.plan.items()
     }
     assert sources == {
         "detector": "bundled",
-        "landmarker": "package",
-        "recognizer": "package",
+        "landmarker": "bundled",
+        "recognizer": "bundled",
         "swapper": None,
     }
     builder.resolve_files()
-    assert list(builder.files) == ["yunet-2023mar"]  # package files are DlibModels' to load
-    assert builder.files["yunet-2023mar"].parent.name == "assets"
+    assert sorted(builder.files) == ["mobilefacenet", "slim-68", "yunet-2023mar"]
+    assert {path.parent.name for path in builder.files.values()} == {"assets"}
     assert not list(tmp_path.rglob("*.onnx"))  # nothing downloaded
 
 
@@ -211,3 +218,33 @@ def test_a_part_name_of_the_wrong_role_or_unknown_is_an_error(tmp_path: Path) ->
     unknown = dataclasses.replace(PRESETS["lite"], landmarker="slim-86")
     with pytest.raises(ModelError, match="slim-86 \\(landmarker\\) has no model or part"):
         PartsBuilder(unknown, SwapConfig(), DlibModels(), store)
+
+
+@pytest.mark.parametrize("models_dir", ["unset", "empty"])
+def test_the_lite_preset_swaps_with_no_models_folder(
+    models_dir: str, testdata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bundled files alone: no LIVECAM_MODELS_DIR, or one pointing to an empty folder
+    if models_dir == "unset":
+        monkeypatch.delenv("LIVECAM_MODELS_DIR", raising=False)
+    else:
+        (tmp_path / "empty").mkdir()
+        monkeypatch.setenv("LIVECAM_MODELS_DIR", str(tmp_path / "empty"))
+    store = ModelStore(data_dir=tmp_path / "data")
+    parts = build_parts(resolve_preset("auto", store), SwapConfig(), DlibModels(), store)
+    try:
+        assert parts.preset == "lite" and parts.providers().used == ("cpu",)
+        analyzer = photo_analyzer(parts)
+        source_image = load_face_image(testdata, "astronaut_eileen_collins.png")
+        target_image = load_face_image(testdata, "obama_official_portrait_2012.jpg")
+        (source,) = analyzer.analyze(source_image, with_embedding=True)
+        (target,) = analyzer.analyze(target_image, with_embedding=True)
+        assert source.landmarks is not None and source.landmarks.shape == (68, 2)
+        assert target.landmarks is not None and isinstance(parts.swapper, ClassicSwapper)
+        model = parts.swapper.prepare_landmarks(source_image, source.landmarks)
+        out = parts.render([FrameContext(target_image)], [FaceWork(0, 0, target)], [model])[0]
+        metrics = identity_metrics(source_image, target_image, out, analyzer, source, target)
+        assert metrics.retrieved and metrics.margin > 0.1  # the output reads as the source
+    finally:
+        parts.close()
+    assert not list(tmp_path.rglob("*.onnx*"))  # nothing downloaded

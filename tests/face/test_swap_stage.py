@@ -284,7 +284,7 @@ def test_stage_follows_the_protocol_and_reports_its_providers(build_swap_stage) 
     stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="auto"))
     assert isinstance(stage, Stage) and stage.name == "swap" and stage.required
     assert isinstance(stage, FaceSwapStage)
-    assert stage.preset == "offline"  # auto: the best preset this version can build
+    assert stage.preset == "lite"  # auto: the best preset this machine has (bundled)
     assert stage.providers == Providers(requested=("cpu",), used=("cpu",))
     # the classic swapper warps pixels: its source photo is analysed without the descriptor
     assert stage.source.face.landmarks is not None and stage.source.face.embedding is None

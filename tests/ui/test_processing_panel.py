@@ -100,14 +100,16 @@ def test_provider_fallback_is_shown_with_its_reason(
 def local_store(
     tmp_path: Path, testdata: Path, server: FileServer, bad: bool = False
 ) -> ModelStore:
-    """The lite preset's downloads served by the local server; mobilefacenet given a
-    non-commercial licence so it must be accepted."""
+    """The lite preset's models as downloads (they ship inside LiveCam: here under other file
+    names, so the bundled copies are not found) served by the local server; mobilefacenet
+    given a non-commercial licence so it must be accepted."""
     manifest = dict(load_manifest())
     for name in ("slim-68", "mobilefacenet"):
         entry = manifest[name]
         data = (testdata / "models" / entry.file).read_bytes()
-        url = server.add(f"/{entry.file}", data) if not bad else server.url("/missing.onnx")
-        manifest[name] = dataclasses.replace(entry, urls=(url,))
+        file = f"served_{entry.file}"
+        url = server.add(f"/{file}", data) if not bad else server.url("/missing.onnx")
+        manifest[name] = dataclasses.replace(entry, file=file, urls=(url,), source="download")
     manifest["mobilefacenet"] = dataclasses.replace(
         manifest["mobilefacenet"], commercial=False, licence="test non-commercial licence"
     )
@@ -118,7 +120,7 @@ def test_missing_models_open_the_download_dialog_then_the_preset_applies(
     qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
 ) -> None:
     store = local_store(tmp_path, testdata, server)
-    stream = StreamController(small_config(GRACE))
+    stream = StreamController(small_config(GRACE, swap={"preset": "auto"}))
     panel = ProcessingPanel(stream, settings, store=store)
     qtbot.addWidget(panel)
     panel.preset.setCurrentIndex(panel.preset.findData("lite"))
@@ -131,7 +133,7 @@ def test_missing_models_open_the_download_dialog_then_the_preset_applies(
     assert listed == {"slim-68", "mobilefacenet"}
     assert "test non-commercial licence" in dialog.accept_box.text()
     assert not dialog.download_button.isEnabled()  # the licence must be accepted first
-    assert stream.config.swap.preset == "offline"
+    assert stream.config.swap.preset == "auto"
     dialog.accept_box.setChecked(True)
     with qtbot.waitSignal(dialog.accepted, timeout=30000):
         dialog.download_button.click()
@@ -147,7 +149,7 @@ def test_a_failed_download_says_why_and_changes_nothing(
     qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
 ) -> None:
     store = local_store(tmp_path, testdata, server, bad=True)
-    stream = StreamController(small_config(GRACE))
+    stream = StreamController(small_config(GRACE, swap={"preset": "auto"}))
     panel = ProcessingPanel(stream, settings, store=store)
     qtbot.addWidget(panel)
     panel.preset.setCurrentIndex(panel.preset.findData("lite"))
@@ -161,5 +163,5 @@ def test_a_failed_download_says_why_and_changes_nothing(
     assert dialog.isVisible() and dialog.download_button.text() == "Retry"
     with qtbot.waitSignal(dialog.rejected, timeout=5000):
         dialog.cancel_button.click()
-    assert stream.config.swap.preset == "offline"
-    assert panel.preset.currentData() == "offline"
+    assert stream.config.swap.preset == "auto"
+    assert panel.preset.currentData() == "auto"

@@ -85,7 +85,7 @@ def test_panel_numbers_faces_as_the_swap_does(testdata: Path) -> None:
     """Face N of the panel is face N of the offline swap's own photo analysis."""
     photo = testdata / TWO_PEOPLE
     boxes = PhotoFaceFinder(Resources()).find(photo).boxes
-    parts = build_parts(PRESETS["offline"], Config().swap, DlibModels())
+    parts = build_parts(PRESETS["lite"], Config().swap, DlibModels())
     try:
         faces = photo_analyzer(parts, identity=False).analyze(load_image_bgr(photo))
     finally:

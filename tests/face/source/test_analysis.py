@@ -205,7 +205,7 @@ def test_yunet_boxes_from_keypoints_are_what_the_68_point_fit_needs(testdata: Pa
     ],
 )
 def test_offline_photo_analyzer_counts(testdata: Path, name: str, count: int) -> None:
-    parts = build_parts(PRESETS["offline"], SwapConfig(), DlibModels())
+    parts = build_parts(PRESETS["lite"], SwapConfig(), DlibModels())
     faces = photo_analyzer(parts, identity=False).analyze(_read(testdata, name))
     assert len(faces) == count
     assert all(f.score >= parts.photo_detector.start_score for f in faces)

@@ -6,6 +6,7 @@ source face."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -50,7 +51,7 @@ class CountingAnalyzer:
 @pytest.fixture(scope="module")
 def offline() -> FaceAnalyzer:
     """The offline preset's photo analyzer (what the builder uses)."""
-    return photo_analyzer(build_parts(PRESETS["offline"], SwapConfig(), DlibModels()))
+    return photo_analyzer(build_parts(PRESETS["lite"], SwapConfig(), DlibModels()))
 
 
 def _same(a: Face, b: Face) -> None:
@@ -108,7 +109,7 @@ def test_another_analyzer_model_analyses_again(
 ) -> None:
     path = testdata / "faces" / PORTRAIT
     a = CountingAnalyzer(offline)
-    live = build_parts(PRESETS["offline"], SwapConfig(), DlibModels()).detector
+    live = build_parts(PRESETS["lite"], SwapConfig(), DlibModels()).detector
     coarse = CountingAnalyzer(FaceAnalyzer(live, offline.landmarker, offline.recognizer))
     assert coarse.model_id != a.model_id
     cache = SourceFaceCache(tmp_path)
@@ -228,20 +229,24 @@ def test_sharpness_tells_sharp_source_photos_from_blurred_ones(
 def test_small_or_blurry_source_faces_are_warned_about(testdata: Path, tmp_path: Path) -> None:
     faces, models = SourceFaceCache(None), DlibModels()
     sharp = testdata / "faces" / PORTRAIT
-    blurry = tmp_path / "blurry.png"
+    blurry, small_photo = tmp_path / "blurry.png", tmp_path / "small.png"
     image = load_image_bgr(sharp)
     cv2.imwrite(str(blurry), cv2.GaussianBlur(image, (0, 0), 2.5))
+    # the astronaut's face, about 120 px wide in her photo, at 0.6x: about 72 px
+    astronaut = load_image_bgr(testdata / "faces" / "astronaut_eileen_collins.png")
+    cv2.imwrite(str(small_photo), cv2.resize(astronaut, None, fx=0.6, fy=0.6))
     warnings = {}
     for name, path in [
         ("sharp", sharp),
-        ("small", testdata / "faces" / "astronaut_eileen_collins.png"),
+        ("small", small_photo),
         ("blurry", blurry),
     ]:
         stage = build_swap_stage(SwapConfig(face=str(path)), faces, models)
         warnings[name] = stage.warnings
     assert warnings["sharp"] == ()
     (small,) = warnings["small"]
-    assert "astronaut_eileen_collins.png is only 88 px wide" in small and "smear" in small
+    width = re.search(r"small\.png is only (\d+) px wide", small)
+    assert width is not None and 60 < int(width.group(1)) < 85 and "smear" in small
     assert "at least 120 px" in small
     (soft,) = warnings["blurry"]
     assert "blurry.png looks blurry (sharpness" in soft and "smear" in soft
