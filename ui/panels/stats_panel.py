@@ -1,5 +1,6 @@
-"""The Stats panel: fps, latency, per-stage times, drops, CPU, memory, GPU, and a rolling
-graph of fps and latency over the last minute (pyqtgraph), fed by ``stream.stats``."""
+"""The Stats panel: fps, latency, per-stage times, drops, swap strength (the live swap
+check), CPU, memory, GPU, and a rolling graph of fps and latency over the last minute
+(pyqtgraph), fed by ``stream.stats``."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from ui.stream import StreamController
 log = logging.getLogger(__name__)
 
 HISTORY_S = 60.0  # the graph's time span
-FIELDS = ("fps", "latency", "stages", "dropped", "cpu", "rss", "gpu")
+FIELDS = ("fps", "latency", "stages", "dropped", "swap", "cpu", "rss", "gpu")
 LABELS = {
     "fps": "fps in / out",
     "latency": "latency p50 / p99",
     "stages": "per stage (p50)",
     "dropped": "dropped / skipped",
+    "swap": "swap strength",
     "cpu": "CPU (this process)",
     "rss": "memory (RSS)",
     "gpu": "GPU",
@@ -44,10 +46,21 @@ def readings(snapshot: Snapshot, cpu_percent: float) -> dict[str, str]:
         "latency": f"{lat.p50:.0f} / {lat.p99:.0f} ms" if lat else "n/a",
         "stages": stages or "n/a",
         "dropped": f"{snapshot.dropped} / {snapshot.skipped}",
+        "swap": swap_text(snapshot),
         "cpu": f"{cpu_percent:.0f} % of one core",
         "rss": f"{snapshot.rss_mb:.0f} MB",
         "gpu": gpu_text,
     }
+
+
+def swap_text(snapshot: Snapshot) -> str:
+    """The swap check's newest reading: strength 0-100 (how far the output moved from the
+    camera's identity toward the source's) and the cosine pair; n/a before the first."""
+    check = snapshot.swap_check
+    if check is None:
+        return "n/a (no swapped face checked yet)"
+    pair = f"cos to source {check.cos_source:.2f}, to camera {check.cos_camera:.2f}"
+    return f"{check.label().removeprefix('swap ')}\n{pair}"
 
 
 class StatsPanel(QWidget):
