@@ -47,15 +47,17 @@ from livecam.models.store import ModelStore
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import has_audio
+from livecam.sinks.recording.provenance import Provenance, swap_details
 from livecam.sources import make_source
 from livecam.sources.base import Source
 from livecam.stream.capture import CaptureWorker
 from livecam.stream.inference import InferenceWorker
 from livecam.stream.label import Label
-from livecam.stream.output import OutputWorker
+from livecam.stream.output import WATERMARK_OFF, OutputWorker
 from livecam.stream.playback import Playback, plan_playback
 from livecam.stream.ring import RingBuffer
 from livecam.stream.stage import Stage, report_stages, uses_accelerator
+from livecam.stream.watermark import Payload, Watermarker, new_session_payload
 from livecam.stream.worker import Worker
 from livecam.telemetry.gpu import NvmlReader
 from livecam.telemetry.hub import Telemetry
@@ -162,6 +164,10 @@ class App:
         self.frame_size: tuple[int, int] | None = None
         #: whether tracking runs beside the swap (``pipeline.overlap``), once started
         self.overlap = False
+        #: the invisible mark's payload of this run (a new session id at each start)
+        self.payload: Payload | None = None
+        #: signs this run's recordings and stills (their manifests name the swap's models)
+        self.provenance = Provenance(lambda: swap_details(self.config, self.store))
 
     @property
     def config(self) -> Config:
@@ -221,6 +227,10 @@ class App:
         """The graph, wired in the order a frame takes; a step that fails closes what the
         steps before it opened and raises StartupError with every cause."""
         cfg = pinned_config(self._config)  # a pinned quality level's settings applied
+        self.payload = new_session_payload()
+        self.provenance.mark_session = self.payload.session_id if cfg.output.watermark else None
+        if not cfg.output.watermark:
+            log.warning(WATERMARK_OFF)
         source, stages, sinks = self._make_parts(cfg)
         undo.callback(self._close_all, stages, sinks)
         play = self._plan(cfg, source, sinks)
@@ -247,7 +257,9 @@ class App:
             )
         sinks = self._sinks
         if sinks is None:
-            sinks = _collect(causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output))
+            sinks = _collect(
+                causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output, self.provenance)
+            )
         if causes or source is None or stages is None or sinks is None:
             self._close_all(stages or [], [])
             raise StartupError(causes)
@@ -377,6 +389,8 @@ class App:
             repeat=play.paced,
             lossless=play.lossless,
             label=Label.of(cfg.output),
+            watermark=Watermarker(self.payload) if cfg.output.watermark and self.payload else None,
+            provenance=self.provenance,
         )
 
     def _go(

@@ -267,6 +267,13 @@ class OutputConfig(Validated):
         allowed="a fraction of the frame height from {min} to {max}",
         help="--label text height as a fraction of the frame height (default {default})",
     )
+    # responsible use (EU AI Act Art. 50(2)): the invisible mark on every swapped frame;
+    # config file only (no option, no hotkey), with a warning at start when off
+    watermark: bool = setting(
+        True,
+        help="mark every frame the swap changed with the invisible watermark (EU AI Act "
+        "Art. 50(2)); false: those frames go out unmarked (recordings are still signed)",
+    )
 
     def _check(self) -> None:
         self._require(len(self.sinks) >= 1, "sinks", "at least one sink")

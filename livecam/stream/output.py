@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -10,14 +11,24 @@ from dataclasses import dataclass, replace
 
 from livecam.errors import as_livecam_error, one_line
 from livecam.sinks.base import Sink
+from livecam.sinks.recording.provenance import Provenance
 from livecam.stream.label import Label
 from livecam.stream.ring import RingBuffer
+from livecam.stream.watermark import Watermarker
 from livecam.stream.worker import Worker
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, FramePacket
 
+log = logging.getLogger(__name__)
+
 #: longest single wait, so a stop request is seen within this time
 WAIT_S = 0.1
+#: the warning at start when ``output.watermark`` is off (one line)
+WATERMARK_OFF = (
+    "output.watermark is false: frames changed by the face swap go out WITHOUT the "
+    "invisible AI mark; EU AI Act Article 50 requires AI-manipulated video to be marked "
+    "in a machine-readable way and a deepfake to be disclosed"
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,13 @@ class OutputWorker(Worker):
     ``label``: drawn once on each new frame (a copy: the pipeline's array is never changed)
     before any sink gets it, so every sink and every repeat carries it, blank and frozen
     frames included.
+
+    ``watermark``: embedded after the label in every new frame the swap changed
+    (``faces_swapped`` > 0; pass-through frames are left alone), so every sink gets the
+    marked frame. If it raises, that frame goes out unmarked, one warning is logged (the
+    first time) and the stream goes on; ``frames_marked`` and ``mark_failures`` count.
+    ``provenance``: told before each send whether the frame was changed by the swap
+    (``Provenance.frame_swapped``), for the file sinks' signed manifests.
     """
 
     def __init__(
@@ -130,9 +148,15 @@ class OutputWorker(Worker):
         *,
         lossless: bool = False,
         label: Label | None = None,
+        watermark: Watermarker | None = None,
+        provenance: Provenance | None = None,
     ) -> None:
         super().__init__("output", stop, telemetry)
         self.label = label
+        self.watermark = watermark
+        self.provenance = provenance
+        self.frames_marked = 0
+        self.mark_failures = 0
         self.sinks = list(sinks)
         self.slot = slot
         self.paced = repeat
@@ -173,6 +197,8 @@ class OutputWorker(Worker):
     def _arrived(self, packet: FramePacket) -> None:
         if self.label is not None:
             packet = replace(packet, frame=self.label.draw(packet.frame))
+        if self.watermark is not None and packet.faces_swapped:
+            packet = self._mark(packet, self.watermark)
         steady = self._steady()
         self._send(packet, [s for s in self.sinks if s not in steady])
         now = time.perf_counter_ns()
@@ -216,8 +242,25 @@ class OutputWorker(Worker):
             lead = "every output failed, so the stream stopped"
         return one_line(f"{lead}: {'; '.join(self.failures)}")
 
+    def _mark(self, packet: FramePacket, watermark: Watermarker) -> FramePacket:
+        """``packet`` with its frame marked; unmarked (and one warning) if that fails."""
+        try:
+            marked = replace(packet, frame=watermark.embed(packet.frame))
+        except Exception as e:
+            self.mark_failures += 1
+            if self.mark_failures == 1:
+                message = f"the invisible AI mark failed ({one_line(repr(e))}): frames go out "
+                message += "unmarked while it fails"
+                log.warning(message)
+                self.telemetry.event(Event("warning", "watermark", message))
+            return packet
+        self.frames_marked += 1
+        return marked
+
     def _send(self, packet: FramePacket, sinks: list[Sink]) -> None:
         t_frame = packet.t_capture_ns if self.paced else packet.t_media_ns
+        if self.provenance is not None:
+            self.provenance.frame_swapped = bool(packet.faces_swapped)
         for sink in sinks:
             try:
                 sink.send(packet.frame, t_frame)
