@@ -14,7 +14,7 @@ from livecam.config.schema import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
 from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.dlib_files import DlibModels
-from livecam.face.identity.dlib_descriptor import Embedding
+from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
 from livecam.face.parts import FaceParts, FrameContext
 from livecam.face.presets import resolve_preset

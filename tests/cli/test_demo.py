@@ -16,7 +16,7 @@ from xwindow import grab, press, require_windows, wait_window
 
 from livecam.cli.demo import demo_portraits
 from livecam.config.schema import SourceConfig
-from livecam.face.identity.dlib_descriptor import embedding_distance
+from livecam.face.identity.metrics import embedding_distance
 from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
 

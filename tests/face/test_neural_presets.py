@@ -24,8 +24,7 @@ from livecam.benchmark.synthetic_models import (
 from livecam.config.schema import SwapConfig
 from livecam.face.build import build_parts
 from livecam.face.dlib_files import DlibModels
-from livecam.face.identity.dlib_descriptor import embedding_distance
-from livecam.face.identity.metrics import psnr
+from livecam.face.identity.metrics import embedding_distance, psnr
 from livecam.face.parts import FrameContext
 from livecam.face.presets import PRESETS
 from livecam.face.source.photo import SourceFaceCache

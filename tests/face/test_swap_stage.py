@@ -26,7 +26,7 @@ from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.face.dlib_files import DlibModels
-from livecam.face.identity.dlib_descriptor import embedding_distance
+from livecam.face.identity.metrics import embedding_distance
 from livecam.face.parts import Providers
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage

@@ -19,30 +19,17 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.dlib_files import RESNET, Shared, dlib_model_path, load_dlib_model
+from livecam.face.identity.metrics import Embedding, l2_normalize
 from livecam.face.parts import CpuPart, FrameContext
 from livecam.types import Face, FaceWork, Frame
-
-Embedding = npt.NDArray[np.float32]
 
 DLIB_SAME_PERSON_RAW = 0.6
 """dlib's threshold on the Euclidean distance of raw descriptors."""
 
 
-def l2_normalize(vector: npt.ArrayLike) -> Embedding:
-    """``vector / ||vector||`` as float32 (a zero vector stays zero)."""
-    v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(v))
-    return v / np.float32(norm) if norm > 0 else v
-
-
 def cosine_similarity(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     """Cosine similarity of two embeddings (normalised here, so any scale works)."""
     return float(np.dot(l2_normalize(a), l2_normalize(b)))
-
-
-def embedding_distance(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
-    """Euclidean distance between the unit-normalised embeddings, in [0, 2]."""
-    return float(np.linalg.norm(l2_normalize(a) - l2_normalize(b)))
 
 
 class DlibDescriptor(CpuPart):

@@ -1,10 +1,13 @@
-"""Identity metrics of a face swap: does the output look like the source person, and does
-it keep the target's pose and expression? And ``psnr``, how close two images are.
+"""Identity embeddings and the identity metrics of a face swap: does the output look like
+the source person, and does it keep the target's pose and expression? And ``psnr``, how
+close two images are.
 
-The embedding model is whatever recognizer the analyzer carries (the 128-d dlib descriptor
-in the offline preset; ONNX recognizers later): any object with
+Every recognizer returns L2-normalised float32 ``Embedding`` vectors (``l2_normalize``), so
+cosine similarity is a dot product and ``embedding_distance`` lies in [0, 2]. The metrics'
+embedding model is whatever recognizer the analyzer carries (MobileFaceNet in the lite
+preset, ArcFace in the neural ones): any object with
 ``analyze(frame, with_embedding=True) -> list[Face]`` returning faces with ``landmarks``
-(68 points) and unit ``embedding`` fits (``pipeline.analysis.FaceAnalyzer`` does).
+(68 points) and unit ``embedding`` fits (``face.source.analysis.FaceAnalyzer`` does).
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ from livecam.errors import LivecamError
 from livecam.types import Face, Frame
 
 OUTER_EYE_CORNERS = (36, 45)
+Embedding = npt.NDArray[np.float32]
+
+
+def l2_normalize(vector: npt.ArrayLike) -> Embedding:
+    """``vector / ||vector||`` as float32 (a zero vector stays zero)."""
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / np.float32(norm) if norm > 0 else v
+
+
+def embedding_distance(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    """Euclidean distance between the unit-normalised embeddings, in [0, 2]."""
+    return float(np.linalg.norm(l2_normalize(a) - l2_normalize(b)))
 
 
 class FaceNotFoundError(LivecamError):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from livecam.face.identity.dlib_descriptor import Embedding, embedding_distance
+from livecam.face.identity.metrics import Embedding, embedding_distance
 from livecam.face.parts import FrameContext, Recognizer
 from livecam.face.track.selection import Measurement, TrackMeasurements, resolve_threshold
 from livecam.face.track.tracking import iou

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ConfigError
-from livecam.face.identity.dlib_descriptor import Embedding, embedding_distance, l2_normalize
+from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
 from livecam.face.parts import FrameContext, Recognizer
 from livecam.types import Face, FaceWork
 

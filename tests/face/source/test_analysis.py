@@ -21,8 +21,8 @@ from livecam.face.identity.dlib_descriptor import (
     DLIB_SAME_PERSON_RAW,
     DlibDescriptor,
     cosine_similarity,
-    embedding_distance,
 )
+from livecam.face.identity.metrics import embedding_distance
 from livecam.face.landmarks.dlib_shape import Dlib5Landmarker, Dlib68Landmarker
 from livecam.face.parts import Detector, FrameContext, Landmarker, Recognizer, RefitLandmarker
 from livecam.face.presets import PRESETS

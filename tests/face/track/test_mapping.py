@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from face_helpers import DlibHogDetector, offline_analyzer
 
-from livecam.face.identity.dlib_descriptor import Embedding, embedding_distance, l2_normalize
+from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
 from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
 from livecam.face.parts import FrameContext, Recognizer
 from livecam.face.source.analysis import FaceAnalyzer

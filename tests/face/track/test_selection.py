@@ -11,7 +11,7 @@ import pytest
 from face_helpers import offline_analyzer
 
 from livecam.errors import ConfigError, FaceSourceError
-from livecam.face.identity.dlib_descriptor import embedding_distance
+from livecam.face.identity.metrics import embedding_distance
 from livecam.face.parts import FrameContext
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFace, SourceFaceCache
