@@ -43,6 +43,30 @@ def masked_mean_std(
     return mean.reshape(c).astype(np.float32), std.reshape(c).astype(np.float32)
 
 
+def transfer_stats(
+    src: FloatImage,
+    src_region: npt.NDArray[np.bool_],
+    ref: FloatImage,
+    ref_region: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float32]:
+    """The statistics a mean/std transfer uses, as one (4, C) array: ``src``'s mean and
+    std over ``src_region``, then ``ref``'s over ``ref_region`` (a caller may smooth them
+    over time before ``apply_mean_std``)."""
+    mu_s, sd_s = masked_mean_std(src, src_region)
+    mu_r, sd_r = masked_mean_std(ref, ref_region)
+    return np.stack([mu_s, sd_s, mu_r, sd_r]).astype(np.float32)
+
+
+def apply_mean_std(
+    src: FloatImage, stats: npt.NDArray[np.float32], max_ratio: float = 2.0
+) -> FloatImage:
+    """Give ``src`` the reference mean/std of ``stats`` (``transfer_stats``); the std ratio
+    is clipped to [1/max_ratio, max_ratio] so a flat region does not blow up noise."""
+    mu_s, sd_s, mu_r, sd_r = stats
+    ratio = np.clip(sd_r / np.maximum(sd_s, 1e-3), 1.0 / max_ratio, max_ratio)
+    return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
+
+
 def transfer_mean_std(
     src: FloatImage,
     src_region: npt.NDArray[np.bool_],
@@ -50,15 +74,9 @@ def transfer_mean_std(
     ref_region: npt.NDArray[np.bool_],
     max_ratio: float = 2.0,
 ) -> FloatImage:
-    """Reinhard-style transfer: give ``src`` the per-channel mean/std of ``ref``.
-
-    Statistics come from the masked regions; the std ratio is clipped to
-    [1/max_ratio, max_ratio] so a flat region does not blow up noise.
-    """
-    mu_s, sd_s = masked_mean_std(src, src_region)
-    mu_r, sd_r = masked_mean_std(ref, ref_region)
-    ratio = np.clip(sd_r / np.maximum(sd_s, 1e-3), 1.0 / max_ratio, max_ratio)
-    return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
+    """Reinhard-style transfer: give ``src`` the per-channel mean/std of ``ref``, the
+    statistics taken over the masked regions (see ``apply_mean_std``)."""
+    return apply_mean_std(src, transfer_stats(src, src_region, ref, ref_region), max_ratio)
 
 
 def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImage:
@@ -89,6 +107,7 @@ def color_transfer_lab(
     mode: ColorMode,
     face_size: float,
     local_strength: float = 1.0,
+    stats: npt.NDArray[np.float32] | None = None,
 ) -> FloatImage:
     """Colour-match the warped source face ``src`` to the target ``ref`` (Lab, same ROI).
 
@@ -96,11 +115,14 @@ def color_transfer_lab(
     low-frequency difference (masked Gaussian, sigma about 1/7 of the face size) between
     target and source is added, so the target's shading (three-quarter light) carries over
     while the source's detail stays. ``rct``: Reinhard mean/std transfer in Lab only.
-    ``none``: returns ``src`` unchanged.
+    ``none``: returns ``src`` unchanged. ``stats``: the mean/std statistics to use
+    (``transfer_stats`` over ``region``, e.g. smoothed over frames); None measures them.
     """
     if mode == "none" or not region.any():
         return src
-    out = transfer_mean_std(src, region, ref, region)
+    if stats is None:
+        stats = transfer_stats(src, region, ref, region)
+    out = apply_mean_std(src, stats)
     if mode == "lab" and local_strength > 0:
         m = region.astype(np.float32)
         sigma = max(2.0, face_size / 7.0)
@@ -126,29 +148,61 @@ def color_transfer(
     return from_lab(lab)
 
 
+def skin_model(lab: FloatImage, sample: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32] | None:
+    """The skin colour model of ``skin_likelihood``: the Lab mean and covariance (lightly
+    regularised) of the pixels in ``sample``, as one (4, 3) array (mean, then the
+    covariance's rows); None for fewer than 10 pixels."""
+    if np.count_nonzero(sample) < 10:
+        return None
+    px = lab[sample].astype(np.float64)
+    cov = np.cov(px, rowvar=False) + np.diag([4.0, 1.0, 1.0])
+    return np.vstack([px.mean(axis=0), cov]).astype(np.float32)
+
+
 def skin_likelihood(
-    lab: FloatImage, sample: npt.NDArray[np.bool_], smooth: float, lo: float = 2.0, hi: float = 3.5
+    lab: FloatImage,
+    sample: npt.NDArray[np.bool_] | None,
+    smooth: float,
+    lo: float = 2.0,
+    hi: float = 3.5,
+    *,
+    model: npt.NDArray[np.float32] | None = None,
+    full_size: bool = False,
 ) -> FloatImage:
-    """How skin-like each pixel is (0..1), judged against the skin sampled in ``sample``.
+    """How skin-like each pixel is (0..1), judged against the skin sampled in ``sample``
+    (or the ``skin_model`` given as ``model``, e.g. smoothed over frames).
 
     Mahalanobis distance in Lab to the sample's mean and covariance (lightly regularised):
     1 below ``lo``, 0 above ``hi``, linear between, then
-    blurred with sigma ``smooth``. Computed at half resolution.
+    blurred with sigma ``smooth``. Computed at half resolution (``full_size``: at full).
     """
     h, w = lab.shape[:2]
-    if sample.sum() < 10:
+    if model is None and sample is not None:
+        model = skin_model(lab, sample)
+    if model is None:
         return np.ones((h, w), np.float32)
-    px = lab[sample].astype(np.float64)
-    mu = px.mean(axis=0)
-    cov = np.cov(px, rowvar=False) + np.diag([4.0, 1.0, 1.0])
-    inv = np.linalg.inv(cov).astype(np.float32)
-    small = cv2.resize(lab, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA)
+    mu = model[0].astype(np.float64)
+    inv = np.linalg.inv(model[1:].astype(np.float64)).astype(np.float32)
+    small = lab
+    if not full_size:
+        small = np.asarray(
+            cv2.resize(lab, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA),
+            np.float32,
+        )
     d = small.reshape(-1, 3) - mu.astype(np.float32)
     d2 = np.einsum("ij,jk,ik->i", d, inv, d).reshape(small.shape[:2])
     p = np.clip((hi - np.sqrt(d2)) / (hi - lo), 0.0, 1.0).astype(np.float32)
-    p = cv2.GaussianBlur(p, (0, 0), max(0.5, smooth / 2))
+    p = cv2.GaussianBlur(p, (0, 0), max(0.5, smooth if full_size else smooth / 2))
+    if full_size:
+        return np.asarray(p, np.float32)
     out: FloatImage = cv2.resize(p, (w, h), interpolation=cv2.INTER_LINEAR)
     return out
+
+
+def smoothstep(x: FloatImage, lo: float, hi: float) -> FloatImage:
+    """0 below ``lo``, 1 above ``hi``, the smooth cubic between (elementwise)."""
+    t = np.clip((x - lo) * (1.0 / max(hi - lo, 1e-6)), 0.0, 1.0)
+    return np.asarray(t * t * (3.0 - 2.0 * t), np.float32)
 
 
 def feather_mask(

@@ -3,18 +3,25 @@
 The source face is analysed once (``prepare``): its 68 landmarks are extended over the
 forehead and just outside the jaw, triangulated (Delaunay) and the face patch is cut out
 at a few scales. For each target face (``swap``) the source patch is warped onto the
-target's own mesh (piecewise affine, one remap over the face ROI) and colour- and
-light-matched to the target inside the face; its own mask is wide and feathered, gated by
-skin outside the inner face, and leaves out the target's inner mouth so expressions stay
-the target's. The crop is the face ROI, an axis-aligned region of the frame, so a
-``RoiBlender`` pastes the result back; only that ROI is touched.
+target's mesh (piecewise affine, one remap over the face ROI): the camera face's own
+landmarks for everything that carries expression (brows, lids, lips), the source's shape
+blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
+speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
+inside the face; by default the eyes are the camera's own (iris, gaze, lid edges) in the
+swapped skin's tone (``swap.eyes``). Its own mask follows the mesh outline with a feather
+and is gated by skin outside the inner face (no source fringe, no paste over the target's
+hair), and leaves out the target's inner mouth. Per tracked face (``work.face.track_id``)
+the colour and skin statistics are smoothed over frames, held in the swapper (a repeated
+camera frame gives the same output bit for bit) and dropped when the track is gone. The
+crop is the face ROI, an axis-aligned region of the frame holding the whole mesh and its
+feather, so a ``RoiBlender`` pastes the result back; only that ROI is touched.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import cv2
@@ -36,6 +43,7 @@ log = logging.getLogger(__name__)
 Points = npt.NDArray[np.float32]
 
 _PATCH_MARGIN = 6  # pixels kept around the source mesh
+_ROI_MARGIN = 3  # pixels between the mesh and the ROI's edge (the mask is 0 there)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class SourceModel:
     landmarks: Points  # (68, 2) in source-image coordinates
     triangles: mesh.Triangles  # (T, 3) indices into the extended points
     levels: tuple[_Level, ...]  # full scale first, then halvings
+    boundary: npt.NDArray[np.int32] = field(  # the triangulation's outline (mesh.outline)
+        default_factory=lambda: np.zeros(0, np.int32)
+    )
 
     def level_for(self, target_size: float) -> _Level:
         """The smallest source scale still at least as large as the target face."""
@@ -69,12 +80,28 @@ class ClassicOptions:
 
     feather: float = 0.16  # feather width, fraction of the eye-to-chin distance
     local_light: float = 1.0  # strength of the local illumination matching (lab mode)
-    shape_weight: float = 0.5  # move the target mesh toward the source's face shape (0..1)
+    # move the target's jaw line and nose toward the source's face shape (0..1; brows, lids
+    # and lips always stay the camera's: mesh.SHAPE_WEIGHTS)
+    shape_weight: float = 0.6
     map_step: int = 2  # evaluate the warp map every N pixels (1 = exact)
     skin_gate: bool = True  # outside the inner face, blend only where both faces show skin
     # a target face with a larger eye-to-chin distance (px) than this and than the source's
     # is swapped on its ROI shrunk to that size, then scaled back (its cost grows with area)
     max_work_size: float = 160.0
+    # a tracked face's colour and skin statistics move this share of the way to each new
+    # frame's (1 = no smoothing); kept for ``track_ttl`` swap calls after its last face
+    smoothing: float = 0.3
+    track_ttl: int = 30
+    eye_lid: float = 0.035  # own eyes: the lids and lashes kept around the eye opening
+
+
+@dataclass
+class _TrackStats:
+    """One tracked face's smoothed statistics (colour transfer and target skin model)."""
+
+    raw: npt.NDArray[np.float32]  # the last frame's own measurement
+    value: npt.NDArray[np.float32]  # smoothed over the track's frames
+    seen: int  # the swap call that last used it
 
 
 def roi_affine(x0: int, y0: int) -> npt.NDArray[np.float32]:
@@ -92,6 +119,17 @@ class ClassicSwapper(CpuPart):
     def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
         self.config = config or SwapConfig()
         self.options = options or ClassicOptions()
+        self._tracks: dict[int, _TrackStats] = {}
+        self._calls = 0
+
+    def reset(self) -> None:
+        """Forget every track's smoothed statistics (a new stream, a new source)."""
+        self._tracks.clear()
+
+    @property
+    def tracked(self) -> tuple[int, ...]:
+        """The track ids whose statistics are held."""
+        return tuple(self._tracks)
 
     def prepare(self, source: SourceFace) -> SourceModel:
         """The source model of an analysed source face (it needs its 68 landmarks)."""
@@ -121,8 +159,13 @@ class ClassicSwapper(CpuPart):
         sample = blend.polygon_mask(
             patch.shape[:2], mesh.skin_sample_polygons(pts[:68]), convex=False
         )
-        skin = blend.skin_likelihood(blend.to_lab(patch), sample > 0, size / 30)
-        skin8 = np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8)
+        skin = blend.skin_likelihood(blend.to_lab(patch), sample > 0, size / 60, full_size=True)
+        # eroded: the soft edge of a fringe or cap counts as hair, not skin
+        r = max(1, round(size / 30))
+        disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+        skin8 = np.asarray(
+            cv2.erode(np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8), disk), np.uint8
+        )
         levels = [_Level(patch, pts, size, skin8)]
         while levels[-1].face_size > 48 and min(levels[-1].patch.shape[:2]) > 16:
             prev = levels[-1]
@@ -138,24 +181,25 @@ class ClassicSwapper(CpuPart):
                 )
             )
         log.debug("source prepared: %d triangles, %d levels", len(tris), len(levels))
-        return SourceModel(lm, tris, tuple(levels))
+        return SourceModel(lm, tris, tuple(levels), mesh.outline(tris))
 
     def face_roi(
-        self, target_landmarks: Points, frame_shape: tuple[int, ...]
+        self,
+        target_landmarks: Points,
+        frame_shape: tuple[int, ...],
+        source: SourceModel | None = None,
     ) -> tuple[int, int, int, int] | None:
-        """The (x0, y0, x1, y1) region ``swap`` may change for this target; None if empty.
+        """The (x0, y0, x1, y1) region ``swap`` may change for this target swapped with
+        ``source`` (None: its mesh without the source's shape); None if empty.
 
         Every pixel outside it is left bit-for-bit unchanged."""
         lm = mesh.check_landmarks(target_landmarks, "target landmarks")
-        ext = mesh.extend_landmarks(lm)
-        h, w = frame_shape[:2]
-        lo = np.floor(ext.min(axis=0)).astype(int) - 1
-        hi = np.ceil(ext.max(axis=0)).astype(int) + 2
-        x0, y0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
-        x1, y1 = min(int(hi[0]), w), min(int(hi[1]), h)
-        if x1 - x0 < 2 or y1 - y0 < 2:
-            return None
-        return x0, y0, x1, y1
+        ext = mesh.extend_landmarks(lm) if source is None else self._target_mesh(lm, source)
+        return _roi_around(ext, frame_shape)
+
+    def _target_mesh(self, lm: Points, source: SourceModel) -> Points:
+        aligned = mesh.align_shape(source.landmarks, lm)
+        return mesh.blend_shape(lm, aligned, self.options.shape_weight, source.triangles)
 
     def swap(
         self,
@@ -165,31 +209,47 @@ class ClassicSwapper(CpuPart):
     ) -> list[FaceWork]:
         """Fill each record's ``affine`` (a translation), ``crop`` (the face ROI of its
         frame), ``output`` (its source face, colour-matched and warped onto it) and
-        ``mask``. Records without 68 landmarks or whose ROI is empty keep ``output`` None."""
+        ``mask``. Records without 68 landmarks or whose ROI is empty keep ``output`` None.
+        Tracked faces' statistics are smoothed; tracks unseen for ``options.track_ttl``
+        calls are forgotten."""
+        self._calls += 1
         for work in faces:
             if work.face.landmarks is not None:
                 self._swap_one(frames[work.frame_index].image, work, sources[work.source_index])
+        stale = [
+            t for t, st in self._tracks.items() if self._calls - st.seen > self.options.track_ttl
+        ]
+        for t in stale:
+            del self._tracks[t]
         return list(faces)
 
-    def _target_mesh(self, lm: Points, source: SourceModel) -> Points:
-        w = self.options.shape_weight
-        if w > 0:
-            m, _ = cv2.estimateAffinePartial2D(source.landmarks, lm, method=cv2.LMEDS)
-            if m is not None:
-                aligned = source.landmarks @ m[:, :2].T + m[:, 2]
-                lm = (lm + w * (aligned - lm)).astype(np.float32)
-        return mesh.extend_landmarks(lm)
+    def _smoothed(self, track_id: int, raw: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``raw`` statistics of this frame, smoothed over the track's earlier frames. A
+        measurement equal to the last one (a repeated frame) leaves them as they are."""
+        k = self.options.smoothing
+        if track_id < 0 or k >= 1:
+            return raw
+        st = self._tracks.get(track_id)
+        if st is None or st.raw.shape != raw.shape:
+            st = self._tracks[track_id] = _TrackStats(raw, raw.copy(), self._calls)
+        elif not np.array_equal(st.raw, raw):
+            st.value = (st.value + np.float32(k) * (raw - st.value)).astype(np.float32)
+            st.raw = raw
+        st.seen = self._calls
+        return st.value
 
     def _swap_one(self, frame: Frame, work: FaceWork, source: SourceModel) -> None:
-        target_lm = np.asarray(work.face.landmarks, np.float32)
-        roi = self.face_roi(target_lm, frame.shape)
+        target_lm = mesh.check_landmarks(work.face.landmarks, "target landmarks")
+        ext_frame = self._target_mesh(target_lm, source)
+        roi = _roi_around(ext_frame, frame.shape)
         if roi is None:
             return
         x0, y0, x1, y1 = roi
         target = frame[y0:y1, x0:x1]
         origin = np.array([x0, y0], np.float32)
         lm_roi = target_lm - origin
-        ext = self._target_mesh(target_lm, source) - origin
+        ext = ext_frame - origin
+        track = work.face.track_id
         _, _, size = mesh.face_frame(target_lm)
         scale = self.work_scale(size, source)
         if scale < 1.0:  # work on the ROI shrunk to the source's detail, then scale back
@@ -197,11 +257,13 @@ class ClassicSwapper(CpuPart):
             small = (max(2, round(w * scale)), max(2, round(h * scale)))
             k = np.array([small[0] / w, small[1] / h], np.float32)
             shrunk = cv2.resize(target, small, interpolation=cv2.INTER_AREA)
-            colored, alpha = self._render(np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source)
+            colored, alpha = self._render(
+                np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source, track
+            )
             colored = np.asarray(cv2.resize(colored, (w, h)), np.uint8)  # bilinear
             alpha = np.asarray(cv2.resize(alpha, (w, h)), np.float32)
         else:
-            colored, alpha = self._render(target, lm_roi, ext, source)
+            colored, alpha = self._render(target, lm_roi, ext, source, track)
         work.affine = roi_affine(x0, y0)
         work.crop = target
         work.output = colored
@@ -215,53 +277,154 @@ class ClassicSwapper(CpuPart):
         return min(1.0, limit / size) if size > 0 else 1.0
 
     def _render(
-        self, target: Frame, lm_roi: Points, ext: Points, source: SourceModel
+        self, target: Frame, lm_roi: Points, ext: Points, source: SourceModel, track: int = -1
     ) -> tuple[Frame, npt.NDArray[np.float32]]:
         """The colour-matched source face warped onto ``target`` (a face ROI whose 68
-        landmarks are ``lm_roi`` and target mesh ``ext``, in its pixels) and its mask."""
+        landmarks are ``lm_roi`` and target mesh ``ext``, in its pixels) and its mask;
+        ``track``: the face's track id (its statistics are smoothed; -1: none)."""
         opts = self.options
-        _, _, size = mesh.face_frame(lm_roi)
+        up, _, size = mesh.face_frame(lm_roi)
         level = source.level_for(size)
         shape = target.shape[:2]
         mx, my, hull = mesh.piecewise_affine_maps(
-            level.points, ext, source.triangles, shape, step=opts.map_step
+            level.points, ext, source.triangles, shape, step=opts.map_step, boundary=source.boundary
         )
         warped = np.asarray(
             cv2.remap(level.patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             np.uint8,
         )
-        up, _, _ = mesh.face_frame(lm_roi)
-        # inner face: the 68-point hull plus the brows (thickened upwards)
+        src_skin = cv2.remap(
+            level.skin, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        ).astype(np.float32) * np.float32(1 / 255)
+        # inner face: the 68-point hull plus the brows (thickened upwards): always pasted,
+        # so the source's brows cover the camera's (they sit on the camera's brow points)
         face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True)
         for brow in (lm_roi[17:22], lm_roi[22:27]):
-            band = np.vstack([brow, brow[::-1] + up * (0.05 * size)])
+            band = np.vstack([brow - up * (0.02 * size), brow[::-1] + up * (0.05 * size)])
             face |= blend.polygon_mask(shape, [band], convex=False)
         keep_out = None
-        if self.config.keep_mouth or self.config.keep_eyes:
-            polys = []
-            if self.config.keep_mouth:
-                polys.append(lm_roi[mesh.INNER_MOUTH])
-            if self.config.keep_eyes:
-                polys += [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE]]
-            keep_out = blend.polygon_mask(shape, polys, convex=False)
+        if self.config.keep_mouth:
+            keep_out = blend.polygon_mask(shape, [lm_roi[mesh.INNER_MOUTH]], convex=False)
         region = (face > 0) & (hull > 0)
         if keep_out is not None:
             region &= keep_out == 0
         target_lab = blend.to_lab(target)
-        colored_lab = blend.color_transfer_lab(
-            blend.to_lab(warped), target_lab, region, self.config.color, size, opts.local_light
+        warped_lab = blend.to_lab(warped)
+        sample = blend.polygon_mask(shape, mesh.skin_sample_polygons(lm_roi), convex=False) > 0
+        skin_model = blend.skin_model(target_lab, sample)
+        stats = blend.transfer_stats(warped_lab, region, target_lab, region)
+        raw = (
+            stats.ravel()
+            if skin_model is None
+            else np.concatenate([stats.ravel(), skin_model.ravel()])
         )
-        colored = blend.from_lab(colored_lab) if self.config.color != "none" else warped
+        smooth = self._smoothed(track, raw)
+        if self.config.color != "none":
+            warped_lab = blend.color_transfer_lab(
+                warped_lab,
+                target_lab,
+                region,
+                self.config.color,
+                size,
+                opts.local_light,
+                stats=smooth[:12].reshape(4, 3),
+            )
+        model = smooth[12:].reshape(4, 3) if smooth.size == 24 else None
+        tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
+        if opts.skin_gate:
+            warped_lab, src_skin = self._fill_forehead(
+                warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, face, size
+            )
+        if self.config.eyes == "own":
+            warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
+        colored = blend.from_lab(warped_lab)
         alpha = blend.feather_mask(hull, opts.feather * size, keep_out)
         if opts.skin_gate:
             # Outside the inner face (forehead band, beyond the jaw) paste only where both
             # faces show skin: no source fringe or cap, no paste over the target's hair.
-            sample = blend.polygon_mask(shape, mesh.skin_sample_polygons(lm_roi), convex=False)
-            tgt_skin = blend.skin_likelihood(target_lab, sample > 0, size / 30)
-            src_skin = cv2.remap(
-                level.skin, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
-            )
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
-            skin = src_skin.astype(np.float32) * (1 / 255) * tgt_skin
+            skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
         return colored, alpha
+
+    def _fill_forehead(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        ext: Points,
+        lm_roi: Points,
+        src_skin: blend.FloatImage,
+        tgt_skin: blend.FloatImage,
+        face: npt.NDArray[np.uint8],
+        size: float,
+    ) -> tuple[blend.FloatImage, blend.FloatImage]:
+        """Where the source's forehead is not skin (a fringe, a cap) but the camera's is,
+        show the camera's forehead in the swapped skin's tone (its pixels shifted by the
+        low-pass colour change between the two faces' skin) instead of the source's hair:
+        no dark band above the brows. Returns the face and the source skin likelihood with
+        the filled forehead counted as skin."""
+        h, w = lab.shape[:2]
+        brows = lm_roi[17:27]
+        # brows left to right, then back over the temples and forehead (mesh.extend_landmarks:
+        # forehead points 68-73 left to right, temples 74 (left) and 75)
+        top = ext[[75, 73, 72, 71, 70, 69, 68, 74]]
+        zone = blend.polygon_mask((h, w), [np.vstack([brows, top])], convex=False)
+        zone[face > 0] = 0  # the brows (and the band above them) stay the source's
+        hair = (1.0 - blend.smoothstep(src_skin, 0.55, 0.95)) * tgt_skin
+        fill = cv2.GaussianBlur(zone.astype(np.float32) * (1 / 255), (0, 0), 0.02 * size) * hair
+        if float(fill.max()) < 1e-3:
+            return lab, src_skin
+        both = (src_skin > 0.6) & (tgt_skin > 0.5) & (face > 0)
+        shift = blend.masked_lowpass(lab - target_lab, both.astype(np.float32), 0.12 * size)
+        out = lab + fill[..., None] * (target_lab + shift - lab)
+        return np.asarray(out, np.float32), np.maximum(src_skin, fill)
+
+    def _own_eyes(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        lm_roi: Points,
+        skin: blend.FloatImage,
+        size: float,
+    ) -> blend.FloatImage:
+        """``lab`` (the swapped face) with the camera's own eyes put back: the eye openings
+        and their lids and lashes, each pixel shifted by the swapped skin's colour change
+        around the eye as far as it is skin (lids take the source's tone, iris and white
+        keep theirs), feathered in."""
+        shape = lab.shape[:2]
+        grow = max(1, round(self.options.eye_lid * size))
+        polys = [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE]]
+        pts = np.vstack(polys)
+        pad = 4 * grow + 2
+        x0, y0 = (max(0, int(v) - pad) for v in pts.min(axis=0))
+        x1, y1 = int(pts[:, 0].max()) + pad + 1, int(pts[:, 1].max()) + pad + 1
+        x1, y1 = min(x1, shape[1]), min(y1, shape[0])
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            return lab
+        origin = np.array([x0, y0], np.float32)
+        sub = (y1 - y0, x1 - x0)
+        opening = blend.polygon_mask(sub, [p - origin for p in polys], convex=False)
+        disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
+        area = cv2.dilate(opening, disk)
+        ring = (cv2.dilate(area, disk, iterations=2) > 0) & (area == 0)
+        soft = cv2.GaussianBlur(area.astype(np.float32) * (1 / 255), (0, 0), grow / 2)
+        soft = np.clip(soft * 1.5, 0.0, 1.0)[..., None]
+        out = lab.copy()
+        cur, own = out[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]
+        shift = blend.masked_lowpass(cur - own, ring.astype(np.float32), 1.5 * grow)
+        own = own + shift * skin[y0:y1, x0:x1, None]
+        out[y0:y1, x0:x1] = cur + soft * (own - cur)
+        return out
+
+
+def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
+    """The frame region holding the mesh ``ext`` with ``_ROI_MARGIN`` pixels to spare (the
+    mask falls to 0 inside it, so its straight edge never shows); None if empty."""
+    h, w = frame_shape[:2]
+    lo = np.floor(ext.min(axis=0)).astype(int) - _ROI_MARGIN
+    hi = np.ceil(ext.max(axis=0)).astype(int) + _ROI_MARGIN + 1
+    x0, y0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
+    x1, y1 = min(int(hi[0]), w), min(int(hi[1]), h)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return None
+    return x0, y0, x1, y1

@@ -12,9 +12,24 @@ from livecam.errors import LivecamError
 Points = npt.NDArray[np.float32]
 Triangles = npt.NDArray[np.int32]
 
+JAW = slice(0, 17)
+BROWS = slice(17, 27)
+NOSE = slice(27, 36)
 LEFT_EYE = slice(36, 42)  # eye on the image's left
 RIGHT_EYE = slice(42, 48)
+MOUTH = slice(48, 68)
 INNER_MOUTH = slice(60, 68)
+
+# How much of the source's face shape each of the 68 points takes (times the swapper's
+# shape weight). Only the jaw line and the nose carry identity without expression; brows,
+# eyelids and lips (17-26, 36-67) follow the camera exactly so its expression shows. Points
+# next to them (jaw ends at the temples, the nose bridge between the eyes, the nostrils
+# over the upper lip) take less, so the displacement fades instead of stepping.
+SHAPE_WEIGHTS = np.zeros(68, np.float32)
+SHAPE_WEIGHTS[JAW] = (0.5, 0.8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.8, 0.5)
+SHAPE_WEIGHTS[NOSE] = (0.3, 0.5, 0.7, 0.8, 0.6, 0.6, 0.6, 0.6, 0.6)
+# the lower jaw (chin and its sides) follows the mouth's opening: weights of the drop
+_JAW_DROP = {5: 0.4, 6: 0.7, 7: 0.9, 8: 1.0, 9: 0.9, 10: 0.7, 11: 0.4}
 
 # Forehead points: brow landmark, and how far above it (in units of the eye-to-chin
 # distance). The centre rises most so the top of the mesh follows the forehead's curve.
@@ -50,12 +65,16 @@ def face_frame(lm: Points) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.floa
     return up, mid.astype(np.float32), size
 
 
-def extend_landmarks(lm: Points) -> Points:
+def extend_landmarks(lm: Points, frame_of: Points | None = None) -> Points:
     """68 landmarks + forehead, temple and outer-jaw points (N_EXTENDED, 2).
 
-    The same rule runs on source and target, so the extra points correspond."""
-    up, _, size = face_frame(lm)
-    centre = lm[27:36].mean(axis=0)  # nose
+    The same rule runs on source and target, so the extra points correspond. The face's
+    up direction, size and centre come from ``frame_of`` when given (the camera's own
+    landmarks, when ``lm`` is their blend with the source's shape: the forehead then rides
+    on the camera's brows at the camera's scale)."""
+    ref = lm if frame_of is None else frame_of
+    up, _, size = face_frame(ref)
+    centre = ref[27:36].mean(axis=0)  # nose
     extra: list[npt.NDArray[np.float32]] = []
     for idx, k in _FOREHEAD:
         extra.append(lm[idx] + up * (k * size))
@@ -68,6 +87,89 @@ def extend_landmarks(lm: Points) -> Points:
         out /= float(np.linalg.norm(out)) or 1.0
         extra.append(lm[idx] + out * (_JAW_PUSH * size))
     return np.vstack([lm, np.asarray(extra, np.float32)]).astype(np.float32)
+
+
+# Points that keep their place relative to the skull whatever the expression: the upper
+# jaw line, the nose and the eye corners (the similarity that aligns two faces' shapes).
+_STABLE = (0, 1, 2, 14, 15, 16, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 39, 42, 45)
+
+
+def align_shape(source: Points, target: Points) -> Points:
+    """``source``'s 68 landmarks moved onto ``target``'s by the least-squares similarity of
+    their expression-free points (``_STABLE``); ``source`` itself when none fits."""
+    idx = list(_STABLE)
+    src, dst = source[idx].astype(np.float64), target[idx].astype(np.float64)
+    ms, md = src.mean(axis=0), dst.mean(axis=0)
+    zs = (src[:, 0] - ms[0]) + 1j * (src[:, 1] - ms[1])
+    zd = (dst[:, 0] - md[0]) + 1j * (dst[:, 1] - md[1])
+    den = float(np.vdot(zs, zs).real)
+    if den < 1e-9:
+        return source
+    a = complex(np.vdot(zs, zd)) / den  # scale and rotation, least squares
+    z = (source[:, 0] - ms[0]) + 1j * (source[:, 1] - ms[1])
+    out = a * z
+    return np.stack([out.real + md[0], out.imag + md[1]], axis=1).astype(np.float32)
+
+
+def _signed_areas(pts: Points, tris: Triangles) -> npt.NDArray[np.float32]:
+    a, b, c = pts[tris[:, 0]], pts[tris[:, 1]], pts[tris[:, 2]]
+    cross = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    return np.asarray(cross, np.float32)
+
+
+def blend_shape(target: Points, aligned: Points, weight: float, tris: Triangles) -> Points:
+    """The extended mesh of the camera face ``target`` (68 landmarks) with its jaw line and
+    nose moved toward the source's shape ``aligned`` (the source's landmarks aligned onto it,
+    ``align_shape``), point ``i`` by ``weight * SHAPE_WEIGHTS[i]`` of the way: brows, lids
+    and lips stay exactly the camera's (its expression), the forehead rides on its brows.
+
+    The source's chin first drops by how much wider the camera's mouth is open than the
+    source's (a mouth opens by dropping the jaw), so the chin follows speech. A blend that
+    would fold a triangle of the mesh (``tris``) is halved until none folds."""
+    base = extend_landmarks(target)
+    if weight <= 0:
+        return base
+    up, _, size = face_frame(target)
+    src = aligned.copy()
+    # inner-lip gap (downwards, px): how much more the camera's mouth is open
+    drop = float(np.dot(src[66] - src[62], up) - np.dot(target[66] - target[62], up))
+    for i, k in _JAW_DROP.items():
+        src[i] -= up * (k * drop)
+    delta = (src - target) * (SHAPE_WEIGHTS[:, None] * np.float32(weight))
+    before = _signed_areas(base, tris)
+    solid = np.abs(before) > 1e-4 * size * size
+    for scale in (1.0, 0.5, 0.25):
+        ext = extend_landmarks((target + scale * delta).astype(np.float32), frame_of=target)
+        after = _signed_areas(ext, tris)
+        if not np.any(solid & (np.sign(after) != np.sign(before))):
+            return ext
+    return base
+
+
+def outline(tris: Triangles) -> npt.NDArray[np.int32]:
+    """The vertex indices of a triangulation's outer boundary, in order around it (the
+    edges that belong to one triangle only, chained)."""
+    count: dict[tuple[int, int], int] = {}
+    for t in tris:
+        for a, b in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0])):
+            key = (int(min(a, b)), int(max(a, b)))
+            count[key] = count.get(key, 0) + 1
+    nxt: dict[int, list[int]] = {}
+    for (a, b), n in count.items():
+        if n == 1:
+            nxt.setdefault(a, []).append(b)
+            nxt.setdefault(b, []).append(a)
+    if not nxt:
+        return np.zeros(0, np.int32)
+    start = min(nxt)
+    loop, prev, cur = [start], -1, start
+    while True:
+        step = [v for v in nxt[cur] if v != prev]
+        if not step or step[0] == start or len(loop) > len(nxt):
+            break
+        prev, cur = cur, step[0]
+        loop.append(cur)
+    return np.asarray(loop, np.int32)
 
 
 def delaunay(points: Points) -> Triangles:
@@ -126,9 +228,12 @@ def piecewise_affine_maps(
     tris: Triangles,
     roi_shape: tuple[int, int],
     step: int = 2,
+    boundary: npt.NDArray[np.int32] | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
     """Remap tables (map_x, map_y) of size ``roi_shape`` sending each ROI pixel inside the
-    destination mesh to its source position, plus the mesh coverage mask (uint8 0/255).
+    destination mesh to its source position, plus the mesh coverage mask (uint8 0/255):
+    the polygon of ``dst_pts[boundary]`` (the triangulation's ``outline``: exactly the
+    pixels the triangles cover), else the points' convex hull.
 
     ``dst_pts`` are in ROI coordinates. The map is evaluated on a grid of every ``step``-th
     pixel and upsampled bilinearly: a piecewise-affine map is continuous across triangle
@@ -155,8 +260,12 @@ def piecewise_affine_maps(
         mx = cv2.resize(mx, (big_w, big_h), interpolation=cv2.INTER_LINEAR)[:h, :w]
         my = cv2.resize(my, (big_w, big_h), interpolation=cv2.INTER_LINEAR)[:h, :w]
     coverage = np.zeros((h, w), np.uint8)
-    hull = cv2.convexHull(np.round(dst_pts * 16).astype(np.int32))
-    cv2.fillConvexPoly(coverage, hull, 255, cv2.LINE_8, shift=4)
+    if boundary is not None and len(boundary) >= 3:
+        poly = np.round(dst_pts[boundary] * 16).astype(np.int32)
+        cv2.fillPoly(coverage, [poly], 255, cv2.LINE_8, shift=4)
+    else:
+        hull = cv2.convexHull(np.round(dst_pts * 16).astype(np.int32))
+        cv2.fillConvexPoly(coverage, hull, 255, cv2.LINE_8, shift=4)
     return mx, my, coverage
 
 

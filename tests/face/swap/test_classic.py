@@ -83,9 +83,10 @@ def test_pixels_outside_face_roi_unchanged(obama, biden, mode) -> None:
     (src, sf), (tgt, tf) = obama, biden
     swapper = ClassicSwapper(SwapConfig(blend=mode))
     original = tgt.copy()
-    out = swap(swapper, tgt, [tf.landmarks], swapper.prepare_landmarks(src, sf.landmarks))
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    out = swap(swapper, tgt, [tf.landmarks], model)
     assert np.array_equal(tgt, original), "the input frame must not be modified"
-    roi = swapper.face_roi(tf.landmarks, tgt.shape)
+    roi = swapper.face_roi(tf.landmarks, tgt.shape, model)
     assert roi is not None
     x0, y0, x1, y1 = roi
     outside = np.ones(tgt.shape[:2], bool)
@@ -107,11 +108,10 @@ def test_two_faces_both_swapped(testdata, analyzer, biden) -> None:
     faces = analyzer.analyze(img, with_embedding=True)
     assert len(faces) == 2
     swapper = ClassicSwapper()
-    out = swap(
-        swapper, img, [f.landmarks for f in faces], swapper.prepare_landmarks(src, sf.landmarks)
-    )
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    out = swap(swapper, img, [f.landmarks for f in faces], model)
     for f in faces:
-        roi = swapper.face_roi(f.landmarks, img.shape)
+        roi = swapper.face_roi(f.landmarks, img.shape, model)
         assert roi is not None
         x0, y0, x1, y1 = roi
         assert np.abs(out[y0:y1, x0:x1].astype(int) - img[y0:y1, x0:x1]).mean() > 3
@@ -183,7 +183,7 @@ def test_keep_eyes_keeps_the_target_eyes() -> None:
     x, y = tgt_lm[36:42].mean(axis=0).astype(int)
     eye = (slice(y - 3, y + 4), slice(x - 3, x + 4))
     for keep, changed in ((False, True), (True, False)):
-        swapper = ClassicSwapper(SwapConfig(keep_eyes=keep))
+        swapper = ClassicSwapper(SwapConfig(eyes="own" if keep else "source"))
         out = swap(swapper, tgt, [tgt_lm], swapper.prepare_landmarks(src, src_lm))
         diff = np.abs(out[eye].astype(int) - tgt[eye].astype(int)).mean()
         assert (diff > 10) == changed, (keep, diff)
@@ -195,13 +195,14 @@ def test_swapper_fills_the_work_record(obama, biden) -> None:
     frames = [FrameContext(tgt)]
     no_landmarks = Face(tf.bbox, tf.score, tf.kps)
     works = [FaceWork(0, 7, tf), FaceWork(0, 7, no_landmarks)]
-    done, skipped = swapper.swap(frames, works, [swapper.prepare_landmarks(src, sf.landmarks)])
+    model = swapper.prepare_landmarks(src, sf.landmarks)
+    done, skipped = swapper.swap(frames, works, [model])
     assert done is works[0] and skipped is works[1]
     assert skipped.output is None and skipped.mask is None  # needs 68 landmarks
     assert done.affine is not None and done.crop is not None
     assert done.output is not None and done.mask is not None
     assert tf.landmarks is not None
-    roi = swapper.face_roi(tf.landmarks, tgt.shape)
+    roi = swapper.face_roi(tf.landmarks, tgt.shape, model)
     assert roi is not None
     x0, y0, x1, y1 = roi
     np.testing.assert_array_equal(done.affine, [[1, 0, -x0], [0, 1, -y0]])
@@ -254,7 +255,7 @@ def test_a_large_face_is_swapped_at_the_source_detail_and_looks_the_same(
         outs[limit] = swap(swapper, big, [bf.landmarks], model)
         scale = swapper.work_scale(size, model)
         assert (scale == 1.0) if limit > 1e6 else (scale < 0.6)
-    roi = ClassicSwapper().face_roi(bf.landmarks, big.shape)
+    roi = ClassicSwapper().face_roi(bf.landmarks, big.shape, model)
     assert roi is not None
     x0, y0, x1, y1 = roi
     full, shrunk = (outs[k][y0:y1, x0:x1].astype(int) for k in (1e9, 160.0))
