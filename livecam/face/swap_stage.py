@@ -21,11 +21,12 @@ from livecam.face.presets import resolve_preset
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
-from livecam.face.track.selection import FaceSelector, ModeSelector, ReferenceMatcher
+from livecam.face.track.repeat import LastOutput
+from livecam.face.track.selection import FaceSelector, ReferenceMatcher, mode_selector
 from livecam.face.track.tracking import FaceTracker
 from livecam.models.store import ModelStore
 from livecam.stream.stage import take_analysis
-from livecam.types import FaceWork, FramePacket
+from livecam.types import Face, FaceWork, Frame, FramePacket
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class FaceSwapStage:
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
+        self._last = LastOutput()
         self._prepared = list(prepared)
 
     @property
@@ -103,9 +105,12 @@ class FaceSwapStage:
             picks = take_analysis(batch, self.name)
             assert picks is not None
         frames = _contexts(batch)
+        inputs = [p.frame for p in batch]
+        repeated = self._last.mark(inputs, picks)  # exact repeats get the last output again
         works = [
             FaceWork(i, packet.seq, face, source_index=source)
             for i, (packet, pick) in enumerate(zip(batch, picks, strict=True))
+            if not repeated[i]
             for face, source in pick
         ]
         if works:
@@ -119,7 +124,7 @@ class FaceSwapStage:
                 packet.frame = out
         else:
             done = []
-            if self.reuse is not None:
+            if self.reuse is not None and not any(picks):
                 self.reuse.clear()  # no face selected: every track's entry is stale
         if self.check is not None and done:  # a sample now and then, checked on its thread
             self.check.offer(frames, [p.frame for p in batch], done)
@@ -129,7 +134,27 @@ class FaceSwapStage:
         for i, packet in enumerate(batch):
             packet.faces_swapped = swapped[i]
             packet.faces_reused = reused[i]
+        self._repeat_outputs(batch, inputs, picks, repeated)
         return batch
+
+    def _repeat_outputs(
+        self,
+        batch: list[FramePacket],
+        inputs: list[Frame],
+        picks: list[list[tuple[Face, int]]],
+        repeated: list[bool],
+    ) -> None:
+        """Give each repeated frame the output of the frame before it; remember the last."""
+        last = self._last
+        for i, packet in enumerate(batch):
+            if repeated[i]:
+                before = batch[i - 1] if i else None
+                packet.frame = last.output() if before is None else before.frame.copy()
+                packet.faces_swapped = last.swapped if before is None else before.faces_swapped
+                packet.faces_reused = last.reused if before is None else before.faces_reused
+        if batch:
+            end = batch[-1]
+            last.remember(inputs[-1], picks[-1], end.frame, end.faces_swapped, end.faces_reused)
 
     def report_to(self, report: CheckReport) -> None:
         """Send the swap check's readings and warnings to ``report`` (the telemetry)."""
@@ -140,6 +165,7 @@ class FaceSwapStage:
         if self.check is not None:
             self.check.close()
         self._tracker.reset()
+        self._last.clear()
         if self.reuse is not None:
             self.reuse.clear()
         self.parts.close()
@@ -200,7 +226,7 @@ def build_swap_stage(
         # the source photo is embedded only for a swapper that uses the identity: dlib's
         # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
         analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
-        selector: FaceSelector = ModeSelector(cfg.select)
+        selector: FaceSelector = mode_selector(cfg.select)
         if cfg.map:
             pairs = [split_pair(m) for m in cfg.map]
             sources = [faces.get(p[0], None, analyzer) for p in pairs if p is not None]

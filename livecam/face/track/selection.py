@@ -123,6 +123,51 @@ class ModeSelector:
         return [(face, 0) for face in self.select(frame, faces)]
 
 
+class StickyMainFace:
+    """``one`` on a tracked stream: the main face, then that person until they leave.
+
+    With nothing followed, the main face (``main_face``) is picked and its ``track_id``
+    followed: the face with that id is picked in later frames even when another face
+    becomes larger. While the followed track is missing (it left, or the tracker holds it
+    out while its fit is unsure) nothing is swapped for up to ``patience`` frames; then the
+    main face of the frame is picked and followed. A frame's faces without track ids get
+    its main face. A rewound or restarted stream (a frame whose ``seq`` is not after the
+    last one's; the tracker starts new tracks then) starts over. One source (index 0); one
+    instance per stream.
+    """
+
+    def __init__(self, patience: int = 3) -> None:
+        self.patience = patience
+        self.followed: int | None = None
+        self._missing = 0
+        self._last_seq: int | None = None
+
+    def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
+        if self._last_seq is not None and frame.seq <= self._last_seq:
+            self.followed = None
+        self._last_seq = frame.seq
+        if self.followed is not None:
+            same = [f for f in faces if f.track_id == self.followed]
+            if same:
+                self._missing = 0
+                return same[:1]
+            self._missing += 1
+            if self._missing <= self.patience:
+                return []
+        face = main_face(faces, frame.shape)
+        self.followed = face.track_id if face is not None and face.track_id >= 0 else None
+        self._missing = 0
+        return [] if face is None else [face]
+
+    def pick(self, frame: FrameContext, faces: list[Face]) -> list[tuple[Face, int]]:
+        return [(face, 0) for face in self.select(frame, faces)]
+
+
+def mode_selector(mode: SelectMode) -> FaceSelector:
+    """The selector of ``one`` (``StickyMainFace``) or ``all`` (``ModeSelector``)."""
+    return StickyMainFace() if mode == "one" else ModeSelector(mode)
+
+
 @dataclass(frozen=True)
 class Measurement:
     """A face's embedding (unit vector) and its distances to each target, taken in frame

@@ -1,12 +1,23 @@
 """Face tracking: detect every N frames, follow faces in between, stable ids, smoothing.
 
 Works from the boxes and 5 keypoints of any ``Detector``. With a ``RefitLandmarker`` (the
-offline preset's dlib 68-point predictor) each track's landmarks are refitted in every
-frame inside the box the landmarker wants around its previous landmarks; without one, a
-track moves by its measured velocity between detections. Either way the costly detector
-runs only every ``detect_every`` frames (and on every frame while nothing is tracked).
-The output points go through a One-Euro filter clocked by the frames' capture times
-(fast motion passes, still-face jitter is removed).
+lite preset's slim-160, the offline preset's dlib 68-point predictor) each track's
+landmarks are refitted in every frame inside the box the landmarker wants around its
+previous landmarks; without one, a track moves by its measured velocity between
+detections. Either way the costly detector runs only every ``detect_every`` processed
+frames (and on every frame while nothing is tracked), however many camera frames were
+dropped in between. The output points go through a One-Euro filter clocked by the frames'
+capture times (fast motion passes, still-face jitter is removed).
+
+What a viewer would see as the face sliding or jumping is kept out: a camera frame that
+repeats the last one (exactly, or within ``repeat_tolerance`` grey levels nearly
+everywhere) gives the last faces again and moves no state; a detection that disagrees
+with a refitted track moves the refit's box toward it by ``correction`` a detection frame
+(no jump on detection frames); a refit whose size, shape or position jumps against the
+track's last landmarks (a fit sliding off a fast or blurred head) is rejected: the
+detector runs on that frame and the track restarts from its detection, and while no
+trustworthy fit is found the track is held out of the output (not drawn) for up to
+``max_missed`` frames, then ends.
 """
 
 from __future__ import annotations
@@ -17,11 +28,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 
 from livecam.face.parts import Detector, FrameContext, RefitLandmarker
-from livecam.types import Face, FaceWork, validate_frame
+from livecam.types import Face, FaceWork, Frame, validate_frame
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +98,80 @@ def greedy_match(
     return out
 
 
+def fit_change(prev: FloatArray, new: FloatArray, expected_shift: FloatArray) -> FitChange:
+    """How far landmarks ``new`` moved from ``prev`` beyond what a head does in a frame:
+    the size ratio (RMS distance to the mean), the shape change left after the best
+    similarity transform (RMS, in ``new``'s size) and the shift of the mean against
+    ``expected_shift`` (in ``prev``'s size)."""
+    p = np.asarray(prev, np.float64)
+    q = np.asarray(new, np.float64)
+    pc, qc = p - p.mean(axis=0), q - q.mean(axis=0)
+    size_p = float(np.sqrt((pc**2).sum(axis=1).mean()))
+    size_q = float(np.sqrt((qc**2).sum(axis=1).mean()))
+    if size_p <= 1e-6 or size_q <= 1e-6:
+        return FitChange(0.0, math.inf, math.inf)
+    u, _, vt = np.linalg.svd(pc.T @ qc)
+    aligned = (pc @ (u @ vt)) * (size_q / size_p)
+    shape = float(np.sqrt(((qc - aligned) ** 2).sum(axis=1).mean())) / size_q
+    shift = float(np.linalg.norm(q.mean(axis=0) - p.mean(axis=0) - expected_shift)) / size_p
+    return FitChange(size_q / size_p, shape, shift)
+
+
+@dataclass(frozen=True)
+class FitChange:
+    """A refit against the track's last landmarks (``fit_change``)."""
+
+    scale: float
+    shape: float
+    shift: float
+
+
+@dataclass(frozen=True)
+class JumpLimits:
+    """The most a track's landmarks may change in one frame before the refit counts as
+    sliding off the face. Measured with the lite preset's slim-160 refit on the testdata
+    clips: over the five talking heads (1,569 refits) the largest per-frame size change is
+    14 % (|log| 0.14), shape change 0.14, shift 0.15 sizes; the hikers clip's fits that
+    slide off a blurred, turning head (frames 493-496, 508-513) shrink 18-53 % a frame.
+    A gap of several camera frames allows ``sqrt(gap)`` times as much (at most 2x)."""
+
+    log_scale: float = 0.18
+    shape: float = 0.3
+    shift: float = 0.7
+
+    def exceeded(self, change: FitChange, gap: int) -> bool:
+        k = min(math.sqrt(max(gap, 1)), 2.0)
+        return (
+            abs(math.log(max(change.scale, 1e-6))) > k * self.log_scale
+            or change.shape > k * self.shape
+            or change.shift > k * self.shift
+        )
+
+
+def frame_change(a: Frame, b: Frame, boxes: Sequence[FloatArray], tolerance: float) -> float:
+    """The share of values (pixels x channels) that differ by more than ``tolerance`` grey
+    levels between two frames of one size: the largest of the share over the frame (every
+    4th pixel) and the share inside each box (every pixel)."""
+    h, w = a.shape[:2]
+
+    def share(x: Frame, y: Frame) -> float:
+        diff = cv2.absdiff(np.ascontiguousarray(x), np.ascontiguousarray(y))
+        return float(np.count_nonzero(diff > tolerance)) / max(diff.size, 1)
+
+    worst = share(a[::4, ::4], b[::4, ::4])
+    for box in boxes:
+        x1, y1 = max(int(box[0]), 0), max(int(box[1]), 0)
+        x2, y2 = min(int(math.ceil(box[2])), w), min(int(math.ceil(box[3])), h)
+        if x2 > x1 and y2 > y1:
+            worst = max(worst, share(a[y1:y2, x1:x2], b[y1:y2, x1:x2]))
+    return worst
+
+
+REPEAT_SHARE = 0.002
+"""A frame repeats the last one when at most this share of its values changed by more than
+the tolerance (a few stray pixels of compression noise; a blink changes ~1 % of a face)."""
+
+
 class OneEuroFilter:
     """One-Euro filter (Casiez et al. 2012) over an array of 2-D points.
 
@@ -138,6 +224,9 @@ class _Track:
     velocity: FloatArray = field(default_factory=lambda: np.zeros(2, np.float32))  # px/frame
     start: Face | None = None  # a detection to continue from in this frame
     filter: OneEuroFilter = field(default_factory=OneEuroFilter)
+    detection: Face | None = None  # the detection it matched in this frame
+    correction: FloatArray | None = None  # box shift toward that detection, this frame
+    hidden: int = 0  # frames in a row whose refit was rejected (held out of the output)
 
 
 def _anchor(face: Face) -> FloatArray:
@@ -154,8 +243,9 @@ class FaceTracker:
     ``detector``: any detector part. ``landmarker``: refits landmarks in every frame
     (None: the detector's keypoints are the track's points and a track moves by its
     velocity between detections). ``detect_every``: run the detector on every N-th frame
-    (by ``seq``), and on every frame while nothing is tracked or a track is unconfirmed
-    (just missed by the detector, or without a landmarker, seen only once).
+    the tracker processes (dropped camera frames do not count, held repeats neither), and
+    on every frame while nothing is tracked or a track is unconfirmed (just missed by the
+    detector or held out, or without a landmarker, seen only once).
     ``smoothing``: One-Euro strength, 0 = off, 1 = default, higher = calmer but laggier;
     the filter's clock is each frame's capture time ``t_s``. ``max_missed``: a track ends
     after this many detection runs in a row that did not find it (after a miss the
@@ -164,6 +254,14 @@ class FaceTracker:
     ``min_inside`` of its face box is inside the frame. A detection scoring below the
     detector's ``start_score`` keeps a track alive but never starts one. Track ids count up
     from 1 per tracker, never reused.
+
+    ``repeat_tolerance``: a frame that differs from the last tracked frame by at most this
+    many grey levels (bar ``REPEAT_SHARE`` of its values, over the frame and inside every
+    face box; 0: only an exact repeat) gives that frame's faces again, moving nothing,
+    while the tracker is steady. ``correction``: the share of a matched detection's box
+    offset that moves the refit's box on a detection frame (0: detections only confirm
+    tracks). ``jumps``: the refit changes that count as a fit sliding off the face (None:
+    no check).
     """
 
     def __init__(
@@ -178,6 +276,9 @@ class FaceTracker:
         min_face: float = 24.0,
         min_cutoff: float = 1.0,
         beta: float = 5.0,
+        repeat_tolerance: float = 4.0,
+        correction: float = 0.3,
+        jumps: JumpLimits | None = JumpLimits(),  # noqa: B008 (frozen)
     ) -> None:
         if detect_every < 1:
             raise ValueError(f"detect_every must be >= 1, got {detect_every}")
@@ -193,10 +294,17 @@ class FaceTracker:
         self.min_face = min_face
         self.min_cutoff = min_cutoff
         self.beta = beta
+        self.repeat_tolerance = repeat_tolerance
+        self.correction = correction
+        self.jumps = jumps
+        self.repeats_held = 0  # frames answered with the last frame's faces
+        self.fits_rejected = 0  # refits that jumped (each held a track out of one frame)
         self._tracks: list[_Track] = []
         self._next_id = 1
-        self._last_detect: int | None = None
+        self._since_detect: int | None = None  # frames processed since the last detection
         self._last_seq: int | None = None
+        self._last_image: Frame | None = None  # a copy of the last tracked frame
+        self._last_faces: list[Face] = []
 
     @property
     def track_count(self) -> int:
@@ -205,8 +313,10 @@ class FaceTracker:
     def reset(self) -> None:
         """Forget every track (ids keep counting up)."""
         self._tracks = []
-        self._last_detect = None
+        self._since_detect = None
         self._last_seq = None
+        self._last_image = None
+        self._last_faces = []
 
     def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         """Track faces through the next frames (in order); per frame, its faces with
@@ -223,19 +333,43 @@ class FaceTracker:
             validate_frame(frame.image, "FaceTracker.update")
             if self._last_seq is not None and frame.seq <= self._last_seq:
                 self.reset()  # a restarted or rewound stream
+            if self._repeats(frame.image):
+                self._last_seq = frame.seq
+                self.repeats_held += 1
+                out.append(list(self._last_faces))
+                continue
             detections = None
-            if self._needs_detection(frame.seq):
+            if self._needs_detection():
                 if i not in ready:
                     planned = self._plan(frames, i)
                     found = self.detector.detect([frames[j] for j in planned])
                     ready.update(zip(planned, found, strict=True))
                 detections = ready.pop(i)
-            out.append(self._step(frame, detections))
+            faces = self._step(frame, detections)
+            self._remember(frame.image, faces)
+            out.append(faces)
         return out
 
-    def _needs_detection(self, seq: int) -> bool:
-        last = self._last_detect
-        return last is None or seq - last >= self.detect_every or self._unsure()
+    def _repeats(self, image: Frame) -> bool:
+        """Whether ``image`` repeats the last tracked frame (``repeat_tolerance``) while
+        every track is steady and shown."""
+        last = self._last_image
+        if last is None or last.shape != image.shape or not self._last_faces or self._unsure():
+            return False
+        if self.repeat_tolerance <= 0:
+            return bool(np.array_equal(last, image))
+        boxes = [f.bbox for f in self._last_faces]
+        return frame_change(last, image, boxes, self.repeat_tolerance) <= REPEAT_SHARE
+
+    def _remember(self, image: Frame, faces: list[Face]) -> None:
+        if self._last_image is None or self._last_image.shape != image.shape:
+            self._last_image = np.empty_like(image)
+        np.copyto(self._last_image, image)
+        self._last_faces = faces
+
+    def _needs_detection(self) -> bool:
+        since = self._since_detect
+        return since is None or since + 1 >= self.detect_every or self._unsure()
 
     def _plan(self, frames: Sequence[FrameContext], i: int) -> list[int]:
         """Frame ``i`` and, while tracking steadily, the later frames of the batch that the
@@ -243,23 +377,25 @@ class FaceTracker:
         planned = [i]
         if self._unsure():
             return planned
-        last = prev = frames[i].seq
+        prev, since = frames[i].seq, 0
         for j in range(i + 1, len(frames)):
             seq = frames[j].seq
             if seq <= prev:  # rewound: the schedule starts over
                 break
-            if seq - last >= self.detect_every:
+            since += 1
+            if since >= self.detect_every:
                 planned.append(j)
-                last = seq
+                since = 0
             prev = seq
         return planned
 
     def _unsure(self) -> bool:
         """Whether the next frame needs the detector whatever the schedule: nothing is
-        tracked, the detector just missed a track, or (without a landmarker) a track has no
+        tracked, the detector just missed a track or a track is held out (its refit jumped),
+        or (without a landmarker) a track has no
         velocity yet (one measurement only)."""
         tracks = self._tracks
-        if not tracks or any(t.missed for t in tracks):
+        if not tracks or any(t.missed or t.hidden for t in tracks):
             return True
         return self.landmarker is None and any(t.measurements < 2 for t in tracks)
 
@@ -268,18 +404,34 @@ class FaceTracker:
         seq = frame.seq
         self._last_seq = seq
         if detections is not None:
-            self._last_detect = seq
             self._associate(detections, seq)
-        if self.landmarker is not None:
-            moved = self._refit(frame, self.landmarker)
-        else:
-            moved = [self._predict(track, seq) for track in self._tracks]
+        detected = detections is not None
+        moved = self._move(frame)
+        rejected = self._rejected(moved, seq)
+        if any(rejected):
+            moved, rejected = self._retry(frame, detected, rejected)
+            detected = True
+        since = self._since_detect
+        self._since_detect = 0 if detected or since is None else since + 1
         h, w = frame.image.shape[:2]
         kept: list[_Track] = []
-        for track, face in zip(self._tracks, moved, strict=True):
+        for track, face, bad in zip(self._tracks, moved, rejected, strict=True):
+            track.detection = track.correction = None
+            if bad:
+                self.fits_rejected += 1
+                track.hidden += 1
+                track.start = None
+                if track.hidden > self.max_missed:
+                    log.debug("track %d ended: its fit kept jumping", track.track_id)
+                else:
+                    kept.append(track)
+                continue
             if face.width < self.min_face or inside_fraction(face.bbox, w, h) < self.min_inside:
                 log.debug("track %d ended: face left the frame", track.track_id)
                 continue
+            if track.hidden:  # found again after a rejected fit: no slide from the old place
+                track.filter.reset()
+                track.hidden = 0
             if self.landmarker is not None or track.start is not None:  # a measurement
                 if not track.new and (track.start is None or self.landmarker is None):
                     gap = max(seq - track.measured_seq, 1)
@@ -290,9 +442,50 @@ class FaceTracker:
             track.face, track.start, track.new = face, None, False
             kept.append(track)
         self._tracks = self._dedupe(kept)
-        faces = [self._output(track, frame.t_s) for track in self._tracks]
+        faces = [self._output(track, frame.t_s) for track in self._tracks if not track.hidden]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
+
+    def _move(self, frame: FrameContext) -> list[Face]:
+        """Every track's face in this frame: refitted, or moved by its velocity."""
+        if self.landmarker is not None:
+            return self._refit(frame, self.landmarker)
+        return [self._predict(track, frame.seq) for track in self._tracks]
+
+    def _rejected(self, moved: list[Face], seq: int) -> list[bool]:
+        """Per track, whether its refit jumped: a restart that lands away from its
+        detection, or a refit whose landmarks changed more than ``jumps`` allows."""
+        limits = self.jumps
+        if limits is None or self.landmarker is None:
+            return [False] * len(moved)
+        out = []
+        for track, face in zip(self._tracks, moved, strict=True):
+            assert face.landmarks is not None
+            if track.start is not None:
+                out.append(iou(face.bbox, track.start.bbox) < 0.35)
+                continue
+            prev = track.measured.landmarks
+            if prev is None or prev.shape != face.landmarks.shape:
+                out.append(False)
+                continue
+            gap = max(seq - track.measured_seq, 1)
+            change = fit_change(prev, face.landmarks, self._shift(track, seq))
+            out.append(limits.exceeded(change, gap))
+        return out
+
+    def _retry(
+        self, frame: FrameContext, detected: bool, rejected: list[bool]
+    ) -> tuple[list[Face], list[bool]]:
+        """Refit the tracks whose fit jumped from their detections in this frame (the
+        detector runs now when this frame had none); the new fits and rejections."""
+        if not detected:
+            (detections,) = self.detector.detect([frame])
+            self._associate(detections, frame.seq)
+        for track, bad in zip(self._tracks, rejected, strict=False):
+            if bad and track.start is None and track.detection is not None:
+                track.start = track.detection
+        moved = self._move(frame)
+        return moved, self._rejected(moved, frame.seq)
 
     def _face_box(self, face: Face) -> FloatArray:
         """The landmarker's box around the face's landmarks when it has them, else its box."""
@@ -308,6 +501,12 @@ class FaceTracker:
         """The box of the track's last measurement moved to frame ``seq``."""
         return self._face_box(track.measured) + np.tile(self._shift(track, seq), 2)
 
+    def _seed(self, track: _Track, seq: int) -> FloatArray:
+        """Where the landmarker refits a track: its moved box, shifted toward its
+        detection in this frame by ``correction`` of the offset."""
+        box = self._box(track, seq)
+        return box if track.correction is None else box + track.correction
+
     def _refit(self, frame: FrameContext, landmarker: RefitLandmarker) -> list[Face]:
         """Every track's landmarks fitted in this frame (one landmarker call), in the box of
         its new detection or the box its last landmarks predict; the face's box is then the
@@ -315,7 +514,7 @@ class FaceTracker:
         seeds = [
             track.start
             if track.start is not None
-            else dataclasses.replace(track.measured, bbox=self._box(track, frame.seq))
+            else dataclasses.replace(track.measured, bbox=self._seed(track, frame.seq))
             for track in self._tracks
         ]
         works = landmarker.fit([frame], [FaceWork(0, frame.seq, face) for face in seeds])
@@ -346,12 +545,17 @@ class FaceTracker:
             track = self._tracks[ti]
             track.missed = 0
             det = detections[di]
+            track.detection = det
             # without a landmarker the detection is the new measurement; with one, restart
-            # from it only when the landmarks drifted off the face
-            if self.landmarker is None or overlap < 0.5:
+            # from it only when the landmarks drifted off the face (or were held out), else
+            # move the refit's box part of the way toward it
+            if self.landmarker is None or overlap < 0.5 or track.hidden:
                 track.start = det
             else:
                 track.measured = dataclasses.replace(track.measured, score=det.score)
+                if self.correction > 0:
+                    offset = det.bbox - boxes[ti]
+                    track.correction = (self.correction * offset).astype(np.float32)
         survivors = []
         for ti, track in enumerate(self._tracks):
             if ti not in matched_t:
