@@ -261,12 +261,22 @@ def report_text(v: Verdict) -> str:
         else:
             lines.append(f"  {what}: present, not signed; {p.detail}")
         lines.append(f"  AI action: {p.ai_action or 'none declared'}")
+        if p.watermark and p.watermark != "none":
+            lines.append(f"  it names the mark: {p.watermark}{_same_session(p, m)}")
         if p.models:
             models = ", ".join(_model_text(model) for model in p.models)
             lines.append(f"  preset {p.preset or '?'}; models: {models}")
     verdict = "MARKED as AI-modified" if v.marked else "NOT marked as AI-modified"
     lines.append(f"  verdict: {verdict}")
     return "\n".join(lines)
+
+
+def _same_session(p: ProvenanceReport, m: StreamDetection) -> str:
+    """Whether the mark found in the frames is the one the provenance names."""
+    if m.payload is None:
+        return ""
+    same = p.watermark.endswith(f"session {m.payload.session_id:08x}")
+    return " (the one found)" if same else " (NOT the one found in the frames)"
 
 
 def _model_text(model: dict[str, str]) -> str:

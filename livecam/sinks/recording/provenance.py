@@ -484,7 +484,8 @@ class ProvenanceReport:
     list (never for LiveCam's self-signed key); ``ai_action``: the action that declares
     an AI edit with its digital source type (None: none declared); ``models``: the models
     it names; ``kind``: ``c2pa``, ``tag`` or ``none``; ``detail``: one line saying more
-    (the signer, the failed checks, or why nothing was read)."""
+    (the signer, the failed checks, or why nothing was read); ``watermark``: the invisible
+    mark it says the frames carry ("LiveCam invisible mark, session 1a2b3c4d", or "")."""
 
     present: bool
     signature_valid: bool
@@ -496,6 +497,7 @@ class ProvenanceReport:
     signer: str = ""
     preset: str | None = None
     failures: tuple[str, ...] = field(default_factory=tuple)
+    watermark: str = ""
 
 
 def read_provenance(path: str | os.PathLike[str]) -> ProvenanceReport:
@@ -566,6 +568,7 @@ def _report(store: dict[str, Any]) -> ProvenanceReport:
         signer,
         params.get("preset"),
         failures,
+        str(params.get("watermark", "")),
     )
 
 
@@ -596,4 +599,5 @@ def _read_tag(file: Path) -> ProvenanceReport:
         "or remove it",
         "tag",
         preset=statement.get("preset"),
+        watermark=str(statement.get("watermark", "")),
     )
