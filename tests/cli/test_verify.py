@@ -129,12 +129,12 @@ def test_a_damaged_download_is_verified_on_the_frames_that_still_decode(
     """A call recording cut short (remuxed to Matroska, its last third gone): the frames
     before the cut still carry the mark."""
     whole = tmp_path / "call.mkv"
-    with av.open(str(marked)) as inp, av.open(str(whole), "w", format="matroska") as out:
-        stream = out.add_stream_from_template(inp.streams.video[0])
+    with av.open(str(marked)) as inp, av.open(str(whole), "w", format="matroska") as dst:
+        stream = dst.add_stream_from_template(inp.streams.video[0])
         for packet in inp.demux(inp.streams.video[0]):
             if packet.size:
                 packet.stream = stream
-                out.mux(packet)
+                dst.mux(packet)
     cut = tmp_path / "cut.mkv"
     data = whole.read_bytes()
     cut.write_bytes(data[: len(data) * 2 // 3])
