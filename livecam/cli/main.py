@@ -220,6 +220,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_bench_options(bench, offered_presets())
     bench.set_defaults(func=cmd_bench)
+    from livecam.cli.check import add_check_options, cmd_check
+
+    check = sub.add_parser(
+        "check",
+        help="check every installed preset on the bundled portraits and a moving clip "
+        "(provider, fps, identity, expression, stability): a report to paste into an issue",
+        description="Swap the bundled portraits onto each other and onto a moving clip made "
+        "from one of them, with every preset whose models are installed (or --preset), and "
+        "print a plain-text report: versions, the provider really used, fps, swap strength "
+        "(how far the identity moved toward the source), expression and stability figures. "
+        "Exit status 0 when every checked preset passes, 1 when one does not.",
+    )
+    add_check_options(check)
+    check.set_defaults(func=cmd_check)
     return parser
 
 
