@@ -230,3 +230,21 @@ def test_mirror_flips_the_captured_frames(qtbot: QtBot, tmp_path: Path) -> None:
         seen[mirror] = frames[-1]
     assert np.array_equal(seen[False], image)
     assert np.array_equal(seen[True], image[:, ::-1])
+
+
+def test_the_output_panel_shows_both_marks_and_the_ai_mark_is_on_in_the_panel_config(
+    qtbot: QtBot, settings: UiSettings
+) -> None:
+    assert UiSettings().config.output.watermark, "the panel's config marks by default"
+    panel = OutputPanel(StreamController(UiSettings().config), settings)
+    qtbot.addWidget(panel)
+    assert panel.marking.text().startswith("Visible label: off.\nInvisible AI mark: on.")
+    panel.label_on.setChecked(True)  # the visible label's state follows its checkbox
+    assert 'Visible label: on ("AI-modified", bottom-right)' in panel.marking.text()
+    assert "Invisible AI mark: on" in panel.marking.text()
+
+    off = UiSettings().config.with_section("output", watermark=False)  # the config file's
+    shown = OutputPanel(StreamController(off), settings)
+    qtbot.addWidget(shown)
+    assert "Invisible AI mark: OFF" in shown.marking.text()
+    assert "Article 50" in shown.marking.text() and "b00020" in shown.marking.styleSheet()

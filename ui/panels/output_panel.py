@@ -13,6 +13,9 @@
   input's (``source.size``, chosen in the Input panel; sources fit it without stretching).
 * **Label**: text such as "AI-modified" written into every output frame (virtual camera,
   recording and preview alike) in a corner (``output.label``, ``label_position``).
+* **Marking**: the state of both marks, visible label on/off and the invisible AI mark
+  on/off (``output.watermark``: shown, not switched: it is turned off in the config file
+  only, and then the line says so in red, naming EU AI Act Article 50).
 
 Sinks are opened at start: a change made while running applies at the next start
 (``next_start``).
@@ -60,6 +63,23 @@ RATES: tuple[tuple[str, float | None], ...] = (
 RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
 ERROR_STYLE = "color: #b00020;"
 DEFAULT_LABEL = "AI-modified"
+MARK_ON = (
+    "Invisible AI mark: on. Every swapped frame carries LiveCam's machine-readable mark "
+    "(EU AI Act Art. 50); recordings and stills are signed (C2PA). Check a file with "
+    "`livecam verify FILE`."
+)
+MARK_OFF = (
+    "Invisible AI mark: OFF (output.watermark = false in the config file): swapped frames "
+    "are not marked as AI-modified, as EU AI Act Article 50 requires."
+)
+
+
+def marking_text(config: Config) -> tuple[str, bool]:
+    """Both marks' states as the panel shows them, and whether that is a warning."""
+    out = config.output
+    label = f'on ("{out.label}", {out.label_position})' if out.label is not None else "off"
+    mark = MARK_ON if out.watermark else MARK_OFF
+    return f"Visible label: {label}.\n{mark}", not out.watermark
 
 
 def sinks_for(virtualcam: bool, record: str | None) -> tuple[str, ...]:
@@ -119,6 +139,8 @@ class OutputPanel(QWidget):
         self.label_position.addItems(list(field_choices("output.label_position")))
         self.size_note = QLabel()
         self.size_note.setWordWrap(True)
+        self.marking = QLabel()
+        self.marking.setWordWrap(True)
         self.message = QLabel()
         self.message.setWordWrap(True)
 
@@ -143,6 +165,7 @@ class OutputPanel(QWidget):
         label_row.addWidget(self.label_position)
         form.addRow(self.label_on)
         form.addRow("Label text / corner", label_row)
+        form.addRow(self.marking)
         form.addRow(self.size_note)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -191,6 +214,9 @@ class OutputPanel(QWidget):
         if out.label is not None:
             self.label_text.setText(out.label)
         self.label_position.setCurrentText(out.label_position)
+        text, warn = marking_text(config)
+        self.marking.setText(text)
+        self.marking.setStyleSheet(ERROR_STYLE if warn else "")
         for w in widgets:
             w.blockSignals(False)
         rates = [r for _, r in RATES]
