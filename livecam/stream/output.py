@@ -17,7 +17,7 @@ from livecam.stream.ring import RingBuffer
 from livecam.stream.watermark import Watermarker
 from livecam.stream.worker import Worker
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, FramePacket
+from livecam.types import Event, Frame, FramePacket
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +130,12 @@ class OutputWorker(Worker):
     frames included.
 
     ``watermark``: embedded after the label in every new frame the swap changed
-    (``faces_swapped`` > 0; pass-through frames are left alone), so every sink gets the
-    marked frame. If it raises, that frame goes out unmarked, one warning is logged (the
-    first time) and the stream goes on; ``frames_marked`` and ``mark_failures`` count.
-    ``provenance``: told before each send whether the frame was changed by the swap
-    (``Provenance.frame_swapped``), for the file sinks' signed manifests.
+    (``faces_swapped`` > 0, or a freeze on such a frame; pass-through frames are left
+    alone), so every sink and every repeat gets the marked frame. If it raises, that frame
+    goes out unmarked, one warning is logged (the first time) and the stream goes on;
+    ``frames_marked`` and ``mark_failures`` count.
+    ``provenance``: told before each new frame reaches the file sinks whether the swap
+    changed it (``Provenance.frame_swapped``), for their signed manifests.
     """
 
     def __init__(
@@ -157,6 +158,7 @@ class OutputWorker(Worker):
         self.provenance = provenance
         self.frames_marked = 0
         self.mark_failures = 0
+        self._swapped_frame: Frame | None = None  # the last frame the swap changed
         self.sinks = list(sinks)
         self.slot = slot
         self.paced = repeat
@@ -195,11 +197,14 @@ class OutputWorker(Worker):
         return got
 
     def _arrived(self, packet: FramePacket) -> None:
+        swapped = self._swapped(packet)
         if self.label is not None:
             packet = replace(packet, frame=self.label.draw(packet.frame))
-        if self.watermark is not None and packet.faces_swapped:
+        if swapped and self.watermark is not None:
             packet = self._mark(packet, self.watermark)
         steady = self._steady()
+        if self.provenance is not None:  # the file sinks (never steady) get it now
+            self.provenance.frame_swapped = swapped
         self._send(packet, [s for s in self.sinks if s not in steady])
         now = time.perf_counter_ns()
         if steady:
@@ -242,6 +247,14 @@ class OutputWorker(Worker):
             lead = "every output failed, so the stream stopped"
         return one_line(f"{lead}: {'; '.join(self.failures)}")
 
+    def _swapped(self, packet: FramePacket) -> bool:
+        """Whether the swap changed ``packet``'s pixels: it swapped a face, or the stream is
+        frozen on a frame that did (a frozen packet carries that frame's array itself, and
+        no face count: the stages did not run). Call before the label copies the frame."""
+        swapped = bool(packet.faces_swapped) or packet.frame is self._swapped_frame
+        self._swapped_frame = packet.frame if swapped else None
+        return swapped
+
     def _mark(self, packet: FramePacket, watermark: Watermarker) -> FramePacket:
         """``packet`` with its frame marked; unmarked (and one warning) if that fails."""
         try:
@@ -259,8 +272,6 @@ class OutputWorker(Worker):
 
     def _send(self, packet: FramePacket, sinks: list[Sink]) -> None:
         t_frame = packet.t_capture_ns if self.paced else packet.t_media_ns
-        if self.provenance is not None:
-            self.provenance.frame_swapped = bool(packet.faces_swapped)
         for sink in sinks:
             try:
                 sink.send(packet.frame, t_frame)

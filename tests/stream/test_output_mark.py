@@ -60,8 +60,10 @@ def run_output(
     label: Label | None = None,
     watermark: Watermarker | None = None,
     provenance: Provenance | None = None,
+    counts: list[int | None] = SWAPPED,
 ) -> tuple[OutputWorker, list[Event]]:
-    """An unpaced, lossless output thread fed ``images`` with the SWAPPED counts."""
+    """An unpaced, lossless output thread fed ``images`` with the ``counts`` of swapped
+    faces."""
     telemetry = Telemetry()
     events: list[Event] = []
     telemetry.add_listener(events.append)
@@ -82,7 +84,7 @@ def run_output(
         provenance=provenance,
     )
     worker.start()
-    for seq, (image, swapped) in enumerate(zip(images, SWAPPED, strict=True)):
+    for seq, (image, swapped) in enumerate(zip(images, counts, strict=True)):
         packet = FramePacket(image, seq, seq * 33 * MS, faces_swapped=swapped)
         packet.t_media_ns = seq * 33 * MS
         assert slot.put(packet, timeout=10)
@@ -113,6 +115,20 @@ def test_swapped_frames_leave_marked_after_the_label_and_the_others_untouched(
             assert not detect_frame(sent).marked
     assert worker.frames_marked == sum(1 for s in SWAPPED if s) == 5
     assert not [e for e in events if e.level != "info"]
+
+
+def test_a_freeze_on_a_swapped_frame_stays_marked(clip: list[Frame]) -> None:
+    """Frozen, the inference thread sends the last output frame's own array again with no
+    face count (the stages did not run): still the swap's pixels, still marked."""
+    swapped, camera = clip[0], clip[1]
+    images = [swapped, swapped, swapped, camera, camera]  # swap, freeze x2, swap off x2
+    counts: list[int | None] = [1, None, None, None, None]
+    keep = KeepingSink()
+    worker, _ = run_output(
+        [keep], images, watermark=Watermarker(new_session_payload()), counts=counts
+    )
+    assert [detect_frame(k).marked for k in keep.kept] == [True, True, True, False, False]
+    assert worker.frames_marked == 3
 
 
 def test_a_mark_that_fails_sends_the_frame_unmarked_with_one_warning(
