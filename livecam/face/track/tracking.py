@@ -298,7 +298,8 @@ class FaceTracker:
         self.correction = correction
         self.jumps = jumps
         self.repeats_held = 0  # frames answered with the last frame's faces
-        self.fits_rejected = 0  # refits that jumped (each held a track out of one frame)
+        self.fits_rejected = 0  # refits that jumped (the track then restarts from a detection)
+        self.fits_held = 0  # frames a track was held out (no trustworthy fit)
         self._tracks: list[_Track] = []
         self._next_id = 1
         self._since_detect: int | None = None  # frames processed since the last detection
@@ -409,6 +410,7 @@ class FaceTracker:
         moved = self._move(frame)
         rejected = self._rejected(moved, seq)
         if any(rejected):
+            self.fits_rejected += sum(rejected)
             moved, rejected = self._retry(frame, detected, rejected)
             detected = True
         since = self._since_detect
@@ -418,7 +420,7 @@ class FaceTracker:
         for track, face, bad in zip(self._tracks, moved, rejected, strict=True):
             track.detection = track.correction = None
             if bad:
-                self.fits_rejected += 1
+                self.fits_held += 1
                 track.hidden += 1
                 track.start = None
                 if track.hidden > self.max_missed:
