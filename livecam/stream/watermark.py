@@ -56,15 +56,15 @@ VERSION_BITS = 4
 SESSION_BITS = 32
 CHECK_BITS = 4
 #: grid cells per frame height
-ROWS = 72
+ROWS = 90
 #: the tile's side in cells; a symbol carries log2(TILE * TILE) = 10 bits
 TILE = 32
 SYMBOL_BITS = 10
 SYMBOLS = (VERSION_BITS + SESSION_BITS + CHECK_BITS) // SYMBOL_BITS
 #: RMS of the added luma change, in 8-bit levels (before rounding and clipping)
-STRENGTH = 2.2
+STRENGTH = 2.3
 #: share of the tile's energy in the sync pattern (the rest: the payload symbols)
-SYNC_SHARE = 0.5
+SYNC_SHARE = 0.75
 #: public key of the pattern generator (anyone can verify a mark; nobody needs a secret)
 KEY = 0x11FE_CA3A_2026
 #: candidate period scales (actual / nominal), ascending, in steps of 0.74 %: folding a
@@ -265,7 +265,7 @@ _RING[1, 1] = 1
 def _whiten(image: FloatArray) -> FloatArray:
     """``image`` (DET_CELL px per cell) high-passed, then local contrast normalised."""
     band = cv2.filter2D(image, -1, _RING)
-    energy = cv2.GaussianBlur(cv2.multiply(band, band), (0, 0), 2.0)
+    energy = cv2.GaussianBlur(cv2.multiply(band, band), (0, 0), 1.0)
     out = cv2.divide(band, cv2.sqrt(energy + np.float32(1.0)))
     return np.asarray(np.clip(out, -3.0, 3.0, out=out), dtype=np.float32)
 
