@@ -248,3 +248,28 @@ def test_the_output_panel_shows_both_marks_and_the_ai_mark_is_on_in_the_panel_co
     qtbot.addWidget(shown)
     assert "Invisible AI mark: OFF" in shown.marking.text()
     assert "Article 50" in shown.marking.text() and "b00020" in shown.marking.styleSheet()
+
+
+def test_the_output_panel_verifies_a_file(
+    qtbot: QtBot, settings: UiSettings, testdata: Path, tmp_path: Path
+) -> None:
+    from livecam.stream.watermark import Watermarker, new_session_payload
+
+    photo = cv2.imread(str(testdata / "faces" / "obama_official_portrait_2012.jpg"))
+    assert photo is not None
+    marked = tmp_path / "screenshot.png"  # a marked frame, saved without any manifest
+    cv2.imwrite(str(marked), Watermarker(new_session_payload()).embed(photo))
+    panel = OutputPanel(StreamController(UiSettings().config), settings)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.verified, timeout=60000) as done:
+        panel.verify_file(str(marked))
+    assert done.args == [0], panel.verify_report.text()
+    assert "invisible mark: FOUND in 1 of 1 frames" in panel.verify_report.text()
+    assert "verdict: MARKED" in panel.verify_report.text()
+    with qtbot.waitSignal(panel.verified, timeout=60000) as done:
+        panel.verify_file(str(testdata / "faces" / "obama_official_portrait_2012.jpg"))
+    assert done.args == [1] and "NOT marked" in panel.verify_report.text()
+    with qtbot.waitSignal(panel.verified, timeout=60000) as done:
+        panel.verify_file(str(tmp_path / "missing.mp4"))
+    assert done.args == [2] and "no such file" in panel.verify_report.text()
+    assert panel.verify_button.isEnabled()

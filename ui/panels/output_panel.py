@@ -15,7 +15,8 @@
   recording and preview alike) in a corner (``output.label``, ``label_position``).
 * **Marking**: the state of both marks, visible label on/off and the invisible AI mark
   on/off (``output.watermark``: shown, not switched: it is turned off in the config file
-  only, and then the line says so in red, naming EU AI Act Article 50).
+  only, and then the line says so in red, naming EU AI Act Article 50). **Verify a file**
+  runs ``livecam verify`` on a video or image (a worker thread) and shows its report.
 
 Sinks are opened at start: a change made while running applies at the next start
 (``next_start``).
@@ -28,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -44,6 +45,7 @@ from PySide6.QtWidgets import (
 from pyvirtualcam.camera import BACKENDS
 
 from livecam.cli.doctor import Check, check_virtualcam
+from livecam.cli.verify import report_text, verify
 from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
@@ -61,6 +63,9 @@ RATES: tuple[tuple[str, float | None], ...] = (
     ("60 fps", 60.0),
 )
 RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
+VERIFY_FILTER = (
+    "Videos and images (*.mp4 *.mov *.mkv *.avi *.webm *.png *.jpg *.jpeg);;All files (*)"
+)
 ERROR_STYLE = "color: #b00020;"
 DEFAULT_LABEL = "AI-modified"
 MARK_ON = (
@@ -102,6 +107,9 @@ class OutputPanel(QWidget):
 
     checked = Signal(bool)
     _check_done = Signal(object)
+    #: a verification ended, with `livecam verify`'s exit status (0 marked, 1 not, 2 bad input)
+    verified = Signal(int)
+    _verify_done = Signal(object)
 
     def __init__(
         self, stream: StreamController, settings: UiSettings, parent: QWidget | None = None
@@ -141,6 +149,15 @@ class OutputPanel(QWidget):
         self.size_note.setWordWrap(True)
         self.marking = QLabel()
         self.marking.setWordWrap(True)
+        self.verify_button = QPushButton("Verify a file…")
+        self.verify_button.setToolTip(
+            "Look for the invisible AI mark and the signed provenance in a video or image, "
+            "as `livecam verify` does"
+        )
+        self.verify_button.clicked.connect(self.choose_verify)
+        self.verify_report = QLabel()
+        self.verify_report.setWordWrap(True)
+        self.verify_report.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message = QLabel()
         self.message.setWordWrap(True)
 
@@ -166,6 +183,8 @@ class OutputPanel(QWidget):
         form.addRow(self.label_on)
         form.addRow("Label text / corner", label_row)
         form.addRow(self.marking)
+        form.addRow(self.verify_button)
+        form.addRow(self.verify_report)
         form.addRow(self.size_note)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -186,6 +205,7 @@ class OutputPanel(QWidget):
         self.label_text.editingFinished.connect(self.apply_label)
         self.label_position.activated.connect(lambda _: self.apply_label())
         self._check_done.connect(self._on_checked)
+        self._verify_done.connect(self._on_verified)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
 
     # --- showing the config --------------------------------------------------------------
@@ -269,6 +289,37 @@ class OutputPanel(QWidget):
             virtualcam_device=self.device.text().strip() or None,
             virtualcam_backend=self.backend.currentData(),
         )
+
+    # --- verify a file -------------------------------------------------------------------
+    def choose_verify(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Verify a video or image", "", VERIFY_FILTER)
+        if path:
+            self.verify_file(path)
+
+    def verify_file(self, path: str) -> None:
+        """Verify ``path`` on a worker thread; ``verified`` tells the outcome."""
+        self.verify_button.setEnabled(False)
+        self.verify_report.setStyleSheet("")
+        self.verify_report.setText(f"Verifying {Path(path).name}…")
+
+        def work() -> None:
+            try:
+                found = verify(path)
+                result = (0 if found.marked else 1, report_text(found))
+            except LivecamError as e:
+                result = (2, error_text(e))
+            except Exception as e:  # a decoder failing in its own way
+                result = (2, f"could not verify {path}: {one_line(repr(e))}")
+            self._verify_done.emit(result)
+
+        threading.Thread(target=work, name="panel-verify", daemon=True).start()
+
+    def _on_verified(self, result: tuple[int, str]) -> None:
+        code, text = result
+        self.verify_button.setEnabled(True)
+        self.verify_report.setStyleSheet(ERROR_STYLE if code == 2 else "")
+        self.verify_report.setText(text)
+        self.verified.emit(code)
 
     # --- recording and preview only ------------------------------------------------------
     def choose_recording(self) -> None:
