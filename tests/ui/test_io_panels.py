@@ -258,7 +258,7 @@ def test_the_output_panel_verifies_a_file(
     photo = cv2.imread(str(testdata / "faces" / "obama_official_portrait_2012.jpg"))
     assert photo is not None
     marked = tmp_path / "screenshot.png"  # a marked frame, saved without any manifest
-    cv2.imwrite(str(marked), Watermarker(new_session_payload()).embed(photo))
+    cv2.imwrite(str(marked), Watermarker(new_session_payload()).embed(np.asarray(photo, np.uint8)))
     panel = OutputPanel(StreamController(UiSettings().config), settings)
     qtbot.addWidget(panel)
     with qtbot.waitSignal(panel.verified, timeout=60000) as done:
