@@ -18,7 +18,9 @@ retrieval (nearest of source, camera face and the other sources) and margin cos(
 - cos(out, cam) with MobileFaceNet (the testdata file, which the classic swap does not use
 to decide anything; the lite preset's own recogniser is the same network), mouth and eye
 opening correlation and mean absolute difference (MediaPipe face mesh), swim (eye-corner
-distances) and flicker (mean and p95 of the warping-error ratio). Then the mean over runs
+distances) and flicker (mean and p95 of the warping-error ratio); ``camMsd``/``camEsd``: the
+standard deviation of the camera face's mouth / eye opening over the clip (a correlation
+over a nearly still mouth says little). Then the mean over runs
 and the issue's goals. ``stage ms``: the swap stage's median time per frame (its fps in
 brackets), measured alone (the figures' own work is outside), under whatever load the
 machine has.
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import math
 import statistics
@@ -83,7 +84,9 @@ COLUMNS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
     ("retr", "retrieval", "{:.2f}", (">=", 0.9)),
     ("margin", "margin", "{:+.2f}", None),
     ("mouthC", "mouth_corr", "{:.2f}", (">=", 0.9)),
+    ("camMsd", "camera_mouth_sd", "{:.3f}", None),
     ("eyeC", "eye_corr", "{:.2f}", (">=", 0.8)),
+    ("camEsd", "camera_eye_sd", "{:.3f}", None),
     ("mouthD", "mouth_mad", "{:.3f}", None),
     ("eyeD", "eye_mad", "{:.3f}", None),
     ("swim", "swim", "{:.3f}", ("<=", 0.03)),
@@ -135,12 +138,8 @@ def swap_config(args: argparse.Namespace, source: Path) -> SwapConfig:
 
 
 def build_stage(cfg: SwapConfig, cache: SourceFaceCache) -> Any:
-    """``build_swap_stage`` of this checkout (with its dlib models where it still takes them)."""
-    if "models" in inspect.signature(build_swap_stage).parameters:
-        from livecam.face.dlib_files import DlibModels
-
-        return build_swap_stage(cfg, cache, DlibModels())
-    return build_swap_stage(cfg, cache)  # type: ignore[call-arg]
+    """``build_swap_stage`` of this checkout."""
+    return build_swap_stage(cfg, cache)
 
 
 class Judge:

@@ -313,6 +313,8 @@ class ClipFigures:
     output and camera mesh points, in eye-corner distances. ``flicker_mean``/``flicker_p95``:
     of the per-frame ratio of the output's warping error to the camera's (floored at
     ``FLICKER_FLOOR``), with the camera frames' flow, inside the camera face box.
+    ``camera_mouth_sd``/``camera_eye_sd``: how much the camera face's mouth / eye opening
+    varies over the clip (a correlation over a nearly still mouth says little).
     """
 
     frames: int
@@ -327,6 +329,8 @@ class ClipFigures:
     swim: float
     flicker_mean: float
     flicker_p95: float
+    camera_mouth_sd: float = math.nan
+    camera_eye_sd: float = math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -432,6 +436,8 @@ class ClipMeter:
             swim=swim(s.offsets),
             flicker_mean=float(flicker.mean()) if flicker.size else math.nan,
             flicker_p95=float(np.percentile(flicker, 95)) if flicker.size else math.nan,
+            camera_mouth_sd=float(np.std(s.cam_mouth)) if s.cam_mouth else math.nan,
+            camera_eye_sd=float(np.std(s.cam_eye)) if s.cam_eye else math.nan,
         )
 
 

@@ -139,6 +139,8 @@ def test_the_camera_clip_against_itself(clip: Clip, mesh: FaceMesh) -> None:
     assert got.coverage == 0.0  # nothing was swapped
     assert got.mouth_corr == pytest.approx(1.0) and got.eye_corr == pytest.approx(1.0)
     assert got.mouth_mad == 0.0 and got.eye_mad == 0.0
+    # the window's mouth opens and shuts, its eyes blink: the correlations mean something
+    assert got.camera_mouth_sd > 0.05 and got.camera_eye_sd > 0.02
     assert got.swim == pytest.approx(0.0, abs=1e-9)
     # the output's warping error is the camera's: ratio 1, or below where the camera's
     # own error is under the 2-grey-level floor
