@@ -27,14 +27,14 @@ from livecam.config.schema import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import embedding_distance
-from livecam.face.parts import Providers
+from livecam.face.parts import FrameContext, Providers
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
 from livecam.face.swap_stage import build_swap_stage as build
 from livecam.sources.image import load_image_bgr, make_even
 from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.stream.stage import Stage
-from livecam.types import FramePacket
+from livecam.types import FaceWork, FramePacket
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
@@ -310,3 +310,47 @@ def test_built_and_warmed_on_one_thread_used_on_another(build_swap_stage) -> Non
     packets = _packets(_clip(3))
     stage.process(packets)
     assert [len(p.faces) for p in packets] == [1, 1, 1]
+
+
+def test_a_repeated_camera_frame_gives_the_same_output(
+    testdata: Path, build_swap_stage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A talking head turning (liveportrait_d13, halved to 360x640); its frame 7 comes
+    again, alone, then frame 8 twice in one batch (webcams and phones repeat frames): each
+    repeat's output is exactly the output of the frame it repeats, and no face is pasted
+    anew for it, so nothing on screen moves where the camera's picture did not (whatever
+    a part smooths over time)."""
+    cap = cv2.VideoCapture(str(testdata / "video" / "liveportrait_d13.mp4"))
+    frames = []
+    for _ in range(9):
+        ok, frame = cap.read()
+        assert ok
+        frames.append(np.ascontiguousarray(cv2.resize(frame, (360, 640)), np.uint8))
+    cap.release()
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="lite"))
+    stage.warmup(360, 640)
+    pasted: list[int] = []  # face records the real blender pastes, per call
+    blend = stage.parts.blender.blend
+
+    def counting(frames: list[FrameContext], faces: list[FaceWork]) -> list[np.ndarray]:
+        pasted.append(len(faces))
+        return blend(frames, faces)
+
+    monkeypatch.setattr(stage.parts.blender, "blend", counting)
+    shown = [stage.process([p])[0] for p in _packets(frames[:8])]
+    assert all(p.faces_swapped == 1 for p in shown)
+    again = FramePacket(frames[7].copy(), seq=8, t_capture_ns=round(8e9 / 30))
+    stage.process([again])
+    assert pasted == [1] * 8  # nothing pasted for the repeat
+    assert again.frame is not shown[-1].frame and again.faces_swapped == 1
+    np.testing.assert_array_equal(again.frame, shown[-1].frame)
+    pair = [
+        FramePacket(frames[8].copy(), seq=9 + i, t_capture_ns=round((9 + i) * 1e9 / 30))
+        for i in range(2)
+    ]
+    stage.process(pair)
+    assert pasted == [1] * 9  # one face pasted for the pair
+    assert not np.array_equal(pair[0].frame, again.frame)  # a new frame, swapped anew
+    np.testing.assert_array_equal(pair[1].frame, pair[0].frame)
+    assert pair[1].faces_swapped == 1
+    stage.close()
