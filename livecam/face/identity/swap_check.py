@@ -62,6 +62,8 @@ CROP_GROW = 0.8
 """A face's crop reaches this many box sizes beyond its box on each side."""
 NICE = 10
 """How much lower the worker thread's priority is (Linux: per-thread niceness)."""
+IDLE_S = 5.0
+"""The worker thread ends after this long without a sample (the next one starts it again)."""
 
 
 def swap_strength(cos_source: float, cos_camera: float, cos_source_camera: float) -> float | None:
@@ -181,7 +183,8 @@ class SwapCheck:
     ``offer`` (inference thread) hands over a sample when one is due; ``measure`` is the
     check itself (synchronous: the worker thread and ``livecam check`` call it). Readings
     and events go to the ``CheckReport`` given to ``attach``; ``latest`` is the newest
-    reading. The worker starts with the first sample and ends with ``close``.
+    reading. The worker starts with a sample; it ends with ``close`` or after ``IDLE_S``
+    without one.
     """
 
     def __init__(
@@ -336,9 +339,12 @@ class SwapCheck:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         while True:
             with self._lock:
-                while self._job is None and not self._closed:
-                    self._lock.wait(0.5)
+                if self._job is None and not self._closed:
+                    self._lock.wait_for(lambda: self._job is not None or self._closed, IDLE_S)
                 if self._closed:
+                    return
+                if self._job is None:  # idle (swap off, no face): the next offer restarts it
+                    self._thread = None
                     return
                 job, self._job, self._busy = self._job, None, True
             try:
