@@ -187,6 +187,15 @@ def format_table(r: dict[str, Any]) -> str:
             (f"stage {n} p50 / p99", f"{_ms(p['p50'])} / {_ms(p['p99'])} ms")
             for n, p in r["stages_ms"].items()
         ),
+        *(
+            (
+                "stage watermark p50 / p99",
+                f"{mark['p50']:.2f} / {mark['p99']:.2f} ms (output thread's embed, timed "
+                f"after the run on {mark['frames']} frames of {w}x{h})",
+            )
+            for mark in [r.get("watermark_ms")]
+            if mark
+        ),
         ("processing mean", f"{_ms(r['processing_ms_mean'])} ms per frame"),
         ("faces/s", f"{r['faces_per_s']:.1f} ({r['faces_per_frame']:.2f} per frame)"),
         ("peak RSS", f"{r['peak_rss_mb']:.0f} MB"),

@@ -1,5 +1,6 @@
 """What `livecam bench` measures beside telemetry: glass-to-glass latency from the pixel
-time stamps (a sink that decodes them), per-frame stage times, and peak memory."""
+time stamps (a sink that decodes them), per-frame stage times, peak memory, and the
+invisible mark's cost per frame."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import psutil
 
 from livecam.sinks.base import Sink
 from livecam.sources.synthetic.stamp import read_stamp
+from livecam.stream.watermark import Watermarker, new_session_payload
 from livecam.telemetry.gpu import NvmlReader
 from livecam.telemetry.snapshot import FrameReport
 from livecam.types import Frame
@@ -121,3 +123,21 @@ class PeakSampler:
         if self._nvml is not None:
             self._nvml.close()
             self._nvml = None
+
+
+def watermark_ms(frames: list[Frame], repeats: int = 5) -> dict[str, float | int]:
+    """The invisible mark's cost per frame (``Watermarker.embed``, as the output thread
+    calls it on every swapped frame): p50 and p99 in ms over ``repeats`` passes of
+    ``frames``, the pattern built for their size first (the output thread builds it once
+    per size). Timed after the live run, so the pipeline's threads do not share the CPU."""
+    height, width = frames[0].shape[:2]
+    marker = Watermarker(new_session_payload())
+    marker.prepare(width, height)
+    times = []
+    for _ in range(repeats):
+        for frame in frames:
+            t0 = time.perf_counter_ns()
+            marker.embed(frame)
+            times.append((time.perf_counter_ns() - t0) / 1e6)
+    p50, p99 = np.percentile(np.asarray(times), [50, 99])
+    return {"p50": round(float(p50), 3), "p99": round(float(p99), 3), "frames": len(times)}

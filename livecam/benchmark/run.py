@@ -17,7 +17,7 @@ import cv2
 
 from livecam import __version__
 from livecam.app import App, build_stages
-from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink
+from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink, watermark_ms
 from livecam.benchmark.naive import NaiveResult, naive_loop
 from livecam.benchmark.synthetic import SyntheticSize, require_present, synthetic_models
 from livecam.cli.demo import demo_portraits
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["live", "throughput"]
 FP16_PAIRS = {"inswapper-128": "inswapper-128-fp16", "inswapper-128-fp16": "inswapper-128"}
 NAIVE_FRAMES = 30  # the naive loop's frames at most (it is slow by design)
+WATERMARK_FRAMES = 20  # frames the invisible mark's cost is timed on (5 passes each)
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,9 @@ def _run_live(
     finally:
         app.stop()
         sampler.stop()
-    return _figures(opts, cfg, app, stage, sink, times, sampler, naive)
+    figures = _figures(opts, cfg, app, stage, sink, times, sampler, naive)
+    figures["watermark_ms"] = watermark_ms(_naive_frames(cfg, WATERMARK_FRAMES))
+    return figures
 
 
 def _figures(
