@@ -78,8 +78,8 @@ class SourceModel:
 class ClassicOptions:
     """Tuning knobs of the classic swapper (defaults chosen on the swap-quality bench)."""
 
-    feather: float = 0.16  # feather width, fraction of the eye-to-chin distance
-    local_light: float = 1.0  # strength of the local illumination matching (lab mode)
+    feather: float = 0.12  # feather width, fraction of the eye-to-chin distance
+    local_light: float = 0.7  # strength of the local illumination matching (lab mode)
     # move the target's jaw line and nose toward the source's face shape (0..1; brows, lids
     # and lips always stay the camera's: mesh.SHAPE_WEIGHTS)
     shape_weight: float = 0.6
@@ -92,7 +92,7 @@ class ClassicOptions:
     # frame's (1 = no smoothing); kept for ``track_ttl`` swap calls after its last face
     smoothing: float = 0.3
     track_ttl: int = 30
-    eye_lid: float = 0.035  # own eyes: the lids and lashes kept around the eye opening
+    eye_lid: float = 0.02  # own eyes: the lid edges kept around the eye opening
 
 
 @dataclass
@@ -161,7 +161,7 @@ class ClassicSwapper(CpuPart):
         )
         skin = blend.skin_likelihood(blend.to_lab(patch), sample > 0, size / 60, full_size=True)
         # eroded: the soft edge of a fringe or cap counts as hair, not skin
-        r = max(1, round(size / 30))
+        r = max(1, round(size / 40))
         disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
         skin8 = np.asarray(
             cv2.erode(np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8), disk), np.uint8
@@ -298,10 +298,12 @@ class ClassicSwapper(CpuPart):
         ).astype(np.float32) * np.float32(1 / 255)
         # inner face: the 68-point hull plus the brows (thickened upwards): always pasted,
         # so the source's brows cover the camera's (they sit on the camera's brow points)
-        face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True)
-        for brow in (lm_roi[17:22], lm_roi[22:27]):
-            band = np.vstack([brow - up * (0.02 * size), brow[::-1] + up * (0.05 * size)])
-            face |= blend.polygon_mask(shape, [band], convex=False)
+        bands = [
+            np.vstack([brow - up * (0.02 * size), brow[::-1] + up * (0.05 * size)])
+            for brow in (lm_roi[17:22], lm_roi[22:27])
+        ]
+        brow_mask = blend.polygon_mask(shape, bands, convex=False)
+        face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True) | brow_mask
         keep_out = None
         if self.config.keep_mouth:
             keep_out = blend.polygon_mask(shape, [lm_roi[mesh.INNER_MOUTH]], convex=False)
@@ -333,7 +335,7 @@ class ClassicSwapper(CpuPart):
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
         if opts.skin_gate:
             warped_lab, src_skin = self._fill_forehead(
-                warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, face, size
+                warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, brow_mask, size
             )
         if self.config.eyes == "own":
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
@@ -345,7 +347,7 @@ class ClassicSwapper(CpuPart):
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
-        return colored, alpha
+        return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
 
     def _fill_forehead(
         self,
@@ -355,7 +357,7 @@ class ClassicSwapper(CpuPart):
         lm_roi: Points,
         src_skin: blend.FloatImage,
         tgt_skin: blend.FloatImage,
-        face: npt.NDArray[np.uint8],
+        brows_band: npt.NDArray[np.uint8],
         size: float,
     ) -> tuple[blend.FloatImage, blend.FloatImage]:
         """Where the source's forehead is not skin (a fringe, a cap) but the camera's is,
@@ -364,20 +366,34 @@ class ClassicSwapper(CpuPart):
         no dark band above the brows. Returns the face and the source skin likelihood with
         the filled forehead counted as skin."""
         h, w = lab.shape[:2]
-        brows = lm_roi[17:27]
         # brows left to right, then back over the temples and forehead (mesh.extend_landmarks:
         # forehead points 68-73 left to right, temples 74 (left) and 75)
-        top = ext[[75, 73, 72, 71, 70, 69, 68, 74]]
-        zone = blend.polygon_mask((h, w), [np.vstack([brows, top])], convex=False)
-        zone[face > 0] = 0  # the brows (and the band above them) stay the source's
-        hair = (1.0 - blend.smoothstep(src_skin, 0.55, 0.95)) * tgt_skin
-        fill = cv2.GaussianBlur(zone.astype(np.float32) * (1 / 255), (0, 0), 0.02 * size) * hair
-        if float(fill.max()) < 1e-3:
+        poly = np.vstack([lm_roi[17:27], ext[[75, 73, 72, 71, 70, 69, 68, 74]]])
+        pad = int(0.15 * size) + 2  # room for the blur and the skin sampled below the brows
+        x0, y0 = (max(0, int(v) - pad) for v in poly.min(axis=0))
+        x1, y1 = (int(v) + pad + 1 for v in poly.max(axis=0))
+        x1, y1 = min(x1, w), min(y1, h)
+        if x1 - x0 < 2 or y1 - y0 < 2:
             return lab, src_skin
-        both = (src_skin > 0.6) & (tgt_skin > 0.5) & (face > 0)
-        shift = blend.masked_lowpass(lab - target_lab, both.astype(np.float32), 0.12 * size)
-        out = lab + fill[..., None] * (target_lab + shift - lab)
-        return np.asarray(out, np.float32), np.maximum(src_skin, fill)
+        sub = (slice(y0, y1), slice(x0, x1))
+        zone = blend.polygon_mask(
+            (y1 - y0, x1 - x0), [poly - np.array([x0, y0], np.float32)], convex=False
+        )
+        zone[brows_band[sub] > 0] = 0  # the brows stay the source's (they cover the camera's)
+        inside = zone > 0
+        n = int(np.count_nonzero(inside))
+        if n == 0 or np.count_nonzero(src_skin[sub][inside] < 0.55) < 0.02 * n:
+            return lab, src_skin  # the source's forehead is skin (the gate takes stray hair)
+        s_skin, t_skin = src_skin[sub], tgt_skin[sub]
+        hair = (1.0 - blend.smoothstep(s_skin, 0.55, 0.95)) * t_skin
+        fill = cv2.GaussianBlur(zone.astype(np.float32) * (1 / 255), (0, 0), 0.02 * size) * hair
+        cur, own = lab[sub], target_lab[sub]
+        both = (s_skin > 0.6) & (t_skin > 0.5) & ~inside
+        shift = blend.masked_lowpass(cur - own, both.astype(np.float32), 0.12 * size)
+        out, skin = lab.copy(), src_skin.copy()
+        out[sub] = cur + fill[..., None] * (own + shift - cur)
+        skin[sub] = np.maximum(s_skin, fill)
+        return out, skin
 
     def _own_eyes(
         self,
