@@ -110,7 +110,8 @@ class SwapConfig(Validated):
         option="--detect-every",
         metavar="N",
         range=(1, 60),
-        help="run the face detector every N frames, track between (default {default})",
+        help="run the face detector every N processed frames (dropped camera frames do not "
+        "count), track between (default {default})",
     )
     # detector input, long side at most (px): faces from ~1/16 of it
     detect_size: int = setting(
@@ -124,6 +125,9 @@ class SwapConfig(Validated):
         "finds ~3%%, at ~4x the detector's CPU time)",
     )
     smoothing: float = setting(1.0, range=(0, 10))  # landmark smoothing strength (0 = off)
+    # a camera frame within this many grey levels of the last one (bar stray pixels) repeats
+    # it: the same faces, nothing moves (0: exact repeats only)
+    repeat_tolerance: float = setting(4.0, range=(0, 64))
     keep_mouth: bool = setting(
         True,
         option="--no-keep-mouth",

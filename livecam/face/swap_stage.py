@@ -242,7 +242,11 @@ def build_swap_stage(
             selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
         prepared = [parts.swapper.prepare(s) for s in sources]
         tracker = FaceTracker(
-            parts.detector, parts.landmarker, detect_every=cfg.detect_every, smoothing=cfg.smoothing
+            parts.detector,
+            parts.landmarker,
+            detect_every=cfg.detect_every,
+            smoothing=cfg.smoothing,
+            repeat_tolerance=cfg.repeat_tolerance,
         )
     except BaseException:
         parts.close()
