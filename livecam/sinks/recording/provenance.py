@@ -391,7 +391,8 @@ def tag_text(details: SwapDetails, facts: FileFacts, mark_session: int | None = 
 
 class Provenance:
     """The provenance of one session's files: what the swap is made of (``describe``,
-    asked when a file is finished, so a live preset change is named) and the user's key.
+    asked when a file is finished: after a live preset change the manifest names the
+    preset and models in use at the end) and the user's key.
 
     ``frame_swapped`` says whether the frame being sent now was changed by the swap: the
     output thread sets it before each send and the file sinks (driven by that thread)
@@ -525,6 +526,10 @@ def _read_c2pa(file: Path) -> ProvenanceReport:
                 return ProvenanceReport(False, False, None, detail="no C2PA manifest")
             with reader:
                 store = json.loads(reader.json())
+    except c2pa.C2paError.NotSupported:
+        return ProvenanceReport(
+            False, False, None, detail="no C2PA manifest (a format c2pa does not read)"
+        )
     except Exception as e:
         why = one_line(str(e))
         return ProvenanceReport(False, False, None, detail=f"no readable C2PA manifest ({why})")
