@@ -3,34 +3,42 @@ payload in its luma that survives a video call, and anyone can read it back.
 
 Scheme (NumPy/OpenCV only):
 
-* A **grid** of ``ROWS`` cells per frame height (cell = H / ROWS pixels, square), so the
-  mark scales with the frame: a downscale or a window screenshot keeps it in place.
-* A **periodic keyed tile** of ``TILE`` x ``TILE`` cells, repeated over the frame. It is the
-  sum of a sync pattern ``S`` (keyed by the LiveCam tag: finding it *is* reading the tag)
-  and ``SYMBOLS`` payload patterns ``Q_j``, each circularly shifted by ``(u_j, v_j)``
-  (cyclic-shift keying: 10 bits per pattern, 40 in all = version 4 + session id 32 + check
-  4). All patterns are keyed pseudo-random +-1 cells from a public key (verifiable by anyone).
-* **Embed**: the tile is resampled (bicubic, wrapping) to the frame's pixels once per frame
-  size; each frame then gets it added to B, G and R alike (a pure luma change) with two
-  saturating uint8 operations. Cost: two passes over the frame, nothing per frame is
-  computed in floats.
-* **Detect**: luma -> resampled to 4 px per nominal cell -> whitened (band-pass, local
-  contrast normalised) -> for each candidate scale (a crop or a letterboxed screenshot
-  changes the period relative to the frame height; ``SCALES`` covers 0.75x..1.3x in steps
-  fine enough that folding stays aligned) resized to 2 px per cell and **folded** (summed
-  modulo the tile) into one 64 x 64 tile -> circular cross-correlation with ``S`` by FFT:
-  its peak gives the crop offset, its height over the surface's robust spread is the score
-  ``z``. The payload patterns' peaks relative to the sync peak give the shifts, hence the
-  bits; over a stream the correlation surfaces of the marked frames are summed first.
+* A **grid** of ``ROWS`` (90) cells per frame height (cell = H / ROWS pixels, square: 8 px
+  at 720p), so the mark scales with the frame: a downscale or a window screenshot that
+  keeps the aspect keeps it in place.
+* A **periodic keyed tile** of ``TILE`` x ``TILE`` (32 x 32) cells, repeated over the
+  frame. It is the sum of a sync pattern ``S`` (75 % of the energy; keyed by the LiveCam
+  tag: finding it *is* reading the tag) and ``SYMBOLS`` (4) payload patterns ``Q_j``, each
+  circularly shifted by ``(u_j, v_j)`` (cyclic-shift keying: 10 bits per pattern, 40 in
+  all = version 4 + session id 32 + check 4). The patterns are pseudo-random +-1 cells from
+  a public key (anyone can verify), high-passed at the cell scale: their energy sits where
+  natural images have little.
+* **Embed**: the tile is resampled (bicubic) to the frame's pixels once per frame size;
+  each frame then gets it added to B, G and R alike (a pure luma change) with two
+  saturating uint8 passes. Blocks of 1/9 of the frame height that are flat (a cheap
+  Laplacian on a 1-in-4 sample) get ``FLAT_GAIN`` (0.45) of the strength, since a faint
+  pattern shows on a flat wall and hides in detail; a block's part of the pattern is
+  re-composed only when its flatness changes (with hysteresis).
+* **Detect**: luma -> resampled to 4 px per nominal cell -> for a candidate period scale
+  (a crop or a letterboxed screenshot changes the period relative to the frame height;
+  ``SCALES`` covers 0.75x..1.3x in 0.74 % steps, fine enough that folding a whole frame
+  stays aligned) resized to 2 px per cell, whitened (each pixel minus its 8 neighbours'
+  mean, local contrast normalised) and **folded** (summed modulo the tile) into one
+  64 x 64 tile -> circular cross-correlation with ``S`` by FFT: its peak gives the offset
+  (a crop), its height over the surface's spread is the score ``z``. The nominal scale is
+  tried first; then a coarse pass (every 4th scale, on the middle 64 x 64 cells) and a fine
+  pass around its two best. The fitted sync is taken out of the folded tile and the payload
+  patterns' peaks relative to the sync peak give the shifts, hence the bits; over a stream
+  the symbol correlations of the marked frames are summed before reading.
 
-False alarms, computed: on an unmarked frame every tested hypothesis (``len(SCALES)``
-scales x 64 x 64 offsets) gives a correlation that is close to N(0, 1) after the robust
-normalisation (bench/bench_watermark.py checks the null tails on the testdata), so by the
-union bound P(frame false alarm) <= M * Q(t) with M = len(SCALES) * 4096. A window is marked
+False alarms, computed: on an unmarked frame each hypothesis (a scale and a 64 x 64
+offset; M = len(SCALES) * 4096 = 307200) gives a normalised correlation close to N(0, 1)
+(bench/bench_watermark.py checks the null tails on every test-data frame); whatever subset
+the search visits, by the union bound P(frame false alarm) <= M * Q(t). A window is marked
 when more than half of its n frames are; by Markov's inequality on the count of falsely
-marked frames (no independence needed between frames), P(window false alarm) <=
-n * p_frame / (n / 2) = 2 * p_frame. ``THRESHOLD`` solves 2 * M * Q(t) = ``WINDOW_FALSE_ALARM``
-(1e-6), which gives t = 6.97 for the 75 scales.
+marked frames (no independence between frames needed), P(window false alarm) <= n *
+p_frame / (n / 2) = 2 * p_frame. ``THRESHOLD`` solves 2 * M * Q(t) = ``WINDOW_FALSE_ALARM``
+(1e-6): Q(t) = 1.63e-12, t = 6.97.
 """
 
 from __future__ import annotations
@@ -62,7 +70,14 @@ TILE = 32
 SYMBOL_BITS = 10
 SYMBOLS = (VERSION_BITS + SESSION_BITS + CHECK_BITS) // SYMBOL_BITS
 #: RMS of the added luma change, in 8-bit levels (before rounding and clipping)
-STRENGTH = 2.3
+STRENGTH = 2.4
+#: blocks per frame height that are marked at full strength or, when flat, at FLAT_GAIN
+BLOCKS = 9
+FLAT_GAIN = 0.45
+#: a block turns flat when the mean absolute Laplacian of its (1-in-4 sampled) luma falls
+#: below FLAT_BELOW, and detailed again when it rises above FLAT_ABOVE
+FLAT_BELOW = 3
+FLAT_ABOVE = 4
 #: share of the tile's energy in the sync pattern (the rest: the payload symbols)
 SYNC_SHARE = 0.75
 #: public key of the pattern generator (anyone can verify a mark; nobody needs a secret)
@@ -194,39 +209,98 @@ def _resample_tile(
     return np.ascontiguousarray(out[skip : skip + height, skip : skip + width], dtype=np.float32)
 
 
+def _levels(delta: FloatArray) -> tuple[Frame, Frame]:
+    """(positive part, negative part) of ``delta``, rounded to 8-bit levels, 3 channels."""
+    # convertScaleAbs rounds to the nearest level and saturates to uint8
+    plus = cv2.convertScaleAbs(np.maximum(delta, 0.0))
+    minus = cv2.convertScaleAbs(np.minimum(delta, 0.0))
+    return (
+        np.asarray(cv2.merge([plus, plus, plus]), dtype=np.uint8),
+        np.asarray(cv2.merge([minus, minus, minus]), dtype=np.uint8),
+    )
+
+
+@dataclass
+class _Pattern:
+    """The pixel pattern of one frame size: ``delta`` (float, full strength) and the
+    saturating uint8 additions ``plus`` and ``minus`` in use, composed block by block
+    (``rows`` x ``cols`` bounds) at full strength or, on blocks marked ``flat``, at
+    FLAT_GAIN of it."""
+
+    delta: FloatArray
+    plus: Frame
+    minus: Frame
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    flat: npt.NDArray[np.bool_]
+
+    @staticmethod
+    def build(tile: FloatArray, strength: float, width: int, height: int) -> _Pattern:
+        delta = _resample_tile(tile, height / ROWS, height, width) * strength
+        plus, minus = _levels(delta)
+        side = height / BLOCKS
+        rows = tuple(int(round(side * i)) for i in range(BLOCKS + 1))
+        count = max(1, int(round(width / side)))
+        cols = tuple(int(round(width * i / count)) for i in range(count + 1))
+        flat = np.zeros((BLOCKS, count), np.bool_)
+        return _Pattern(delta, plus, minus, rows, cols, flat)
+
+    def activity(self, frame: Frame) -> npt.NDArray[np.uint8]:
+        """Per block: the mean absolute Laplacian of a 1-in-4 sample of the luma (cheap:
+        1/16 of the pixels)."""
+        height, width = frame.shape[:2]
+        size = (max(1, width // 4), max(1, height // 4))
+        sample = cv2.resize(frame, size, interpolation=cv2.INTER_NEAREST)
+        luma = cv2.cvtColor(sample, cv2.COLOR_BGR2GRAY)
+        detail = cv2.convertScaleAbs(cv2.Laplacian(luma, cv2.CV_16S))
+        shape = (self.flat.shape[1], self.flat.shape[0])
+        return np.asarray(cv2.resize(detail, shape, interpolation=cv2.INTER_AREA))
+
+    def follow(self, frame: Frame) -> None:
+        """Re-compose the blocks whose flatness changed in ``frame`` (with hysteresis, so
+        a block on the edge does not flip every frame)."""
+        activity = self.activity(frame)
+        flat = np.where(
+            activity < FLAT_BELOW, True, np.where(activity > FLAT_ABOVE, False, self.flat)
+        )
+        for r, c in zip(*np.nonzero(flat != self.flat), strict=True):
+            ys = slice(self.rows[r], self.rows[r + 1])
+            xs = slice(self.cols[c], self.cols[c + 1])
+            gain = FLAT_GAIN if flat[r, c] else 1.0
+            self.plus[ys, xs], self.minus[ys, xs] = _levels(self.delta[ys, xs] * gain)
+        self.flat = flat
+
+
 @dataclass
 class Watermarker:
-    """Marks frames with ``payload``; the pixel pattern is built once per frame size."""
+    """Marks frames with ``payload``. The pixel pattern is built once per frame size;
+    each frame then costs a cheap flatness map of its blocks and two saturating uint8
+    passes. Flat blocks (where a faint pattern would show) get FLAT_GAIN of the strength;
+    a block is re-composed only when its flatness changes."""
 
     payload: Payload
     strength: float = STRENGTH
     _tile: FloatArray = field(init=False, repr=False)
-    _size: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
-    _plus: Frame | None = field(default=None, init=False, repr=False)
-    _minus: Frame | None = field(default=None, init=False, repr=False)
+    _pattern: _Pattern | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._tile = _tile(self.payload)
 
     def prepare(self, width: int, height: int) -> None:
         """Build the pixel pattern for ``width`` x ``height`` frames now (the first frame
-        of a new size otherwise pays for it: ~15 ms at 720p, ~30 ms at 1080p, under load)."""
-        delta = _resample_tile(self._tile, height / ROWS, height, width) * self.strength
-        # convertScaleAbs rounds to the nearest level and saturates to uint8
-        plus = cv2.convertScaleAbs(np.maximum(delta, 0.0))
-        minus = cv2.convertScaleAbs(np.minimum(delta, 0.0))
-        self._plus = np.asarray(cv2.merge([plus, plus, plus]), dtype=np.uint8)
-        self._minus = np.asarray(cv2.merge([minus, minus, minus]), dtype=np.uint8)
-        self._size = (height, width)
+        of a new size otherwise pays for it: ~20 ms at 720p, ~40 ms at 1080p, under load)."""
+        self._pattern = _Pattern.build(self._tile, self.strength, width, height)
 
     def embed(self, frame: Frame) -> Frame:
         """A marked copy of ``frame`` (uint8 BGR, H x W x 3); the input is not changed."""
         height, width = frame.shape[:2]
-        if (height, width) != self._size or self._plus is None or self._minus is None:
+        if self._pattern is None or self._pattern.plus.shape[:2] != (height, width):
             self.prepare(width, height)
-        assert self._plus is not None and self._minus is not None
-        out = cv2.add(frame, self._plus)
-        cv2.subtract(out, self._minus, dst=out)
+        pattern = self._pattern
+        assert pattern is not None
+        pattern.follow(frame)
+        out = cv2.add(frame, pattern.plus)
+        cv2.subtract(out, pattern.minus, dst=out)
         return np.asarray(out, dtype=np.uint8)
 
 
@@ -308,7 +382,8 @@ class Detector:
     def __init__(self, threshold: float = THRESHOLD) -> None:
         self.threshold = threshold
         sync, patterns = _patterns()
-        self._sync = np.conj(np.fft.rfft2(self._reference(sync)))
+        self._sync_ref = self._reference(sync)
+        self._sync = np.conj(np.fft.rfft2(self._sync_ref))
         self._symbols = [np.conj(np.fft.rfft2(self._reference(p))) for p in patterns]
 
     @staticmethod
@@ -346,12 +421,19 @@ class Detector:
         return np.asarray(surface, dtype=np.float32)
 
     def symbol_scores(self, hit: _Hit) -> Scores:
-        """(SYMBOLS, TILE * TILE) normalised correlations at the cell shifts from the sync."""
+        """(SYMBOLS, TILE * TILE) normalised correlations at the cell shifts from the sync.
+        The sync found is fitted (least squares) and taken out first: with 75 % of the
+        energy, its leak into the symbol correlations would be the same in every frame
+        and would not average out over a stream."""
+        folded = np.fft.irfft2(hit.spectrum, s=(DET_TILE, DET_TILE))
+        sync = np.roll(self._sync_ref, (hit.dy, hit.dx), axis=(0, 1))
+        gain = float(np.sum(folded * sync)) / float(np.sum(sync * sync))
+        spectrum: Spectrum = np.fft.rfft2(folded - gain * sync)
         rows = (hit.dy + DET_CELL * np.arange(TILE)) % DET_TILE
         cols = (hit.dx + DET_CELL * np.arange(TILE)) % DET_TILE
         out = np.empty((SYMBOLS, TILE * TILE))
         for j, ref in enumerate(self._symbols):
-            surface = _z(self._correlation(hit.spectrum, ref))
+            surface = _z(self._correlation(spectrum, ref))
             out[j] = surface[np.ix_(rows, cols)].ravel()
         return out
 
