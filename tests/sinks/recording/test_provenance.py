@@ -283,3 +283,14 @@ def test_a_converted_file_with_no_swapped_frame_states_nothing(
     path = record(sink, session, clip, [False] * FRAMES)
     assert not read_provenance(path).present and sink.provenance_kind is None
     assert decoded_frames(path) == FRAMES
+
+
+def test_a_model_file_given_by_path_is_named_by_its_file_and_its_own_hash(
+    lite: Config, testdata: Path
+) -> None:
+    given = testdata / "models" / "yunet_s_dynamic.onnx"
+    cfg = lite.with_section("swap", detector_model=str(given))
+    models = {m.role: m for m in swap_details(cfg, ModelStore()).models}
+    assert (models["detector"].name, models["detector"].file) == (given.name, given.name)
+    assert models["detector"].sha256 == sha256(given)
+    assert models["recognizer"].name == "mobilefacenet"  # the preset's own, unchanged
