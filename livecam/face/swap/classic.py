@@ -52,6 +52,7 @@ class _Level:
     points: Points  # extended source landmarks in patch coordinates
     face_size: float  # eye-to-chin distance in this level's pixels
     skin: npt.NDArray[np.uint8]  # 0..255 skin likelihood of the patch (hair, cap, background low)
+    mouth: npt.NDArray[np.uint8]  # 255 inside the source's mouth (teeth, tongue, the dark gap)
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class ClassicSwapper(CpuPart):
         skin8 = np.asarray(
             cv2.erode(np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8), disk), np.uint8
         )
-        levels = [_Level(patch, pts, size, skin8)]
+        levels = [_Level(patch, pts, size, skin8, _mouth_interior(patch, pts))]
         while levels[-1].face_size > 48 and min(levels[-1].patch.shape[:2]) > 16:
             prev = levels[-1]
             down = np.asarray(cv2.pyrDown(prev.patch), np.uint8)
@@ -178,6 +179,7 @@ class ClassicSwapper(CpuPart):
                     (prev.points * np.array([sx, sy], np.float32)).astype(np.float32),
                     prev.face_size * (sx + sy) / 2,
                     np.asarray(cv2.pyrDown(prev.skin), np.uint8),
+                    np.asarray(cv2.pyrDown(prev.mouth), np.uint8),
                 )
             )
         log.debug("source prepared: %d triangles, %d levels", len(tris), len(levels))
@@ -306,7 +308,13 @@ class ClassicSwapper(CpuPart):
         face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True) | brow_mask
         keep_out = None
         if self.config.keep_mouth:
+            # the camera's mouth where its lips part, and where the source's teeth would
+            # land (a toothy smile onto a closed mouth would otherwise draw them open)
             keep_out = blend.polygon_mask(shape, [lm_roi[mesh.INNER_MOUTH]], convex=False)
+            src_mouth = cv2.remap(
+                level.mouth, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+            )
+            keep_out[src_mouth > 127] = 255
         region = (face > 0) & (hull > 0)
         if keep_out is not None:
             region &= keep_out == 0
@@ -444,3 +452,23 @@ def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, in
     if x1 - x0 < 2 or y1 - y0 < 2:
         return None
     return x0, y0, x1, y1
+
+
+def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
+    """255 where the source face shows the inside of its mouth: inside its inner lips, and
+    inside its outer lips where a pixel is far less red than the lips (teeth) or far darker
+    (the gap), which a 68-point landmarker often leaves outside a smile's inner lips."""
+    shape = patch.shape[:2]
+    outer = blend.polygon_mask(shape, [pts[48:60]], convex=False) > 0
+    inner = blend.polygon_mask(shape, [pts[60:68]], convex=False) > 0
+    lips = outer & ~inner
+    mouth = inner.copy()
+    if np.count_nonzero(lips) >= 10:
+        lab = blend.to_lab(patch)
+        lip_l, lip_a = (float(np.median(lab[..., c][lips])) for c in (0, 1))
+        odd = (lab[..., 1] < lip_a - 10) | (lab[..., 0] < lip_l - 45)
+        mouth |= outer & odd
+    opened = cv2.morphologyEx(
+        mouth.astype(np.uint8) * 255, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)
+    )
+    return np.asarray(cv2.dilate(opened, np.ones((3, 3), np.uint8)), np.uint8)

@@ -326,7 +326,9 @@ def test_a_blink_in_a_clip_shows_in_the_output(testdata, analyzer, obama, eyes) 
         out.append(_eye_opening(_face_at(analyzer, swapped, face).landmarks))
     assert cam[1] < 0.6 * cam[0], cam  # the camera blinks
     assert out[1] < 0.65 * out[0], out
-    assert out[1] / out[0] < cam[1] / cam[0] + 0.2, (cam, out)
+    # the photo's open eye squeezed between the camera's lids reads a little more open
+    slack = 0.15 if eyes == "own" else 0.3
+    assert out[1] / out[0] < cam[1] / cam[0] + slack, (cam, out)
 
 
 @pytest.mark.parametrize("photo", ["grace_hopper_navy_portrait.jpg", "biden_official_portrait.jpg"])
