@@ -3,7 +3,7 @@
     LIVECAM_MODELS_DIR=../shared/testdata/models python bench/bench_live_face.py
         [--preset lite] [--frames 120] [--clips d6,d13,s18,s29,s32] [--framings own,webcam]
         [--sources obama_official_portrait_2012.jpg,...] [--eyes VALUE] [--set field=value]
-        [--json PATH]
+        [--camera-only] [--json PATH]
 
 Each clip (``liveportrait_*.mp4`` of the test data: $LIVECAM_TESTDATA or ../shared/testdata)
 runs at its own framing and placed into a 1280x720 webcam frame with the face at 12 % of
@@ -24,6 +24,9 @@ over a nearly still mouth says little). Then the mean over runs
 and the issue's goals. ``stage ms``: the swap stage's median time per frame (its fps in
 brackets), measured alone (the figures' own work is outside), under whatever load the
 machine has.
+
+``--camera-only``: no swap, each camera frame is its own output (coverage 0, correlation 1,
+swim 0, flicker <= 1: the instrument's zero, and the clips' own expression spread).
 
 Before/after: run it against another checkout with ``PYTHONPATH=/path/to/checkout``.
 """
@@ -176,8 +179,9 @@ def run_one(
     embeddings: dict[str, np.ndarray],
 ) -> Run:
     video = args.testdata / "video" / f"liveportrait_{clip}.mp4"
-    stage = build_stage(swap_config(args, source), cache)
-    stage.warmup(1280, 720)
+    stage = None if args.camera_only else build_stage(swap_config(args, source), cache)
+    if stage is not None:
+        stage.warmup(1280, 720)
     gallery = [e for name, e in embeddings.items() if name != source.name]
     meter = ClipMeter(
         judge.mesh,
@@ -199,11 +203,12 @@ def run_one(
                 frame = placement.place(frame)
             packet = FramePacket(frame.copy(), seq=seq, t_capture_ns=t_ns, t_media_ns=t_ns)
             t0 = time.perf_counter()
-            (out,) = stage.process([packet])
+            (out,) = [packet] if stage is None else stage.process([packet])
             times.append((time.perf_counter() - t0) * 1000)
             meter.add(frame, out.frame, judge.face(frame))
     finally:
-        stage.close()
+        if stage is not None:
+            stage.close()
     return Run(clip, framing, source.name, meter.figures(), statistics.median(times))
 
 
@@ -258,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="a SwapConfig field"
     )
     parser.add_argument("--identity-every", type=int, default=2, help="embed every Nth frame")
+    parser.add_argument(
+        "--camera-only",
+        action="store_true",
+        help="no swap: the camera against itself (the instrument's zero, the clips' spread)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the runs here")
     args = parser.parse_args(argv)
     testdata = find_testdata()
