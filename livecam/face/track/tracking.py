@@ -1,7 +1,7 @@
 """Face tracking: detect every N frames, follow faces in between, stable ids, smoothing.
 
 Works from the boxes and 5 keypoints of any ``Detector``. With a ``RefitLandmarker`` (the
-lite preset's slim-160, the offline preset's dlib 68-point predictor) each track's
+lite preset's slim-160) each track's
 landmarks are refitted in every frame inside the box the landmarker wants around its
 previous landmarks; without one, a track moves by its measured velocity between
 detections. Either way the costly detector runs only every ``detect_every`` processed
@@ -148,28 +148,49 @@ class JumpLimits:
         )
 
 
-def frame_change(a: Frame, b: Frame, boxes: Sequence[FloatArray], tolerance: float) -> float:
-    """The share of values (pixels x channels) that differ by more than ``tolerance`` grey
-    levels between two frames of one size: the largest of the share over the frame (every
-    4th pixel) and the share inside each box (every pixel)."""
-    h, w = a.shape[:2]
-
-    def share(x: Frame, y: Frame) -> float:
-        diff = cv2.absdiff(np.ascontiguousarray(x), np.ascontiguousarray(y))
-        return float(np.count_nonzero(diff > tolerance)) / max(diff.size, 1)
-
-    worst = share(a[::4, ::4], b[::4, ::4])
-    for box in boxes:
-        x1, y1 = max(int(box[0]), 0), max(int(box[1]), 0)
-        x2, y2 = min(int(math.ceil(box[2])), w), min(int(math.ceil(box[3])), h)
-        if x2 > x1 and y2 > y1:
-            worst = max(worst, share(a[y1:y2, x1:x2], b[y1:y2, x1:x2]))
-    return worst
-
-
 REPEAT_SHARE = 0.002
 """A frame repeats the last one when at most this share of its values changed by more than
 the tolerance (a few stray pixels of compression noise; a blink changes ~1 % of a face)."""
+
+
+def _changed(x: Frame, y: Frame, tolerance: float) -> float:
+    """The share of values of two same-size images that differ by more than ``tolerance``."""
+    diff = cv2.absdiff(np.ascontiguousarray(x), np.ascontiguousarray(y))
+    return float(np.count_nonzero(diff > tolerance)) / max(diff.size, 1)
+
+
+class FrameSnapshot:
+    """What a later frame is compared with to tell a repeat: every 8th pixel of a frame and
+    its face boxes at full resolution (copies; a fraction of the frame)."""
+
+    def __init__(self, image: Frame, boxes: Sequence[FloatArray]) -> None:
+        h, w = image.shape[:2]
+        self.shape = image.shape
+        self.thumb = image[::8, ::8].copy()
+        self.regions: list[tuple[slice, slice]] = []
+        for box in boxes:
+            x1, y1 = max(int(box[0]), 0), max(int(box[1]), 0)
+            x2, y2 = min(int(math.ceil(box[2])), w), min(int(math.ceil(box[3])), h)
+            if x2 > x1 and y2 > y1:
+                self.regions.append((slice(y1, y2), slice(x1, x2)))
+        self.crops = [image[r].copy() for r in self.regions]
+
+    def repeated_by(self, image: Frame, tolerance: float) -> bool:
+        """Whether ``image`` repeats the snapshot's frame: nearly no value (``REPEAT_SHARE``;
+        none with ``tolerance`` 0) differs by more than ``tolerance`` inside each face box
+        or over the frame. Cheap for a frame that moved: a coarse look at the faces first."""
+        if image.shape != self.shape:
+            return False
+        limit = REPEAT_SHARE if tolerance > 0 else 0.0
+        for region, crop in zip(self.regions, self.crops, strict=True):
+            if _changed(image[region][::4, ::4], crop[::4, ::4], tolerance) > limit:
+                return False
+        if _changed(image[::8, ::8], self.thumb, tolerance) > limit:
+            return False
+        return all(
+            _changed(image[region], crop, tolerance) <= limit
+            for region, crop in zip(self.regions, self.crops, strict=True)
+        )
 
 
 class OneEuroFilter:
@@ -256,12 +277,12 @@ class FaceTracker:
     from 1 per tracker, never reused.
 
     ``repeat_tolerance``: a frame that differs from the last tracked frame by at most this
-    many grey levels (bar ``REPEAT_SHARE`` of its values, over the frame and inside every
-    face box; 0: only an exact repeat) gives that frame's faces again, moving nothing,
-    while the tracker is steady. ``correction``: the share of a matched detection's box
-    offset that moves the refit's box on a detection frame (0: detections only confirm
-    tracks). ``jumps``: the refit changes that count as a fit sliding off the face (None:
-    no check).
+    many grey levels (bar ``REPEAT_SHARE`` of its values, inside every face box and over
+    every 8th pixel of the frame; 0: not one value differs there) gives that frame's faces
+    again, moving nothing, while the tracker is steady. ``correction``: the share of a
+    matched detection's box offset that moves the refit's box on a detection frame (0:
+    detections only confirm tracks). ``jumps``: the refit changes that count as a fit
+    sliding off the face (None: no check).
     """
 
     def __init__(
@@ -304,7 +325,7 @@ class FaceTracker:
         self._next_id = 1
         self._since_detect: int | None = None  # frames processed since the last detection
         self._last_seq: int | None = None
-        self._last_image: Frame | None = None  # a copy of the last tracked frame
+        self._last_frame: FrameSnapshot | None = None  # the last tracked frame, in part
         self._last_faces: list[Face] = []
 
     @property
@@ -316,7 +337,7 @@ class FaceTracker:
         self._tracks = []
         self._since_detect = None
         self._last_seq = None
-        self._last_image = None
+        self._last_frame = None
         self._last_faces = []
 
     def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
@@ -354,18 +375,13 @@ class FaceTracker:
     def _repeats(self, image: Frame) -> bool:
         """Whether ``image`` repeats the last tracked frame (``repeat_tolerance``) while
         every track is steady and shown."""
-        last = self._last_image
-        if last is None or last.shape != image.shape or not self._last_faces or self._unsure():
+        last = self._last_frame
+        if last is None or not self._last_faces or self._unsure():
             return False
-        if self.repeat_tolerance <= 0:
-            return bool(np.array_equal(last, image))
-        boxes = [f.bbox for f in self._last_faces]
-        return frame_change(last, image, boxes, self.repeat_tolerance) <= REPEAT_SHARE
+        return last.repeated_by(image, self.repeat_tolerance)
 
     def _remember(self, image: Frame, faces: list[Face]) -> None:
-        if self._last_image is None or self._last_image.shape != image.shape:
-            self._last_image = np.empty_like(image)
-        np.copyto(self._last_image, image)
+        self._last_frame = FrameSnapshot(image, [f.bbox for f in faces]) if faces else None
         self._last_faces = faces
 
     def _needs_detection(self) -> bool:
