@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_output import one_line_error
+from conftest import other_hardware
 
 from livecam.benchmark.synthetic_models import arcface_like, identity_swapper
 from livecam.config.schema import SwapConfig
@@ -101,6 +102,20 @@ def test_a_corrupt_swapper_file_is_named_as_broken(
     assert table_row(proc.stdout, "standard")[-1] == "FAIL"
     assert "standard: does not build:" in proc.stdout and "inswapper_128.onnx" in proc.stdout
     assert proc.stdout.rstrip().endswith("check FAILED: standard")
+
+
+def test_a_provider_fallback_fails_the_check(testdata: Path, tmp_path: Path) -> None:
+    """--provider cuda on a machine where CUDA does not load: the lite preset runs on the CPU,
+    which the report says, naming the library that failed."""
+    proc = livecam(["check", "--preset", "lite", "--provider", "cuda", "--frames", "8"],
+                   testdata, tmp_path)  # fmt: skip
+    if proc.returncode == 0 and "FALLBACK" not in proc.stdout:
+        other_hardware("CUDA works here: no fallback to report")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert table_row(proc.stdout, "lite")[1] == "cpu(FALLBACK)"
+    assert "lite: runs on cpu, not the requested cuda: " in proc.stdout
+    assert ".so" in proc.stdout  # the CUDA library that failed to load
+    assert proc.stdout.rstrip().endswith("check FAILED: lite")
 
 
 @pytest.mark.parametrize(
