@@ -9,10 +9,11 @@ The stills: each bundled portrait (``assets/``: grace_hopper.jpg, astronaut.png)
 the other, fitted into a 640x480 webcam frame. The moving clip: astronaut.png moved like a
 head on a webcam by the synthetic source's face motion (``sources/synthetic/pattern.py``,
 ``head_motion``: turn, scale, sway), ``CLIP_FRAMES`` frames at 30 fps, with grace_hopper.jpg
-as the source face. A preset passes when it builds, every still and the clip reach
-``PASS_STRENGTH`` and the clip's faces are swapped in at least ``PASS_COVERAGE`` of its
-frames; the expression and stability figures are printed, not judged (the clip's
-expression comes from head motion only).
+as the source face. A preset passes when it builds, runs on the provider asked for by name
+(``--provider cuda`` that falls back to the CPU fails; ``auto`` takes what there is), every
+still and the clip reach ``PASS_STRENGTH`` and the clip's faces are swapped in at least
+``PASS_COVERAGE`` of its frames; the expression and stability figures are printed, not
+judged (the clip's expression comes from head motion only).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 from livecam import __version__
 from livecam.config.schema import Provider, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, LivecamError, one_line
+from livecam.face.identity.metrics import nearest_face
 from livecam.face.identity.swap_check import SwapCheck, SwapReading
 from livecam.face.parts import FrameContext
 from livecam.face.presets import AUTO, PRESETS, models_present, preset_names, resolve_preset
@@ -156,7 +158,14 @@ def chosen_presets(preset: str | None, base: SwapConfig) -> list[str]:
 
     store = ModelStore()
     if preset is not None:
-        return [resolve_preset(preset, store, base).name if preset == AUTO else preset]
+        row = resolve_preset(preset, store, base)
+        missing = [n for n in row.model_names(base, store.manifest) if store.locate(n) is None]
+        if missing:  # nothing is downloaded by a check
+            raise LivecamError(
+                f"preset {row.name} is not installed: {', '.join(missing)} missing",
+                f"`livecam models fetch {row.name}` downloads its models",
+            )
+        return [row.name if preset == AUTO else preset]
     names = [name for name, row in PRESETS.items() if models_present(row, store, base)]
     if not names:
         raise LivecamError(
@@ -197,7 +206,9 @@ def check_preset(
             return report
         try:
             if i == 0:
-                report.provider = provider_text(stage)
+                report.provider, fallback = provider_text(stage)
+                if fallback is not None:
+                    report.problems.append(fallback)
                 report.parts = parts_text(stage)
             camera = fit_frame(load_image_bgr(onto), SIZE, "contain")
             strength = still_strength(stage, camera)
@@ -220,23 +231,23 @@ def check_preset(
 
 def build(name: str, base: SwapConfig, face: Path) -> FaceSwapStage:
     from livecam.app import default_cache_dir
-    from livecam.face.dlib_files import DlibModels
     from livecam.face.source.photo import SourceFaceCache
     from livecam.face.swap_stage import build_swap_stage
 
     cfg = dataclasses.replace(base, preset=name, face=str(face))
-    stage = build_swap_stage(cfg, SourceFaceCache(default_cache_dir()), DlibModels())
+    stage = build_swap_stage(cfg, SourceFaceCache(default_cache_dir()))
     stage.warmup(*SIZE)
     return stage
 
 
-def provider_text(stage: FaceSwapStage) -> str:
-    """``cpu``, ``cuda``, or ``cpu (FALLBACK, wanted cuda: why)``."""
+def provider_text(stage: FaceSwapStage) -> tuple[str, str | None]:
+    """The provider really used (``cpu``, ``cuda``, ``cpu(FALLBACK)``) and, for a fallback
+    from a provider asked for by name, the problem (the one asked for and why not)."""
     used, requested = ",".join(stage.providers.used), ",".join(stage.providers.requested)
     if used == requested or requested == "auto":
-        return used
+        return used, None
     why = f": {one_line(stage.providers.reason)}" if stage.providers.reason else ""
-    return f"{used} (FALLBACK, wanted {requested}{why})"
+    return f"{used}(FALLBACK)", f"runs on {used}, not the requested {requested}{why}"
 
 
 def parts_text(stage: FaceSwapStage) -> str:
@@ -287,7 +298,6 @@ def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, fra
     swapped, strengths, spent = 0, [], 0.0
     series: dict[str, list[float]] = {"cm": [], "om": [], "ce": [], "oe": []}
     offsets: list[np.ndarray] = []
-    landmarker = stage.parts.landmarker
     for i, camera in enumerate(cams):
         packet = FramePacket(camera, seq=i, t_capture_ns=int(i * 1e9 / FPS))
         start = time.perf_counter()
@@ -302,20 +312,20 @@ def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, fra
             reading: SwapReading = _check(stage).measure(camera, packet.frame, face)
             if reading.strength is not None:
                 strengths.append(reading.strength)
-        if landmarker is None:
+        pair = point_pair(stage, camera, packet.frame, face)
+        if pair is None:
             continue
-        cam_pts, out_pts = (
-            landmarker.fit([FrameContext(image)], [FaceWork(0, i, face)])[0].face.landmarks
-            for image in (camera, packet.frame)
-        )
-        if cam_pts is None or out_pts is None or len(cam_pts) != 68 or len(out_pts) != 68:
-            continue
-        cam_m, out_m = dlib68_measures(cam_pts), dlib68_measures(out_pts)
-        series["cm"].append(cam_m.mouth)
-        series["om"].append(out_m.mouth)
-        series["ce"].append(cam_m.eye)
-        series["oe"].append(out_m.eye)
-        offsets.append((out_pts - cam_pts).mean(axis=0) / max(cam_m.eye_distance, 1e-6))
+        cam_pts, out_pts = pair
+        if len(cam_pts) == 68:
+            cam_m, out_m = dlib68_measures(cam_pts), dlib68_measures(out_pts)
+            series["cm"].append(cam_m.mouth)
+            series["om"].append(out_m.mouth)
+            series["ce"].append(cam_m.eye)
+            series["oe"].append(out_m.eye)
+            eyes = cam_m.eye_distance
+        else:  # 5 keypoints: the eyes are the first two
+            eyes = float(np.hypot(*(cam_pts[0] - cam_pts[1])))
+        offsets.append((out_pts - cam_pts).mean(axis=0) / max(eyes, 1e-6))
     report.fps = (frames - WARM_FRAMES) / spent if spent > 0 else math.nan
     report.coverage = swapped / frames
     report.clip_strength = float(np.median(strengths)) if strengths else math.nan
@@ -324,7 +334,7 @@ def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, fra
         report.eye_corr = pearson(series["oe"], series["ce"])
         report.mouth_mad = float(np.mean(np.abs(np.subtract(series["om"], series["cm"]))))
         report.eye_mad = float(np.mean(np.abs(np.subtract(series["oe"], series["ce"]))))
-        report.swim = swim(offsets)
+    report.swim = swim(offsets)
     if report.coverage < PASS_COVERAGE:
         report.problems.append(
             f"the moving clip's face was swapped in {report.coverage:.0%} of its frames "
@@ -335,6 +345,29 @@ def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, fra
             f"swap strength {report.clip_strength:.0f}/100 on the moving clip: "
             "the swap is not taking"
         )
+
+
+def point_pair(
+    stage: FaceSwapStage, camera: Frame, output: Frame, face: Face
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The same points found on the camera and the output frame at ``face``: 68 landmarks
+    from the preset's landmarker when it has a 68-point one, else 5 keypoints (refined by
+    its landmarker, or from its detector on each frame, the face nearest ``face``)."""
+    landmarker = stage.parts.landmarker
+    if landmarker is not None:
+        fitted = [
+            landmarker.fit([FrameContext(image)], [FaceWork(0, 0, face)])[0].face
+            for image in (camera, output)
+        ]
+        cam_lm, out_lm = fitted[0].landmarks, fitted[1].landmarks
+        if cam_lm is not None and out_lm is not None and len(cam_lm) == len(out_lm) == 68:
+            return np.asarray(cam_lm, np.float64), np.asarray(out_lm, np.float64)
+        return np.asarray(fitted[0].kps, np.float64), np.asarray(fitted[1].kps, np.float64)
+    found = stage.parts.detector.detect([FrameContext(camera), FrameContext(output)])
+    near = [nearest_face(faces, face) for faces in found]
+    if near[0] is None or near[1] is None:
+        return None
+    return np.asarray(near[0].kps, np.float64), np.asarray(near[1].kps, np.float64)
 
 
 def _largest(faces: Sequence[Face]) -> Face | None:
@@ -383,7 +416,14 @@ def format_table(reports: Sequence[PresetReport]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    parts = [f"{r.name}: {r.parts}" for r in reports if r.parts]
+    parts = [
+        line
+        for r in reports
+        if r.parts
+        for line in textwrap.wrap(
+            f"{r.name}: {r.parts}", 100, subsequent_indent="  ", break_on_hyphens=False
+        )
+    ]
     legend = (
         "fps: the face stage alone, one face at 640x480, this machine. still id / clip id: "
         "swap strength 0-100 (0: the output is the camera face, 50: as near one as the "
@@ -391,7 +431,8 @@ def format_table(reports: Sequence[PresetReport]) -> str:
         "median. coverage: share of clip frames swapped. mouth / eye r/mad: correlation and "
         "mean absolute difference of the output's and the camera's opening (68 points of the "
         "preset's landmarker; n/a without a 68-point one). swim: std over the clip of the "
-        "output's mean landmark offset from the camera's, in eye distances."
+        "output's mean landmark offset from the camera's, in eye distances (68 points, else "
+        "the 5 keypoints)."
     )
     return "\n".join([*lines, "", *parts, "", *textwrap.wrap(legend, 100)])
 

@@ -14,7 +14,6 @@ import pytest
 
 from livecam.benchmark.synthetic_models import arcface_like, identity_swapper
 from livecam.config.schema import SwapConfig
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.swap_check import WEAK_BELOW, SwapReading, swap_strength
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
@@ -47,18 +46,20 @@ def webcam_frame(testdata: Path, name: str = "obama_official_portrait_2012.jpg")
 
 def build(cfg: SwapConfig, testdata: Path, tmp_path: Path) -> FaceSwapStage:
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
-    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "cache"), DlibModels(), store)
+    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "cache"), store)
     stage.warmup(640, 480)
     return stage
 
 
 def run(stage: FaceSwapStage, frame: np.ndarray, frames: int, start: int = 0) -> list[SwapReading]:
     """``frames`` packets of ``frame`` 0.5 s apart through the stage, each check awaited;
-    the readings the telemetry got, in order."""
+    the readings the telemetry got, in order. Each frame is shifted 1 px from the one
+    before: a repeated camera frame gets the last output again, unchecked."""
     assert stage.check is not None
     readings: list[SwapReading] = []
     for i in range(start, start + frames):
-        packet = FramePacket(frame.copy(), seq=i, t_capture_ns=i * STEP_NS)
+        image = np.ascontiguousarray(np.roll(frame, i % 2, axis=1))
+        packet = FramePacket(image, seq=i, t_capture_ns=i * STEP_NS)
         stage.process([packet])
         assert packet.faces_swapped == 1
         assert stage.check.wait_idle(30)
