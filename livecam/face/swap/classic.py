@@ -390,7 +390,7 @@ class ClassicSwapper(CpuPart):
         zone[brows_band[sub] > 0] = 0  # the brows stay the source's (they cover the camera's)
         inside = zone > 0
         n = int(np.count_nonzero(inside))
-        if n == 0 or np.count_nonzero(src_skin[sub][inside] < 0.55) < 0.02 * n:
+        if n == 0 or np.count_nonzero(src_skin[sub][inside] < 0.55) < 0.05 * n:
             return lab, src_skin  # the source's forehead is skin (the gate takes stray hair)
         s_skin, t_skin = src_skin[sub], tgt_skin[sub]
         hair = (1.0 - blend.smoothstep(s_skin, 0.55, 0.95)) * t_skin

@@ -38,6 +38,10 @@ _TEMPLE_RISE = 0.05  # temples: brow ends pushed outwards and a little up
 _JAW_OUT = (0, 2, 4, 6, 8, 10, 12, 14, 16)  # jaw points pushed outwards
 _JAW_PUSH = 0.06  # outward push, fraction of the eye-to-chin distance
 N_EXTENDED = 68 + len(_FOREHEAD) + 2 + len(_JAW_OUT)
+_FOREHEAD_IDX = [i for i, _ in _FOREHEAD]
+_FOREHEAD_RISE = np.array([k for _, k in _FOREHEAD], np.float32)
+_SIDE_IDX = [17, 26, *_JAW_OUT]  # temples, then the outer jaw: pushed away from the nose
+_SIDE_PUSH = np.array([0.08, 0.08] + [_JAW_PUSH] * len(_JAW_OUT), np.float32)
 
 
 def check_landmarks(landmarks: object, what: str) -> Points:
@@ -75,18 +79,14 @@ def extend_landmarks(lm: Points, frame_of: Points | None = None) -> Points:
     ref = lm if frame_of is None else frame_of
     up, _, size = face_frame(ref)
     centre = ref[27:36].mean(axis=0)  # nose
-    extra: list[npt.NDArray[np.float32]] = []
-    for idx, k in _FOREHEAD:
-        extra.append(lm[idx] + up * (k * size))
-    for idx in (17, 26):
-        out = lm[idx] - centre
-        out /= float(np.linalg.norm(out)) or 1.0
-        extra.append(lm[idx] + out * (0.08 * size) + up * (_TEMPLE_RISE * size))
-    for idx in _JAW_OUT:
-        out = lm[idx] - centre
-        out /= float(np.linalg.norm(out)) or 1.0
-        extra.append(lm[idx] + out * (_JAW_PUSH * size))
-    return np.vstack([lm, np.asarray(extra, np.float32)]).astype(np.float32)
+    forehead = lm[_FOREHEAD_IDX] + _FOREHEAD_RISE[:, None] * (up * size)
+    sides = lm[_SIDE_IDX]
+    out = sides - centre
+    norm = np.linalg.norm(out, axis=1, keepdims=True)
+    out /= np.where(norm > 0, norm, 1.0)
+    push = _SIDE_PUSH[:, None] * (out * size)
+    push[:2] += up * (_TEMPLE_RISE * size)  # the temples also rise a little
+    return np.vstack([lm, forehead, sides + push]).astype(np.float32)
 
 
 # Points that keep their place relative to the skull whatever the expression: the upper
@@ -246,8 +246,8 @@ def piecewise_affine_maps(
     off = (step - 1) / 2.0  # grid sample i sits at pixel i*step + off (cv2.resize's convention)
     small = (dst_pts - off) / step
     # Fill each triangle slightly grown so the grid samples at triangle edges get a label.
-    for i, t in enumerate(tris):
-        poly = np.round(small[t] * 16).astype(np.int32)
+    polys = np.round(small[tris] * 16).astype(np.int32)  # (T, 3, 2), 4 fractional bits
+    for i, poly in enumerate(polys):
         cv2.fillConvexPoly(labels, poly, i + 1, cv2.LINE_8, shift=4)
         cv2.polylines(labels, [poly], True, i + 1, 1, cv2.LINE_8, shift=4)
     coeff = table[labels]  # (sh, sw, 6)
