@@ -1,6 +1,6 @@
-"""Benchmark the offline (dlib) face analysis parts at 640x480: detector, landmarks,
-descriptor, and the per-frame cost of FaceTracker on a face-motion clip. Prints medians of
-several runs. Frames are timed at 30 fps capture times.
+"""Benchmark the lite preset's face analysis parts at 640x480 (YuNet live detector, slim-160
+landmarks, MobileFaceNet embedding), and the per-frame cost of FaceTracker on a face-motion
+clip. Prints medians of several runs. Frames are timed at 30 fps capture times.
 
     python bench/bench_analysis.py [--face PORTRAIT] [--frames 120] [--runs 5]
 """
@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 from timing import default_face, median_ms
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from face_helpers import offline_analyzer  # noqa: E402
-
-from livecam.config.schema import SourceConfig  # noqa: E402
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker  # noqa: E402
+from livecam.config.schema import SourceConfig, SwapConfig  # noqa: E402
+from livecam.face.build import build_parts  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.presets import PRESETS  # noqa: E402
+from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402
 from livecam.face.track.tracking import FaceTracker  # noqa: E402
 from livecam.sources.synthetic.pattern import SyntheticSource  # noqa: E402
 from livecam.types import FaceWork, Frame  # noqa: E402
@@ -45,7 +45,8 @@ def main() -> None:
     args = ap.parse_args()
     face = args.face or default_face()
     frames = clip(face, args.frames)
-    analyzer = offline_analyzer()
+    parts = build_parts(PRESETS["lite"], SwapConfig(detect_size=400))
+    analyzer = FaceAnalyzer(parts.detector, parts.landmarker, parts.recognizer)
     first = analyzer.analyze(frames[0], with_embedding=True)
     print(
         f"clip: {len(frames)} frames 640x480 from {face.name}; faces in frame 0: {len(first)}"
@@ -53,7 +54,7 @@ def main() -> None:
     )
     det = analyzer.detector
     one = [FrameContext(frames[0])]
-    print(f"HOG detect (max_side 400)     : {median_ms(lambda: det.detect(one), 20):6.2f} ms")
+    print(f"YuNet detect (max_side 400)   : {median_ms(lambda: det.detect(one), 20):6.2f} ms")
     if first:
         lmk, enc = analyzer.landmarker, analyzer.recognizer
         assert lmk is not None
@@ -62,9 +63,9 @@ def main() -> None:
         print(f"68-pt landmark fit (1 face)   : {fit:6.2f} ms")
         if enc is not None:
             embed = median_ms(lambda: enc.embed(one, work), 5)
-            print(f"128-d descriptor (1 face)     : {embed:6.2f} ms")
-    lmk_part = analyzer.landmarker
-    assert isinstance(lmk_part, Dlib68Landmarker)
+            print(f"128-d MobileFaceNet (1 face)  : {embed:6.2f} ms")
+    lmk_part = parts.landmarker
+    assert lmk_part is not None
     for every, smoothing in [(1, 1.0), (args.detect_every, 0.0), (args.detect_every, 1.0)]:
         means, medians, p95s, counts = [], [], [], []
         for _ in range(args.runs):

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import find_testdata  # noqa: E402
-from face_helpers import offline_analyzer  # noqa: E402
+from face_helpers import lite_analyzer  # noqa: E402
 from scenes import background, compose, load_portraits, match  # noqa: E402
 
 from livecam.face.detect.patches import PatchDetector  # noqa: E402
@@ -54,7 +54,7 @@ def main() -> None:
     testdata = find_testdata()
     if testdata is None:
         raise SystemExit("../shared/testdata not found (set LIVECAM_TESTDATA)")
-    analyzer = offline_analyzer(max_side=1024, upsample=1, with_encoder=False)
+    analyzer = lite_analyzer(with_encoder=False)
     portraits = load_portraits(testdata / "faces", analyzer)
     body = load_image_bgr(testdata / "faces" / "biden_standing_2010.jpg")[700:1500]
     empty = [background(w, h, seed) for w, h in SIZES for seed in range(8)] + [body]

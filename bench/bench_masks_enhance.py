@@ -6,7 +6,7 @@ Prints the median ms per call of: AffineBlender (mask / insightface edge) with 1
 faces, each masker on one face's 128 crop (the region masker with a tiny synthetic
 parser: its pre- and post-processing, not BiSeNet's own cost), and FaceEnhancer with a
 synthetic 512 identity model (1 and 4 faces, one batched call; the real GFPGAN costs
-far more per face). Faces: the test portraits, YuNet keypoints, dlib 68 landmarks.
+far more per face). Faces: the test portraits, YuNet keypoints, slim-160 68 landmarks.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from face_helpers import offline_analyzer  # noqa: E402
+from face_helpers import lite_analyzer  # noqa: E402
 from face_parts_data import colour_parser, identity_enhancer, yunet_faces  # noqa: E402
 from timing import median_ms  # noqa: E402
 
@@ -106,7 +106,7 @@ def main() -> None:
             works = records(image, faces)
             t = median_ms(partial(blender.blend, [FrameContext(image)], works), args.repeat)
             print(f"AffineBlender({edge!r}) {len(faces)} face(s): {t:.2f} ms")
-    landmarked = offline_analyzer(max_side=640, with_encoder=False).analyze(one)[0]
+    landmarked = lite_analyzer(640, with_encoder=False).analyze(one)[0]
     with tempfile.TemporaryDirectory() as tmp:
         maskers: list[tuple[str, Masker]] = [
             ("BoxMasker()", BoxMasker()),

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import find_testdata  # noqa: E402
-from face_helpers import offline_analyzer  # noqa: E402
+from face_helpers import lite_analyzer  # noqa: E402
 from scenes import (  # noqa: E402
     Portrait,
     Scene,
@@ -50,7 +50,6 @@ from scenes import (  # noqa: E402
 )
 
 from livecam.config.schema import SwapConfig  # noqa: E402
-from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
@@ -130,10 +129,10 @@ def main() -> int:
     if testdata is None:
         print("no test data: set LIVECAM_TESTDATA or put it in ../shared/testdata", file=sys.stderr)
         return 2
-    portraits = load_portraits(testdata / "faces", offline_analyzer(1024, 1, with_encoder=False))
+    portraits = load_portraits(testdata / "faces", lite_analyzer(with_encoder=False))
     overrides = {"detect_size": args.detect_size, "preset": args.preset}
     cfg = SwapConfig(face=str(SOURCE), **{k: v for k, v in overrides.items() if v is not None})
-    stage = build_swap_stage(cfg, SourceFaceCache(None), DlibModels())
+    stage = build_swap_stage(cfg, SourceFaceCache(None))
     widths = [float(w) for w in args.widths.split(",")]
     print(
         f"livecam from {Path(sys.modules['livecam'].__file__ or '').parent}; preset "

@@ -39,7 +39,6 @@ from scenes import PORTRAITS, background  # noqa: E402
 from livecam.benchmark.naive import naive_loop  # noqa: E402
 from livecam.benchmark.synthetic_models import arcface_like, inswapper_like  # noqa: E402
 from livecam.config.schema import SwapConfig  # noqa: E402
-from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
@@ -86,7 +85,7 @@ def build(folder: Path) -> FaceSwapStage:
         swapper_model=str(swapper),
     )
     store = ModelStore(data_dir=folder / "data")
-    return build_swap_stage(cfg, SourceFaceCache(folder / "faces"), DlibModels(), store)
+    return build_swap_stage(cfg, SourceFaceCache(folder / "faces"), store)
 
 
 def pipeline_ms(stage: FaceSwapStage, frames: list[np.ndarray]) -> float:

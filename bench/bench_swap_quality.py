@@ -43,7 +43,6 @@ sys.path.insert(0, str(REPO))
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
 from livecam.face.crops.align import kps_from_68  # noqa: E402
-from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.identity.metrics import (  # noqa: E402
     FaceNotFoundError,
     IdentityMetrics,
@@ -51,7 +50,7 @@ from livecam.face.identity.metrics import (  # noqa: E402
     identity_metrics,
 )
 from livecam.face.parts import FaceParts, FrameContext  # noqa: E402
-from livecam.face.presets import PRESETS  # noqa: E402
+from livecam.face.presets import ALIASES, PRESETS  # noqa: E402
 from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402
 from livecam.face.swap.classic import ClassicOptions, ClassicSwapper, SourceModel  # noqa: E402
 from livecam.types import Face, FaceWork, Frame  # noqa: E402
@@ -137,10 +136,10 @@ def main() -> int:
     cfg = SwapConfig(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
     opts = ClassicOptions(feather=args.feather, shape_weight=args.shape_weight)
     swapper = ClassicSwapper(cfg, opts)
-    built = build_parts(PRESETS[args.preset], cfg, DlibModels())
+    built = build_parts(PRESETS[ALIASES.get(args.preset, args.preset)], cfg)
     parts = dataclasses.replace(built, swapper=swapper)
     analyzer = photo_analyzer(parts)  # the preset's source-photo analyzer
-    judge = photo_analyzer(build_parts(PRESETS[args.judge], cfg, DlibModels()))
+    judge = photo_analyzer(build_parts(PRESETS[ALIASES.get(args.judge, args.judge)], cfg))
     portraits, skipped = load_portraits(folder, analyzer)
     judged = {p.name: judge.analyze(p.image, with_embedding=True)[0] for p in portraits}
     sources: dict[str, SourceModel] = {}

@@ -19,7 +19,6 @@ sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
-from livecam.face.dlib_files import DlibModels  # noqa: E402
 from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.face.presets import PRESETS  # noqa: E402
 from livecam.face.swap.classic import ClassicSwapper  # noqa: E402
@@ -72,7 +71,7 @@ def main() -> int:
     ap.add_argument("--format", default="jpg", choices=["jpg", "png"])
     args = ap.parse_args()
 
-    parts = build_parts(PRESETS["offline"], SwapConfig(), DlibModels())
+    parts = build_parts(PRESETS["lite"], SwapConfig())
     analyzer = photo_analyzer(parts)
     swapper = parts.swapper
     assert isinstance(swapper, ClassicSwapper)

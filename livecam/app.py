@@ -6,10 +6,10 @@ render thread runs the swap while the inference thread tracks the next frame), o
 (slot -> sinks, paced to the fps), and for the control plane the loader (builds live
 changes) and the quality tuner; the caller's main thread (the terminal run or the Qt
 panel) starts, changes and stops the stream. The App owns everything long-lived:
-``Resources`` (the source-face cache, the dlib models and the model store shared by every
-build; the panel keeps one for all its runs), the threads and the control plane
-(``app.controls``). Start-up collects every cause of failure and closes whatever it had
-opened; once running, failures are events and the stream goes on.
+``Resources`` (the source-face cache and the model store shared by every build; the panel
+keeps one for all its runs), the threads and the control plane (``app.controls``). Start-up
+collects every cause of failure and closes whatever it had opened; once running, failures
+are events and the stream goes on.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from livecam.errors import (
 from livecam.face.build import PHOTO_SIDES, YUNET_START_SCORE
 from livecam.face.debug_stages import FaceBoxStage, PassThroughStage
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.dlib_files import DlibModels
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFaceCache
 from livecam.models.store import ModelStore
@@ -78,10 +77,10 @@ def default_cache_dir() -> Path:
 
 
 def build_stages(
-    config: Config, faces: SourceFaceCache, models: DlibModels, store: ModelStore | None = None
+    config: Config, faces: SourceFaceCache, store: ModelStore | None = None
 ) -> list[Stage]:
     """Create the configured stages in order (each may raise), with the app's shared
-    source-face cache, loaded models and model store."""
+    source-face cache and model store."""
     stages: list[Stage] = []
     for name in config.pipeline.stages:
         if name == "passthrough":
@@ -91,21 +90,19 @@ def build_stages(
         elif name == "swap":
             from livecam.face.swap_stage import build_swap_stage
 
-            stages.append(build_swap_stage(config.swap, faces, models, store))
+            stages.append(build_swap_stage(config.swap, faces, store))
     return stages
 
 
 class Resources:
     """What outlives one run and is shared by every build: the source-face cache (each
-    photo analysed once per analyser, kept on disk), the dlib models (loaded once) and the
-    model store; ``find_faces`` numbers a photo's faces for the panel through that cache.
-    Thread-safe."""
+    photo analysed once per analyser, kept on disk) and the model store; ``find_faces``
+    numbers a photo's faces for the panel through that cache. Thread-safe."""
 
     def __init__(self, faces: SourceFaceCache | None = None) -> None:
         if faces is None:  # group photos get a numbered sheet of their faces beside them
             faces = SourceFaceCache(default_cache_dir(), face_sheets=True)
         self.faces = faces
-        self.models = DlibModels()  # each model loaded once, shared by every build
         self.store = ModelStore()  # model files: found, verified, downloaded
         self._lock = threading.Lock()
         self._finder: FaceAnalyzer | None = None
@@ -144,10 +141,9 @@ class App:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
-        #: the face cache (``faces`` when given), dlib models and model store of every build
+        #: the face cache (``faces`` when given) and model store of every build
         self.resources = resources if resources is not None else Resources(faces)
         self.faces = self.resources.faces
-        self.models = self.resources.models
         self.store = self.resources.store
         self._stages = stages
         self._sinks = sinks
@@ -197,7 +193,7 @@ class App:
                 "runs goes without one until the next start"
             )
             config = config.with_section("swap", cuda_graph=False)
-        stages = build_stages(config, self.faces, self.models, self.store)
+        stages = build_stages(config, self.faces, self.store)
         try:
             for stage in stages:
                 stage.warmup(*self.frame_size)
@@ -252,9 +248,7 @@ class App:
         source = _collect(causes, "source", lambda: make_source(cfg.source))
         stages = self._stages
         if stages is None:
-            stages = _collect(
-                causes, "pipeline", lambda: build_stages(cfg, self.faces, self.models, self.store)
-            )
+            stages = _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces, self.store))
         sinks = self._sinks
         if sinks is None:
             sinks = _collect(

@@ -1,5 +1,5 @@
 """Helpers for the mask, paste-back and enhancer tests: real faces from the test data
-(YuNet keypoints, dlib 68 landmarks) and tiny ONNX models built with ``onnx.helper``
+(YuNet keypoints, slim-160 68 landmarks) and tiny ONNX models built with ``onnx.helper``
 that stand in for weights we can't load here (an identity enhancer, CodeFormer's
 fidelity input, a face parser whose classes follow the pixels' colour)."""
 

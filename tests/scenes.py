@@ -2,7 +2,7 @@
 at a chosen share of the frame width, position and tilt, and its true landmarks.
 
 A portrait's face width is the distance between the outer jaw points of its 68 landmarks
-(points 0 and 16, ear to ear at eye level; within a few % of a dlib HOG box's width),
+(points 0 and 16, ear to ear at eye level),
 fitted once on the full-resolution photo. ``compose`` scales the photo (area filter, as a
 camera would see it), tilts it about the face centre and lays it on a textured background;
 the landmarks go through the same transform and are the scene's ground truth.

@@ -1,6 +1,6 @@
-"""Packaging: the wheel holds every module, ui/, the demo assets and the bundled YuNet
-detector with its licence, and `livecam demo` runs from it; the livecam package never
-loads Qt (only ui/ does, lazily).
+"""Packaging: the wheel holds every module, ui/, the demo assets and the lite preset's three
+bundled models (YuNet, slim-160, MobileFaceNet) with their licences, and `livecam demo`
+runs from it without dlib; the livecam package never loads Qt (only ui/ does, lazily).
 
 The wheel is built from a clean copy of this checkout (tracked files and untracked ones
 git does not ignore) into ``$LIVECAM_WHEEL_DIR`` when set (CI keeps it), else a temporary
@@ -9,6 +9,7 @@ folder.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -20,14 +21,22 @@ from pathlib import Path
 import pytest
 from media import read_video
 
+from livecam.models.manifest import load_manifest
+
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = (
     "astronaut.png",
     "grace_hopper.jpg",
     "ATTRIBUTION.md",
-    "face_detection_yunet_2023mar.onnx",  # the offline preset's detector
+    "face_detection_yunet_2023mar.onnx",  # the lite preset's detector,
     "face_detection_yunet_2023mar.LICENSE",
+    "slim_160_latest.onnx",  # its landmarker
+    "slim_160_latest.LICENSE",
+    "mobilefacenet.onnx",  # and its recognizer
+    "mobilefacenet.LICENSE",
 )
+#: Python packages the installed wheel must not need (the lite preset replaced dlib's)
+GONE = ("dlib", "face_recognition_models")
 
 
 def checkout_files() -> list[str]:
@@ -69,6 +78,15 @@ def test_wheel_holds_every_module_ui_and_the_demo_assets(wheel: Path) -> None:
     for asset in ASSETS:
         assert f"livecam/assets/{asset}" in names
     assert {"ui/__init__.py", "ui/preview_window.py"} <= names
+    bundled = [e for e in load_manifest().values() if e.source == "bundled"]
+    assert {e.name for e in bundled} == {"yunet-2023mar", "slim-68", "mobilefacenet"}
+    with zipfile.ZipFile(wheel) as whl:
+        for entry in bundled:  # the very bytes the manifest pins
+            data = whl.read(f"livecam/assets/{entry.file}")
+            assert (len(data), hashlib.sha256(data).hexdigest()) == (entry.size, entry.sha256)
+        metadata = whl.read("livecam-0.1.0.dist-info/METADATA").decode()
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert requires and not [r for r in requires if any(n in r.replace("-", "_") for n in GONE)]
     assert "livecam/modeldata/manifest.toml" in names  # the model store's manifest
     modules = {
         f for f in checkout_files() if f.endswith(".py") and f.startswith(("livecam/", "ui/"))
@@ -89,6 +107,8 @@ def test_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None
         check=True,
     ).stdout.strip()
     Path(site, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    for name in GONE:  # shadow them, should this environment still have them
+        Path(site, f"{name}.py").write_text(f"raise ImportError('{name} is not installed')\n")
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
         + [str(wheel)],
@@ -117,7 +137,7 @@ def test_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None
         timeout=120,
     )
     assert demo.returncode == 0, demo.stderr[-3000:]
-    assert "frames in 10, out 10" in demo.stdout
+    assert "lite preset" in demo.stdout and "frames in 10, out 10" in demo.stdout
     frames, _ = read_video(out)
     assert len(frames) == 10
 

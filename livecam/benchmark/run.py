@@ -23,7 +23,6 @@ from livecam.benchmark.synthetic import SyntheticSize, require_present, syntheti
 from livecam.cli.demo import demo_portraits
 from livecam.config.schema import Config
 from livecam.errors import ConfigError
-from livecam.face.dlib_files import DlibModels
 from livecam.face.presets import resolve_preset
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
@@ -171,7 +170,7 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
             store = ModelStore()
             _check_models(cfg, store)
             faces = SourceFaceCache(tmp / "faces")
-            stages = build_stages(cfg, faces, DlibModels(), store)
+            stages = build_stages(cfg, faces, store)
             stage = stages[0]
             assert isinstance(stage, FaceSwapStage)
             naive: NaiveResult | None = None

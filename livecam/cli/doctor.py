@@ -47,7 +47,6 @@ PACKAGES = (
     _Package("pyvirtualcam", ("pyvirtualcam",), True),
     _Package("mss", ("mss",), True),
     _Package("PySide6", ("PySide6", "PySide6-Essentials"), True),
-    _Package("dlib", ("dlib-bin", "dlib"), True),
     _Package("nvidia-ml-py", ("nvidia-ml-py",), False, "GPU/VRAM readings"),
     _Package("torch", ("torch",), False, "GPU warps and blending"),
 )
@@ -235,33 +234,6 @@ def check_window() -> Check:
     )
 
 
-#: dlib's own code is Boost-licensed; its 68-point model's training data is not
-DLIB_68_LICENCE = (
-    "{file} ({where}) gives the 68 face landmarks of these presets: {presets}. It is trained on "
-    "the iBUG 300-W dataset, whose licence excludes commercial use, so the model may not "
-    "be usable in a commercial product: ask Imperial College London (iBUG) or a lawyer "
-    "first. dlib's own code is Boost-licensed."
-)
-
-
-def check_dlib68_licence() -> Check:
-    """A note (never a failure): the licence of dlib's 68-point landmark model."""
-    from livecam.errors import ModelError
-    from livecam.face.dlib_files import SHAPE_68, dlib_model_path
-    from livecam.face.presets import PRESETS
-
-    try:
-        where = str(dlib_model_path(SHAPE_68))
-    except ModelError:
-        where = "not installed"
-    users = [row.name for row in PRESETS.values() if row.landmarker == "dlib-shape68"]
-    return Check(
-        "licence of the dlib 68-point model",
-        None,
-        DLIB_68_LICENCE.format(file=SHAPE_68, where=where, presets=", ".join(users) or "(none)"),
-    )
-
-
 def check_presets() -> list[Check]:
     """Per preset: whether its model files are on this machine (size checked; `livecam
     models verify` hashes them), where they are looked up, and how to get the missing."""
@@ -274,9 +246,26 @@ def check_presets() -> list[Check]:
     for row in PRESETS.values():
         names = row.model_names()
         missing = [store.entry(n).file for n in names if store.locate(n) is None]
+        bundled = [
+            store.entry(n).file
+            for n in row.parts_for().values()
+            if n in store.manifest and store.entry(n).source == "bundled"
+        ]
+        shipped = dict(store.folders)["bundled"]
+        lost = [file for file in bundled if not (shipped / file).is_file()]
         name = f"preset {row.name}"
-        if not names:
-            checks.append(Check(name, True, "ready (no model file needed)"))
+        if lost:
+            checks.append(
+                Check(
+                    name,
+                    False,
+                    f"model files that ship inside LiveCam are missing: {', '.join(lost)}",
+                    "reinstall LiveCam (`pip install --force-reinstall livecam`)",
+                )
+            )
+        elif not names:
+            where = f"{len(bundled)} bundled model files" if bundled else "no model file needed"
+            checks.append(Check(name, True, f"ready ({where}, nothing to download)"))
         elif not missing:
             checks.append(Check(name, True, f"ready ({len(names)} model files present)"))
         else:
@@ -317,7 +306,6 @@ def run_doctor(
     checks += _guarded("display", check_display)
     checks += _guarded("preview window", check_window)
     checks += _guarded("presets", check_presets)
-    checks += _guarded("licence of the dlib 68-point model", check_dlib68_licence)
     return checks
 
 

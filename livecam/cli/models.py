@@ -116,8 +116,8 @@ def _verify(store: ModelStore, names: Sequence[str]) -> int:
 
 
 def _folder_models(store: ModelStore) -> list[str]:
-    """The models whose files live in the model folders (not a Python package's)."""
-    return [name for name, entry in store.manifest.items() if entry.in_model_folders]
+    """The models whose files live in the model folders (every model of the manifest)."""
+    return list(store.manifest)
 
 
 def format_table(store: ModelStore) -> str:

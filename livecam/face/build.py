@@ -27,11 +27,8 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.detect.scrfd import START_SCORE as SCRFD_START_SCORE
 from livecam.face.detect.scrfd import ScrfdDetector
 from livecam.face.detect.yunet import YuNetDetector, YuNetModel
-from livecam.face.dlib_files import DlibModels
 from livecam.face.enhance import FaceEnhancer
-from livecam.face.identity.dlib_descriptor import DlibDescriptor
 from livecam.face.identity.onnx import OnnxRecognizer
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker
 from livecam.face.landmarks.onnx import Landmarker106, Pfld68Landmarker
 from livecam.face.masks import BoxMasker, CombinedMasker, EllipseMasker, MouthMasker, RegionMasker
 from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recognizer
@@ -77,12 +74,10 @@ def with_contract(cls: Callable[..., Any], entry: ModelEntry, *args: Any, **opti
 @dataclass(frozen=True)
 class Weights:
     """One part's model as its factory gets it: the manifest ``entry``, its resolved file
-    (``path``; None for a package's file, which ``dlib`` loads once per app) and how its
-    ONNX Runtime session is opened (``session``)."""
+    (``path``) and how its ONNX Runtime session is opened (``session``)."""
 
     entry: ModelEntry
     path: Path | None
-    dlib: DlibModels
     opener: Callable[[ModelEntry, Path, bool], OnnxModel]
 
     def session(self, cuda_graph: bool = False) -> OnnxModel:
@@ -166,18 +161,6 @@ def _onnx_part(cls: Callable[..., Any]) -> Callable[..., Any]:
     return make
 
 
-def _dlib_shape(w: Weights) -> Dlib68Landmarker:
-    part: Dlib68Landmarker = with_contract(
-        Dlib68Landmarker, w.entry, model=w.dlib.shape_predictor(w.entry.file)
-    )
-    return part
-
-
-def _dlib_descriptor(w: Weights) -> DlibDescriptor:
-    part: DlibDescriptor = with_contract(DlibDescriptor, w.entry, model=w.dlib.resnet())
-    return part
-
-
 def _neural_swapper_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
     recognizer = built["recognizer"]
     weighted = cfg.identity_weight != 0.5 and getattr(recognizer, "dim", 0) == 512
@@ -217,9 +200,7 @@ KINDS: Mapping[str, PartKind] = MappingProxyType(
         "scrfd": PartKind("detector", _scrfd, _detector_options),
         "landmarks68": PartKind("landmarker", _onnx_part(Pfld68Landmarker)),
         "landmarks106": PartKind("landmarker", _onnx_part(Landmarker106)),
-        "dlib-shape": PartKind("landmarker", _dlib_shape, onnx=False),
         "arcface": PartKind("recognizer", _onnx_part(OnnxRecognizer)),
-        "dlib-descriptor": PartKind("recognizer", _dlib_descriptor, onnx=False),
         "inswapper": PartKind("swapper", _neural_swapper(InSwapper), _neural_swapper_options),
         "hyperswap": PartKind("swapper", _neural_swapper(HyperSwapper), _neural_swapper_options),
         "classic-mesh": PartKind(
@@ -260,10 +241,9 @@ class PartsBuilder:
     """One build of one preset row for one swap config: the plan (each role's name, kind
     and entry, read once), the files (resolved once), the sessions it opened."""
 
-    def __init__(self, row: PresetRow, cfg: SwapConfig, models: DlibModels, store: ModelStore):
+    def __init__(self, row: PresetRow, cfg: SwapConfig, store: ModelStore):
         self.row = row
         self.cfg = cfg
-        self.models = models
         self.store = store
         manifest = store.manifest
         names = row.parts_for(cfg, manifest)
@@ -311,9 +291,7 @@ class PartsBuilder:
                     "use --preset standard or quality, or leave the option out",
                 )
         needed = [
-            p.name
-            for role, p in self.plan.items()
-            if p.entry is not None and p.entry.in_model_folders and role not in given
+            p.name for role, p in self.plan.items() if p.entry is not None and role not in given
         ]
         if needed:
             self.files.update(
@@ -353,7 +331,7 @@ class PartsBuilder:
         weights = None
         if planned.entry is not None:
             path = self.files.get(planned.name)
-            weights = Weights(planned.entry, path, self.models, self.open)
+            weights = Weights(planned.entry, path, self.open)
         return planned.kind.make(weights, **planned.kind.options(self.cfg, built))
 
     def masker(self, built: Built) -> Masker | None:
@@ -381,14 +359,12 @@ class PartsBuilder:
             model.close()
 
 
-def build_parts(
-    row: PresetRow, cfg: SwapConfig, models: DlibModels, store: ModelStore | None = None
-) -> FaceParts:
-    """Build every part of ``row`` for ``cfg``: dlib models come from ``models`` (loaded
-    once per app), model files from ``store`` (downloaded when missing; licences accepted
-    by ``cfg.accept_licence`` or earlier). A missing or bad model is one ModelError naming
-    every file, its URL and the folder to put it in."""
-    builder = PartsBuilder(row, cfg, models, store if store is not None else ModelStore())
+def build_parts(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None) -> FaceParts:
+    """Build every part of ``row`` for ``cfg``, model files from ``store`` (bundled ones
+    checked, others downloaded when missing; licences accepted by ``cfg.accept_licence`` or
+    earlier). A missing or bad model is one ModelError naming every file, its URL and the
+    folder to put it in."""
+    builder = PartsBuilder(row, cfg, store if store is not None else ModelStore())
     builder.resolve_files()
     built: dict[str, Any] = {}
     try:

@@ -4,25 +4,22 @@ Every part takes a list and returns a list of the same length, in the same order
 ``Detector`` takes frames; a ``Landmarker``, ``Recognizer``, ``Swapper``, ``Enhancer`` or
 ``Masker`` takes the batch's frames and a list of ``FaceWork`` records (each names its frame
 by ``frame_index``) and returns those records with its fields filled; a ``Blender`` returns
-one frame per frame. Parts never special-case each other: what two parts share (the
-grayscale image dlib's detector and shape predictor both use) is a lazily computed view on
-the ``FrameContext``.
+one frame per frame. Parts never special-case each other: what they share about a frame is
+on its ``FrameContext``.
 
 A part that holds models loads them when it is built; ``warmup`` runs it once (first-call
 latency) and ``close`` releases them. ``model_id`` names the model and its settings (the
 source-face cache keys on it); ``providers`` says which compute provider was requested and
-which one is really used. dlib objects are not thread-safe: a part is used by one thread at
-a time (built and warmed on the loader thread, then handed over to the inference thread).
+which one is really used. A part is used by one thread at a time (built and warmed on the
+loader thread, then handed over to the inference thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
@@ -51,12 +48,12 @@ class Providers:
 
 
 CPU_ONLY = Providers(requested=("cpu",), used=("cpu",))
-"""For parts that run in NumPy, OpenCV or dlib on the CPU (no ONNX Runtime session)."""
+"""For parts that run in NumPy or OpenCV on the CPU (no ONNX Runtime session)."""
 
 
 class CpuPart:
     """Base of the parts that run on the CPU without an ONNX Runtime session and need no
-    warm-up or release beyond what garbage collection does (dlib, OpenCV, NumPy)."""
+    warm-up or release beyond what garbage collection does (OpenCV, NumPy)."""
 
     providers = CPU_ONLY
 
@@ -68,7 +65,7 @@ class CpuPart:
 
 
 class FrameContext:
-    """One frame as the parts see it, with views computed on first use and then shared.
+    """One frame as the parts see it.
 
     ``image`` follows the frame contract (uint8 BGR (H, W, 3)); ``seq`` is the packet's
     sequence number and ``t_s`` its time in seconds (a video file's own timestamp, else the
@@ -84,16 +81,6 @@ class FrameContext:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.image.shape)
-
-    @cached_property
-    def gray(self) -> npt.NDArray[np.uint8]:
-        """Grayscale copy (what dlib's HOG detector and shape predictor work on)."""
-        return np.ascontiguousarray(cv2.cvtColor(self.image, cv2.COLOR_BGR2GRAY))
-
-    @cached_property
-    def rgb(self) -> Frame:
-        """RGB copy (what dlib's descriptor and most ONNX models take)."""
-        return np.ascontiguousarray(cv2.cvtColor(self.image, cv2.COLOR_BGR2RGB))
 
 
 @runtime_checkable
@@ -273,7 +260,7 @@ class FaceParts:
     def providers(self) -> Providers:
         """The providers of the parts together (each name once, in part order): what the
         stage asked for and what it really runs on. Parts that always run on the CPU
-        (dlib, OpenCV, NumPy) count only when no part runs a model on a chosen provider."""
+        (OpenCV, NumPy) count only when no part runs a model on a chosen provider."""
         parts = [p for p in self.all() if p.providers != CPU_ONLY] or self.all()
         return Providers(
             requested=tuple(dict.fromkeys(n for p in parts for n in p.providers.requested)),

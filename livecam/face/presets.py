@@ -2,7 +2,7 @@
 
 One frozen ``PresetRow`` per preset names its parts by role. A name is a model of
 ``models/manifest.toml`` (whose entry says which part kind runs it, with which contract,
-and where its weights come from: downloaded, bundled with LiveCam or a Python package's)
+and where its weights come from: downloaded or bundled with LiveCam)
 or, for a part without weights, its part kind (``classic-mesh``). ``resolve_preset`` turns
 a config value (``auto`` included) into a row; ``PresetRow.parts_for`` and
 ``PresetRow.model_names`` say which parts and which model files a row needs under a swap
@@ -109,7 +109,7 @@ class PresetRow:
         self, cfg: SwapChoices | None = None, manifest: Manifest | None = None
     ) -> list[str]:
         """The manifest models this preset needs downloaded under ``cfg`` (model files
-        given by path replace theirs; bundled and package files need none); a neural swap's
+        given by path replace theirs; bundled files need none); a neural swap's
         region mask's face parser included."""
         entries = default_manifest() if manifest is None else manifest
         given = given_files(cfg)

@@ -13,7 +13,6 @@ import numpy as np
 from livecam.config.schema import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
 from livecam.face.build import build_parts, photo_analyzer
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
 from livecam.face.parts import FaceParts, FrameContext
@@ -38,8 +37,8 @@ class FaceSwapStage:
     selected faces of every frame of the batch then go through each face part as one list.
     Frames with no selected face pass through untouched (the same array). Each packet gets
     the faces found (``faces``) and how many were swapped (``faces_swapped``). Build and warm
-    it on one thread, then use it on another (the app's shared dlib models serialise their
-    calls). The control plane switches it off by skipping it (``set_swap``).
+    it on one thread, then use it on another. The control plane switches it off by skipping
+    it (``set_swap``).
 
     ``opacity`` (0-1) is how much of the swapped face shows: a swapped frame becomes
     ``frame + opacity * (swapped - frame)``, so pixels the swap left alone stay as they were.
@@ -207,24 +206,23 @@ def check_swap_config(cfg: SwapConfig) -> None:
 def build_swap_stage(
     cfg: SwapConfig,
     faces: SourceFaceCache,
-    models: DlibModels,
     store: ModelStore | None = None,
 ) -> FaceSwapStage:
     """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
 
     ``faces`` is the app's source-face cache: the source (and reference) photo is analysed
-    through it, once per photo and analyzer model across builds. ``models`` are the app's
-    loaded models, shared by every build. The stage may be built and warmed on the loader
-    thread while another build runs on the inference thread. ``store`` finds (or
-    downloads) the preset's model files (default: a store of this machine's folders).
+    through it, once per photo and analyzer model across builds. The stage may be built and
+    warmed on the loader thread while another build runs on the inference thread. ``store``
+    finds (or downloads) the preset's model files (default: a store of this machine's
+    folders).
     """
     check_swap_config(cfg)
     store = store if store is not None else ModelStore()
     row = resolve_preset(cfg.preset, store, cfg)
-    parts = build_parts(row, cfg, models, store)
+    parts = build_parts(row, cfg, store)
     try:
-        # the source photo is embedded only for a swapper that uses the identity: dlib's
-        # descriptor holds the GIL ~0.1 s, a stall of the output during a live face change
+        # the source photo is embedded only for a swapper that uses the identity (the
+        # classic swapper warps pixels: its photo is analysed without the recognizer)
         analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
         selector: FaceSelector = mode_selector(cfg.select)
         if cfg.map:

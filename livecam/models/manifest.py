@@ -27,10 +27,9 @@ log = logging.getLogger(__name__)
 Task = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker"]
 TASKS: tuple[str, ...] = get_args(Task)
 #: where a model's weights come from: ``download`` (the model folders, downloaded when
-#: missing), ``bundled`` (shipped with LiveCam in livecam/assets, the store's last folder:
-#: never downloaded for a preset), ``package`` (an installed Python package's data folder,
-#: named by ``package``: dlib's weights from face_recognition_models)
-Source = Literal["download", "bundled", "package"]
+#: missing) or ``bundled`` (shipped with LiveCam in livecam/assets, the store's last folder:
+#: never downloaded for a preset)
+Source = Literal["download", "bundled"]
 SOURCES: tuple[str, ...] = get_args(Source)
 #: the manifest inside a checkout (``models/``), else the copy packaged as livecam.modeldata
 CHECKOUT_MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -71,18 +70,12 @@ class ModelEntry:
     outputs: tuple[TensorShape, ...]
     contract: Mapping[str, Any]
     source: Source = "download"
-    package: str = ""
     facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def needs_acceptance(self) -> bool:
         """A licence that forbids commercial use must be accepted before use."""
         return not self.commercial
-
-    @property
-    def in_model_folders(self) -> bool:
-        """Whether the model store finds (and verifies) this file in its folders."""
-        return self.source in ("download", "bundled")
 
     @property
     def downloaded(self) -> bool:
@@ -159,13 +152,8 @@ def _entry(name: str, raw: Any, where: str) -> ModelEntry:
     source = raw.get("source", "download")
     if source not in SOURCES:
         raise bad("source", f"one of {', '.join(SOURCES)}")
-    package = raw.get("package", "")
-    if not isinstance(package, str) or (source == "package") != bool(package):
-        raise bad(
-            "package", 'the Python package that holds the file (only with source = "package")'
-        )
     known = {*strings, "urls", "size", "commercial", "inputs", "outputs", "contract"}
-    known |= {"facts", "source", "package"}
+    known |= {"facts", "source"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ModelError(
@@ -188,7 +176,6 @@ def _entry(name: str, raw: Any, where: str) -> ModelEntry:
         outputs=_shapes(raw.get("outputs", []), bad("outputs", "a list of {name, shape}")),
         contract=MappingProxyType(dict(contract)),
         source=source,
-        package=package,
         facts=MappingProxyType(dict(facts)),
     )
 

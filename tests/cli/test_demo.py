@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from media import read_video
 from waiting import poll
 from xwindow import grab, press, require_windows, wait_window
@@ -56,7 +56,7 @@ def test_demo_writes_a_playable_swapped_video(tmp_path: Path) -> None:
         face_image = load_image_bgr(face)
     # the face in the video is closer to the source identity than the animated original
     plain.open()
-    analyzer = offline_analyzer(max_side=640)
+    analyzer = lite_analyzer(640)
     source = analyzer.analyze(face_image, with_embedding=True)[0]
     assert source.embedding is not None
     for index in (0, 30):
@@ -81,7 +81,7 @@ def test_demo_window_shows_the_swap_on_screen_until_closed(xvfb: str) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    analyzer = offline_analyzer(max_side=640)
+    analyzer = lite_analyzer(640)
     with demo_portraits() as (face, target):
         source = analyzer.analyze(load_image_bgr(face), with_embedding=True)[0]
         original = analyzer.analyze(load_image_bgr(target), with_embedding=True)[0]

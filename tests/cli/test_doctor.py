@@ -16,7 +16,6 @@ from recording_backend import RecordingStore
 from livecam.cli.doctor import (
     Check,
     check_display,
-    check_dlib68_licence,
     check_package,
     check_presets,
     check_window,
@@ -25,6 +24,7 @@ from livecam.cli.doctor import (
 )
 from livecam.cli.doctor import _Package as Package
 from livecam.errors import ModelError
+from livecam.models import store as store_module
 from livecam.runtime.providers import (
     CPU,
     CUDA,
@@ -232,16 +232,6 @@ def test_opencv_check_wants_the_headless_build() -> None:
     assert several.ok is False and "several OpenCV builds" in several.detail
 
 
-def test_dlib_68_point_licence_note() -> None:
-    note = check_dlib68_licence()
-    assert note.ok is None  # a note, never a failure
-    text = note.detail
-    assert "shape_predictor_68_face_landmarks.dat" in text and "of these presets: offline." in text
-    assert "iBUG 300-W" in text and "excludes commercial use" in text and "Boost" in text
-    assert Path(text.split("(")[1].split(")")[0]).is_file()  # where the model is
-    assert note in run_doctor()
-
-
 def test_window_check_without_and_with_a_display(
     monkeypatch: pytest.MonkeyPatch, xvfb: str
 ) -> None:
@@ -265,8 +255,20 @@ def test_presets_say_which_are_ready_and_how_to_get_the_others(
     monkeypatch.setenv("LIVECAM_MODELS_DIR", str(testdata / "models"))
     checks = {c.name: c for c in check_presets()}
     assert checks["preset lite"].ok is True  # bundled; "offline" is another name for it
+    assert checks["preset lite"].detail == "ready (3 bundled model files, nothing to download)"
     standard = checks["preset standard"]
     assert standard.ok is None  # optional: nothing is broken
     assert "inswapper_128_fp16.onnx" in standard.detail and "det_10g.onnx" in standard.detail
     assert str(testdata / "models") in standard.detail  # where it looked
     assert standard.fix.startswith("livecam models fetch standard")
+
+
+def test_a_broken_install_without_the_bundled_models_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the installed package's assets folder lost its model files
+    monkeypatch.setattr(store_module, "_bundled_dir", lambda: tmp_path)
+    lite = {c.name: c for c in check_presets()}["preset lite"]
+    assert lite.ok is False and "reinstall" in lite.fix
+    for file in ("face_detection_yunet_2023mar.onnx", "slim_160_latest.onnx", "mobilefacenet.onnx"):
+        assert file in lite.detail

@@ -27,7 +27,7 @@ LONG = "a" * 300
 
 #: test values of options, (good, bad); a value None is a flag. ``{tmp}``, ``{face}``,
 #: ``{image}``, ``{video}`` and ``{yunet}`` are filled in per test. The face photo is rare
-#: among the good values: a run with the swap stage loads dlib's models (about a second).
+#: among the good values: a run with the swap stage loads its models (about a second).
 #: Every other option's values come from its config field (``derived``): its choices, the
 #: ends of its range and just beyond them, and flags; these are added to them.
 VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {

@@ -28,7 +28,7 @@ from livecam.telemetry.hub import Telemetry
 from livecam.types import Event
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-APPLY_TIMEOUT_S = 30.0  # generous: a rebuild loads dlib models on a loaded CI machine
+APPLY_TIMEOUT_S = 30.0  # generous: a rebuild loads its models on a loaded CI machine
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ OVERLAP = [pytest.param(False, id="serial"), pytest.param(True, id="overlap")]
 def live(
     vcam: RecordingStore, target: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[App, list[Event]]]:
-    """A running stream: the still photo at 30 fps -> offline swap -> virtual camera, with
+    """A running stream: the still photo at 30 fps -> lite swap -> virtual camera, with
     the tracking on the inference thread before the swap, or beside it (overlap)."""
     app, events = start_app(vcam, {"spec": str(target), "fps": 30}, request.param)
     yield app, events
@@ -54,7 +54,7 @@ def live(
 def synthetic(
     vcam: RecordingStore, request: pytest.FixtureRequest
 ) -> Iterator[tuple[App, list[Event]]]:
-    """A running stream: the synthetic face-motion clip at 30 fps -> offline swap (serial
+    """A running stream: the synthetic face-motion clip at 30 fps -> lite swap (serial
     or overlapped)."""
     app, events = start_app(vcam, {**SYNTHETIC, "fps": 30}, request.param)
     yield app, events
@@ -64,7 +64,7 @@ def synthetic(
 def start_app(
     vcam: RecordingStore, source: dict[str, object], overlap: bool = False
 ) -> tuple[App, list[Event]]:
-    """Start ``source`` at 30 fps -> offline swap (Grace Hopper's face) -> virtual camera."""
+    """Start ``source`` at 30 fps -> lite swap (Grace Hopper's face) -> virtual camera."""
     events: list[Event] = []
     telemetry = Telemetry()
     telemetry.add_listener(events.append)
@@ -215,7 +215,7 @@ def test_controls_need_a_running_stream_with_a_swap(vcam: RecordingStore) -> Non
         result = app.controls.set_face(ASSETS / "grace_hopper.jpg").wait(APPLY_TIMEOUT_S)
         assert result.state.stages == ("swap",) and result.state.swap
         assert result.config.pipeline.stages == ("swap",)
-        # the offline preset's parts run on the CPU, which is what it asks for
+        # the lite preset's parts run on the CPU, which is what it asks for
         assert result.state.providers["swap"] == Providers(("cpu",), ("cpu",))
     finally:
         assert app.stop() == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from face_parts_data import colour_parser, load_face_image, yunet_faces
 
 from livecam.errors import ModelError
@@ -41,9 +41,9 @@ def record(image: Frame, face: Face, size: int = 128, template: str = "arcface_1
 
 @pytest.fixture(scope="module")
 def speaking(testdata: Path) -> tuple[Frame, Face]:
-    """Obama speaking (mouth open), with dlib's 68 landmarks."""
+    """Obama speaking (mouth open), with the lite preset's 68 landmarks."""
     image = load_face_image(testdata, "obama_speech_2009.jpg")
-    faces = offline_analyzer(max_side=640, with_encoder=False).analyze(image)
+    faces = lite_analyzer(640, with_encoder=False).analyze(image)
     assert faces and faces[0].landmarks is not None and len(faces[0].landmarks) == 68
     return image, faces[0]
 

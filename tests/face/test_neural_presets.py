@@ -23,7 +23,6 @@ from livecam.benchmark.synthetic_models import (
 )
 from livecam.config.schema import SwapConfig
 from livecam.face.build import build_parts
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import embedding_distance, psnr
 from livecam.face.parts import FrameContext
 from livecam.face.presets import PRESETS
@@ -77,7 +76,7 @@ def test_lite_preset_moves_the_identity_toward_the_source(testdata: Path, tmp_pa
     faces = testdata / "faces"
     cfg = SwapConfig(preset="lite", provider="cpu", face=str(faces / "biden_official_portrait.jpg"))
     cache = SourceFaceCache(tmp_path / "cache")
-    stage = build_swap_stage(cfg, cache, DlibModels(), store)
+    stage = build_swap_stage(cfg, cache, store)
     try:
         assert stage.preset == "lite" and stage.providers.used == ("cpu",)
         stage.warmup(640, 480)
@@ -166,7 +165,7 @@ def test_mapped_sources_each_go_onto_their_own_target_person(
     ]
     cfg = standard_config(testdata, synthetic, "colour", map=tuple(pairs), masks=("box",))
     store = ModelStore(data_dir=tmp_path / "data")
-    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "cache"), DlibModels(), store)
+    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "cache"), store)
     try:
         swapper = stage.parts.swapper
         assert isinstance(swapper, InSwapper)
@@ -191,7 +190,7 @@ def test_standard_parts_follow_the_manifest_contracts(
     testdata: Path, synthetic: dict[str, Path], tmp_path: Path
 ) -> None:
     cfg = standard_config(testdata, synthetic, "identity", pixel_boost=2, mouth_mask=0)
-    parts = build_parts(PRESETS["standard"], cfg, DlibModels(), ModelStore(data_dir=tmp_path))
+    parts = build_parts(PRESETS["standard"], cfg, ModelStore(data_dir=tmp_path))
     try:
         swapper = parts.swapper
         assert isinstance(swapper, InSwapper)

@@ -21,7 +21,6 @@ from livecam.face.build import (
     photo_analyzer,
 )
 from livecam.face.detect.yunet import YuNetDetector
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import identity_metrics
 from livecam.face.identity.onnx import OnnxRecognizer
 from livecam.face.landmarks.onnx import Pfld68Landmarker
@@ -68,7 +67,7 @@ def test_lite_needs_no_model_file_offline_is_lite_and_auto_falls_back_to_it(
 def test_the_lite_preset_is_served_by_the_testdata_models(testdata: Path, tmp_path: Path) -> None:
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
     assert resolve_preset("auto", store) is PRESETS["lite"]  # standard/quality are missing
-    parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
+    parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), store)
     try:
         assert isinstance(parts.detector, YuNetDetector)
         assert isinstance(parts.landmarker, Pfld68Landmarker)
@@ -94,7 +93,7 @@ def test_missing_models_are_one_error_naming_each_file_url_and_folder(
     store = ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
     row = PRESETS[name]
     with pytest.raises(ModelError) as info:
-        build_parts(row, SwapConfig(accept_licence=True), DlibModels(), store)
+        build_parts(row, SwapConfig(accept_licence=True), store)
     text = info.value.message + " " + (info.value.hint or "")
     for model in row.model_names():
         entry = manifest[model]
@@ -105,7 +104,7 @@ def test_missing_models_are_one_error_naming_each_file_url_and_folder(
 def test_unaccepted_licences_stop_the_build_before_any_download(tmp_path: Path) -> None:
     store = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
     with pytest.raises(ModelError, match="--accept-licence"):
-        build_parts(PRESETS["standard"], SwapConfig(), DlibModels(), store)
+        build_parts(PRESETS["standard"], SwapConfig(), store)
     assert not list(tmp_path.rglob("*.onnx*"))
 
 
@@ -138,9 +137,7 @@ def test_unknown_preset_names_the_choices() -> None:
 
 
 def test_lite_parts_and_the_photo_analyzer_made_of_them() -> None:
-    parts = build_parts(
-        PRESETS["lite"], SwapConfig(detect_size=480, blend="seamless"), DlibModels()
-    )
+    parts = build_parts(PRESETS["lite"], SwapConfig(detect_size=480, blend="seamless"))
     live, photo = parts.detector, parts.photo_detector
     assert isinstance(live, YuNetDetector) and isinstance(photo, YuNetDetector)
     assert (live.max_sides, photo.max_sides) == ((480,), PHOTO_SIDES)
@@ -171,7 +168,7 @@ def test_the_built_in_parts_are_manifest_rows(tmp_path: Path) -> None:
     # lite needs no download, yet each of its parts but the classic swapper is a manifest
     # row: YuNet, slim-160 and MobileFaceNet bundled with LiveCam (found by the store)
     empty = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
-    builder = PartsBuilder(PRESETS["lite"], SwapConfig(), DlibModels(), empty)
+    builder = PartsBuilder(PRESETS["lite"], SwapConfig(), empty)
     sources = {
         role: p.entry.source if p.entry is not None else None for role, p in builder.plan.items()
     }
@@ -198,14 +195,13 @@ def test_a_contract_key_the_part_does_not_take_fails_the_build(
     )
     store = ModelStore(manifest, models_dir=testdata / "models", data_dir=tmp_path / "data")
     with pytest.raises(ModelError) as info:
-        build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), DlibModels(), store)
+        build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), store)
     assert "models.mobilefacenet.contract has input_sise" in info.value.message
     assert "OnnxRecognizer" in info.value.message and "input_size" in (info.value.hint or "")
     # the real manifest's contracts are all taken: the same build succeeds
     build_parts(
         PRESETS["lite"],
         SwapConfig(provider="cpu"),
-        DlibModels(),
         ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data"),
     ).close()
 
@@ -214,10 +210,10 @@ def test_a_part_name_of_the_wrong_role_or_unknown_is_an_error(tmp_path: Path) ->
     store = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
     wrong = dataclasses.replace(PRESETS["lite"], swapper="mobilefacenet")
     with pytest.raises(ModelError, match="mobilefacenet is not a swapper"):
-        PartsBuilder(wrong, SwapConfig(), DlibModels(), store)
+        PartsBuilder(wrong, SwapConfig(), store)
     unknown = dataclasses.replace(PRESETS["lite"], landmarker="slim-86")
     with pytest.raises(ModelError, match="slim-86 \\(landmarker\\) has no model or part"):
-        PartsBuilder(unknown, SwapConfig(), DlibModels(), store)
+        PartsBuilder(unknown, SwapConfig(), store)
 
 
 @pytest.mark.parametrize("models_dir", ["unset", "empty"])
@@ -231,7 +227,7 @@ def test_the_lite_preset_swaps_with_no_models_folder(
         (tmp_path / "empty").mkdir()
         monkeypatch.setenv("LIVECAM_MODELS_DIR", str(tmp_path / "empty"))
     store = ModelStore(data_dir=tmp_path / "data")
-    parts = build_parts(resolve_preset("auto", store), SwapConfig(), DlibModels(), store)
+    parts = build_parts(resolve_preset("auto", store), SwapConfig(), store)
     try:
         assert parts.preset == "lite" and parts.providers().used == ("cpu",)
         analyzer = photo_analyzer(parts)

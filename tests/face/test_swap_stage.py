@@ -1,5 +1,5 @@
 """The swap stage composed from the preset table, and `livecam run --face`, on real faces
-(offline preset, no downloads)."""
+(the lite preset, no downloads)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from recording_backend import RecordingStore
 from scenes import (
     Portrait,
@@ -25,7 +25,6 @@ from livecam.app import App
 from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import embedding_distance
 from livecam.face.parts import FrameContext, Providers
 from livecam.face.source.photo import SourceFaceCache
@@ -45,18 +44,12 @@ def faces() -> SourceFaceCache:
     return SourceFaceCache(None)
 
 
-@pytest.fixture(scope="module")
-def models() -> DlibModels:
-    """The dlib models loaded once for the module, as the app loads them once."""
-    return DlibModels()
-
-
 @pytest.fixture
-def build_swap_stage(faces: SourceFaceCache, models: DlibModels):
-    """The builder with the shared cache and models, as the app calls it."""
+def build_swap_stage(faces: SourceFaceCache):
+    """The builder with the shared cache, as the app calls it."""
 
     def make(cfg: SwapConfig) -> FaceSwapStage:
-        return build(cfg, faces, models)
+        return build(cfg, faces)
 
     return make
 
@@ -83,7 +76,7 @@ def test_live_swap_moves_identity_toward_the_source(testdata: Path, vcam: Record
     assert app.wait(30)
     app.stop()
     out = vcam.frames[-1].frame
-    analyzer = offline_analyzer(max_side=640)
+    analyzer = lite_analyzer(640)
     src_face = analyzer.analyze(load_image_bgr(source), with_embedding=True)[0]
     original = make_even(load_image_bgr(target))
     assert out.shape == original.shape
@@ -188,7 +181,7 @@ def test_missing_face_and_unknown_preset_are_startup_errors(build_swap_stage) ->
 @pytest.fixture(scope="module")
 def portraits(testdata: Path) -> list[Portrait]:
     """The single-face test portraits with their landmarks (what the scenes are made of)."""
-    return load_portraits(faces_dir(testdata), offline_analyzer(1024, 1, with_encoder=False))
+    return load_portraits(faces_dir(testdata), lite_analyzer(with_encoder=False))
 
 
 @pytest.mark.parametrize("size", [(640, 480), (1280, 720), (1920, 1080)])
@@ -209,7 +202,9 @@ def test_faces_at_8_percent_of_the_frame_width_are_swapped(
         stage.process([packet])
         face = match(scene, packet.faces)
         assert face is not None and face.landmarks is not None, portrait.name
-        assert landmark_error(scene, face.landmarks) < 0.06, portrait.name
+        # slim-160 on a 51 px face (8 % of 640): at most 0.071 (Biden), else <= 0.049; larger
+        # frames <= 0.039 (dlib's 68 points, before dlib left: < 0.06 everywhere)
+        assert landmark_error(scene, face.landmarks) < 0.075, portrait.name
         assert swapped_share(scene, packet.frame) > 0.8, portrait.name
 
 
@@ -243,7 +238,10 @@ def test_the_synthetic_face_clip_keeps_one_track_and_is_swapped_throughout(
         stage.process([packet])
         assert [f.track_id for f in packet.faces] == [1], f"frame {packet.seq}"
         (face,) = packet.faces
-        x1, y1, x2, y2 = (int(v) for v in face.bbox)
+        assert face.landmarks is not None
+        # inside the box of the face's 68 points (brows to chin, ear to ear)
+        x1, y1 = (int(v) for v in face.landmarks.min(axis=0))
+        x2, y2 = (int(v) + 1 for v in face.landmarks.max(axis=0))
         changed = np.any(packet.frame[y1:y2, x1:x2] != frame[y1:y2, x1:x2], axis=2)
         assert changed.mean() > 0.5, f"frame {packet.seq}"
 

@@ -39,10 +39,8 @@ COMMON_NAMES = [
     "pfld-68",
     "slim-68",
     "2d106det",
-    "dlib-shape68",
     "mobilefacenet",
     "arcface-w600k-r50",
-    "dlib-resnet128",
     "inswapper-128",
     "inswapper-128-fp16",
     "hyperswap-1a-256",
@@ -154,18 +152,13 @@ def test_the_manifest_has_every_model_with_a_task_urls_licence_and_contract() ->
     assert list(manifest) == COMMON_NAMES
     for entry in manifest.values():
         assert entry.task in TASKS and entry.part and entry.licence
-        if entry.source == "package":  # dlib's .dat files: no ONNX contract, no download
-            assert entry.package == "face_recognition_models" and not entry.urls
-            assert not entry.inputs and not entry.contract and entry.file.endswith(".dat")
-            continue
         assert entry.urls and all(u.startswith("https://") for u in entry.urls)
         # YuNet runs in OpenCV: its input contract is a fact, not constructor keywords
-        where = entry.facts if entry.source == "bundled" else entry.contract
+        where = entry.facts if entry.part == "yunet" else entry.contract
         assert {"input_size", "mean", "std", "color"} <= set(where), entry.name
         assert entry.inputs, entry.name
     by_source = {s: [n for n, e in manifest.items() if e.source == s] for s in SOURCES}
-    assert by_source["bundled"] == ["yunet-2023mar"]
-    assert by_source["package"] == ["dlib-shape68", "dlib-resnet128"]
+    assert by_source["bundled"] == ["yunet-2023mar", "slim-68", "mobilefacenet"]  # lite's
     # what the graph does is a fact, never a constructor keyword
     assert manifest["scrfd-10g"].facts == {"strides": [8, 16, 32], "anchors": 2}
     assert manifest["arcface-w600k-r50"].facts == {"dim": 512}
@@ -209,9 +202,9 @@ def test_a_misspelt_manifest_key_or_source_fails_to_load(tmp_path: Path) -> None
     unknown = good.replace('part = "arcface"', 'part = "arcface"\nsource = "wheel"')
     with pytest.raises(ModelError, match=r"models\.x\.source must be one of download"):
         load_manifest(_manifest(tmp_path, unknown))
-    no_package = good.replace('part = "arcface"', 'part = "arcface"\nsource = "package"')
-    with pytest.raises(ModelError, match=r"models\.x\.package must be the Python package"):
-        load_manifest(_manifest(tmp_path, no_package))
+    gone = good.replace('part = "arcface"', 'part = "arcface"\nsource = "package"')
+    with pytest.raises(ModelError, match=r"models\.x\.source must be one of download, bundled$"):
+        load_manifest(_manifest(tmp_path, gone))  # no Python package's files any more
 
 
 # ---------------------------------------------------------------- lookup and verification
@@ -241,7 +234,8 @@ def test_lookup_order_env_then_data_then_bundled(
     (data_dir / "models").mkdir(parents=True)
     shutil.copy(testdata / "models" / "mobilefacenet.onnx", data_dir / "models")
     shutil.copy(testdata / "models" / "mobilefacenet.onnx", env)
-    assert [f.where for f in store.candidates("mobilefacenet")] == ["env", "data"]
+    # MobileFaceNet ships inside LiveCam too: the user's folders come first
+    assert [f.where for f in store.candidates("mobilefacenet")] == ["env", "data", "bundled"]
     assert store.locate("mobilefacenet") == env / "mobilefacenet.onnx"
 
 
@@ -264,15 +258,16 @@ def test_offline_error_names_every_missing_file_url_and_folder(
 def test_a_truncated_copy_is_never_used_and_is_fetched_again(
     testdata: Path, data_dir: Path, tmp_path: Path, server: FileServer
 ) -> None:
+    # under a name of its own: LiveCam's bundled copy of mobilefacenet.onnx is not found
     real = (testdata / "models" / "mobilefacenet.onnx").read_bytes()
-    url = server.add("/mobilefacenet.onnx", real)
+    url = server.add("/mfn.onnx", real)
     sha = hashlib.sha256(real).hexdigest()
     manifest = load_manifest(
-        _manifest(tmp_path, _entry_toml("mfn", "mobilefacenet.onnx", [url], sha, len(real), ""))
+        _manifest(tmp_path, _entry_toml("mfn", "mfn.onnx", [url], sha, len(real), ""))
     )
     folder = tmp_path / "models"
     folder.mkdir()
-    (folder / "mobilefacenet.onnx").write_bytes(real[:1000])
+    (folder / "mfn.onnx").write_bytes(real[:1000])
     store = ModelStore(manifest, models_dir=folder)
     assert store.locate("mfn") is None
     with pytest.raises(ModelError, match="1000 bytes, expected 3973728"):
@@ -432,7 +427,7 @@ def test_models_verify_reports_a_bad_file_with_exit_1(
     env = {**os.environ, "LIVECAM_MODELS_DIR": str(folder), "XDG_DATA_HOME": str(data_dir.parent)}
     livecam = Path(sys.executable).with_name("livecam")
     proc = subprocess.run(
-        [livecam, "models", "verify", "pfld-68", "mobilefacenet"],
+        [livecam, "models", "verify", "pfld-68", "mobilefacenet", "scrfd-2.5g"],
         capture_output=True,
         text=True,
         env=env,
@@ -440,7 +435,8 @@ def test_models_verify_reports_a_bad_file_with_exit_1(
     )
     assert proc.returncode == 1, proc.stderr
     assert f"BAD  pfld-68: {folder / 'landmarks_68_pfld.onnx'}: sha256 " in proc.stdout
-    assert "--   mobilefacenet: not present" in proc.stdout
+    assert "--   scrfd-2.5g: not present" in proc.stdout
+    assert "ok   mobilefacenet: " in proc.stdout  # LiveCam's own copy, its sha256 checked
     assert "Traceback" not in proc.stderr
 
     proc = subprocess.run(

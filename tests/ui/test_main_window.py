@@ -30,7 +30,7 @@ from ui.stream import StreamController
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 REPO = ASSETS.parent
-TIMEOUT_MS = 30000  # generous: a swap start loads dlib's models on a loaded machine
+TIMEOUT_MS = 30000  # generous: a swap start loads its models on a loaded machine
 
 
 def passthrough_config() -> Config:

@@ -16,7 +16,6 @@ from synthetic_stream import small_config
 from livecam.app import Resources
 from livecam.config.schema import Config
 from livecam.face.build import build_parts, photo_analyzer
-from livecam.face.dlib_files import DlibModels
 from livecam.face.presets import PRESETS
 from livecam.sources.image import load_image_bgr
 from ui.panels.photo_faces import BOX_COLOURS, PhotoFaceFinder
@@ -82,10 +81,10 @@ def test_two_people_are_boxed_and_face_1_goes_into_the_config(
 
 
 def test_panel_numbers_faces_as_the_swap_does(testdata: Path) -> None:
-    """Face N of the panel is face N of the offline swap's own photo analysis."""
+    """Face N of the panel is face N of the lite swap's own photo analysis."""
     photo = testdata / TWO_PEOPLE
     boxes = PhotoFaceFinder(Resources()).find(photo).boxes
-    parts = build_parts(PRESETS["lite"], Config().swap, DlibModels())
+    parts = build_parts(PRESETS["lite"], Config().swap)
     try:
         faces = photo_analyzer(parts, identity=False).analyze(load_image_bgr(photo))
     finally:

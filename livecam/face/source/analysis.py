@@ -2,8 +2,7 @@
 (source photos, reference photos, the identity metrics).
 
 The analyzer owns no models of its own: it composes parts (``build.build_parts`` gives a
-preset's photo analyzer). dlib objects are not thread-safe: use an analyzer on one thread
-at a time.
+preset's photo analyzer). Its parts are used by one thread at a time: so is the analyzer.
 """
 
 from __future__ import annotations

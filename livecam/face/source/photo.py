@@ -125,7 +125,7 @@ class SourceFaceCache:
     Results are kept in memory (the ``max_entries`` most recent, with the decoded image)
     and, when ``cache_dir`` is given, on disk as one ``.npz`` per key. Thread-safe: one
     lock serialises every lookup and analysis (the loader thread and the main thread may
-    both call it, and an analyzer's dlib models must not run on two threads at once).
+    both call it, and an analyzer's parts must not run on two threads at once).
     Created once by the app and passed to every build. ``analyses`` counts the photos
     this instance really analysed (misses in memory and on disk). With ``face_sheets``,
     a photo with several faces and no (or a wrong) face index also gets a numbered sheet

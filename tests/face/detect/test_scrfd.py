@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from onnx import helper, numpy_helper
 from scenes import Portrait, background, compose, match
 
@@ -96,7 +96,7 @@ def test_batch_equals_one_frame_at_a_time(scrfd: ScrfdDetector, testdata: Path) 
 @pytest.fixture(scope="module")
 def portrait(testdata: Path) -> Portrait:
     image = face(testdata, PORTRAITS[0])
-    (found,) = offline_analyzer(max_side=1024, upsample=1, with_encoder=False).analyze(image)
+    (found,) = lite_analyzer(with_encoder=False).analyze(image)
     assert found.landmarks is not None
     return Portrait(PORTRAITS[0], image, found.landmarks)
 

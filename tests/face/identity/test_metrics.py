@@ -1,4 +1,4 @@
-"""Identity metrics with the real dlib analyzer on real faces."""
+"""Identity metrics with the real lite-preset analyzer (MobileFaceNet) on real faces."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 
 from livecam.face.identity.metrics import (
     FaceNotFoundError,
@@ -28,7 +28,7 @@ def _load(testdata: Path, name: str) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def analyzer() -> FaceAnalyzer:
-    return offline_analyzer(max_side=1024, upsample=1)
+    return lite_analyzer()
 
 
 def test_image_against_itself(testdata, analyzer) -> None:

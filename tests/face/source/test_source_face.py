@@ -18,7 +18,6 @@ import pytest
 from livecam.config.schema import SwapConfig
 from livecam.errors import FaceSourceError
 from livecam.face.build import build_parts, photo_analyzer
-from livecam.face.dlib_files import DlibModels
 from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import (
@@ -49,9 +48,9 @@ class CountingAnalyzer:
 
 
 @pytest.fixture(scope="module")
-def offline() -> FaceAnalyzer:
-    """The offline preset's photo analyzer (what the builder uses)."""
-    return photo_analyzer(build_parts(PRESETS["lite"], SwapConfig(), DlibModels()))
+def lite() -> FaceAnalyzer:
+    """The lite preset's photo analyzer (what the builder uses)."""
+    return photo_analyzer(build_parts(PRESETS["lite"], SwapConfig()))
 
 
 def _same(a: Face, b: Face) -> None:
@@ -63,22 +62,20 @@ def _same(a: Face, b: Face) -> None:
 
 
 def test_two_builds_share_one_analysis(testdata: Path, tmp_path: Path) -> None:
-    faces, models = SourceFaceCache(tmp_path), DlibModels()
+    faces = SourceFaceCache(tmp_path)
     cfg = SwapConfig(face=str(testdata / "faces" / PORTRAIT))
-    first, second = build_swap_stage(cfg, faces, models), build_swap_stage(cfg, faces, models)
+    first, second = build_swap_stage(cfg, faces), build_swap_stage(cfg, faces)
     assert faces.analyses == 1
     assert second.source.face is first.source.face
-    other = build_swap_stage(
-        SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces, models
-    )
+    other = build_swap_stage(SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces)
     assert faces.analyses == 1, "live settings do not change the photo analysis"
     assert other.source.face is first.source.face
 
 
 def test_two_cache_instances_on_one_folder_analyse_once(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
-    counting = CountingAnalyzer(offline)
+    counting = CountingAnalyzer(lite)
     path = testdata / "faces" / PORTRAIT
     first = SourceFaceCache(tmp_path).get(path, None, counting)
     (stored,) = tmp_path.iterdir()
@@ -92,9 +89,9 @@ def test_two_cache_instances_on_one_folder_analyse_once(
 
 
 def test_photos_with_several_or_no_faces_are_cached_too(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
-    counting = CountingAnalyzer(offline)
+    counting = CountingAnalyzer(lite)
     two = testdata / "faces" / "obama_biden_two_people.jpg"
     for _ in range(2):
         cache = SourceFaceCache(tmp_path)
@@ -105,12 +102,12 @@ def test_photos_with_several_or_no_faces_are_cached_too(
 
 
 def test_another_analyzer_model_analyses_again(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
     path = testdata / "faces" / PORTRAIT
-    a = CountingAnalyzer(offline)
-    live = build_parts(PRESETS["lite"], SwapConfig(), DlibModels()).detector
-    coarse = CountingAnalyzer(FaceAnalyzer(live, offline.landmarker, offline.recognizer))
+    a = CountingAnalyzer(lite)
+    live = build_parts(PRESETS["lite"], SwapConfig()).detector
+    coarse = CountingAnalyzer(FaceAnalyzer(live, lite.landmarker, lite.recognizer))
     assert coarse.model_id != a.model_id
     cache = SourceFaceCache(tmp_path)
     cache.get(path, None, a)
@@ -121,9 +118,9 @@ def test_another_analyzer_model_analyses_again(
 
 
 def test_a_corrupt_cache_file_is_ignored_and_rewritten(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer, caplog: pytest.LogCaptureFixture
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    counting = CountingAnalyzer(offline)
+    counting = CountingAnalyzer(lite)
     path = testdata / "faces" / PORTRAIT
     good = SourceFaceCache(tmp_path).get(path, None, counting)
     (stored,) = tmp_path.iterdir()
@@ -140,11 +137,11 @@ def test_a_corrupt_cache_file_is_ignored_and_rewritten(
 
 
 def test_an_unwritable_cache_folder_keeps_working_in_memory(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer, caplog: pytest.LogCaptureFixture
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer, caplog: pytest.LogCaptureFixture
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")
-    counting = CountingAnalyzer(offline)
+    counting = CountingAnalyzer(lite)
     cache = SourceFaceCache(blocker / "faces")
     with caplog.at_level(logging.WARNING):
         cache.get(testdata / "faces" / PORTRAIT, None, counting)
@@ -153,9 +150,9 @@ def test_an_unwritable_cache_folder_keeps_working_in_memory(
 
 
 def test_threads_asking_at_once_get_one_analysis(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
-    counting = CountingAnalyzer(offline)
+    counting = CountingAnalyzer(lite)
     cache = SourceFaceCache(tmp_path)
     path = testdata / "faces" / PORTRAIT
     got: list[Face] = []
@@ -171,51 +168,51 @@ def test_threads_asking_at_once_get_one_analysis(
 
 
 def test_a_group_photo_error_lists_the_faces_and_writes_a_numbered_sheet(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
     photo = tmp_path / "party.jpg"
     shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
     cache = SourceFaceCache(None, face_sheets=True)
     with pytest.raises(FaceSourceError) as info:
-        cache.get(photo, None, offline)
+        cache.get(photo, None, lite)
     sheet = tmp_path / "party.faces.jpg"
     text = str(info.value)
     assert f"they are numbered in {sheet}" in text and "  0: box" in text and "  1: box" in text
     # the sheet shows the photo with both faces, then both faces again as thumbnails
     image = load_image_bgr(sheet)
     assert image.shape[1] == 1200
-    assert len(offline.analyze(image)) == 4
+    assert len(lite.analyze(image)) == 4
     with pytest.raises(FaceSourceError, match="out of range.*party.faces.jpg"):
-        cache.get(photo, 5, offline)
+        cache.get(photo, 5, lite)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["party.faces.jpg", "party.jpg"]
     # a file of that name with other content is kept: the sheet gets a new name
     sheet.write_bytes(b"the user's own file")
     with pytest.raises(FaceSourceError) as info:
-        cache.get(photo, None, offline)
+        cache.get(photo, None, lite)
     assert sheet.read_bytes() == b"the user's own file"
     (new,) = set(tmp_path.iterdir()) - {photo, sheet}
     assert new.name.startswith("party.faces-") and f"numbered in {new}" in str(info.value)
 
 
 def test_without_face_sheets_nothing_is_written(
-    testdata: Path, tmp_path: Path, offline: FaceAnalyzer
+    testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
     photo = tmp_path / "party.jpg"
     shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
     with pytest.raises(FaceSourceError, match="2 faces found") as info:
-        SourceFaceCache(None).get(photo, None, offline)
+        SourceFaceCache(None).get(photo, None, lite)
     assert "numbered" not in str(info.value) and list(tmp_path.iterdir()) == [photo]
 
 
 def test_sharpness_tells_sharp_source_photos_from_blurred_ones(
-    testdata: Path, offline: FaceAnalyzer
+    testdata: Path, lite: FaceAnalyzer
 ) -> None:
     """Calibration: every test portrait with a face of 120 px or more is sharp enough; the
     same photo blurred by 1 px at the 128 px scale it is measured at is not."""
     checked = 0
     for path in sorted((testdata / "faces").iterdir()):
         image = load_image_bgr(path)
-        faces = offline.analyze(image)
+        faces = lite.analyze(image)
         if len(faces) != 1 or faces[0].width < SMALL_FACE_PX:
             continue
         face = faces[0]
@@ -227,7 +224,7 @@ def test_sharpness_tells_sharp_source_photos_from_blurred_ones(
 
 
 def test_small_or_blurry_source_faces_are_warned_about(testdata: Path, tmp_path: Path) -> None:
-    faces, models = SourceFaceCache(None), DlibModels()
+    faces = SourceFaceCache(None)
     sharp = testdata / "faces" / PORTRAIT
     blurry, small_photo = tmp_path / "blurry.png", tmp_path / "small.png"
     image = load_image_bgr(sharp)
@@ -241,7 +238,7 @@ def test_small_or_blurry_source_faces_are_warned_about(testdata: Path, tmp_path:
         ("small", small_photo),
         ("blurry", blurry),
     ]:
-        stage = build_swap_stage(SwapConfig(face=str(path)), faces, models)
+        stage = build_swap_stage(SwapConfig(face=str(path)), faces)
         warnings[name] = stage.warnings
     assert warnings["sharp"] == ()
     (small,) = warnings["small"]

@@ -1,5 +1,5 @@
-"""The classic swapper part (with the ROI blender) on real faces, dlib analysis from the
-offline preset."""
+"""The classic swapper part (with the ROI blender) on real faces, the lite preset's
+analysis (YuNet, slim-160, MobileFaceNet)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from face_parts_data import load_face_image, read_color
 
 from livecam.config.schema import SwapConfig
@@ -25,7 +25,7 @@ from livecam.types import Face, FaceWork, Frame
 
 @pytest.fixture(scope="module")
 def analyzer() -> FaceAnalyzer:
-    return offline_analyzer(max_side=1024, upsample=1)
+    return lite_analyzer()
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_face_partly_outside_frame(obama, biden) -> None:
 
 def test_keep_eyes_keeps_the_target_eyes() -> None:
     assets = Path(__file__).resolve().parents[3] / "assets"
-    analyzer = offline_analyzer(max_side=800, with_encoder=False)
+    analyzer = lite_analyzer(800, with_encoder=False)
     src, tgt = load_image_bgr(assets / "grace_hopper.jpg"), load_image_bgr(assets / "astronaut.png")
     src_lm, tgt_lm = analyzer.analyze(src)[0].landmarks, analyzer.analyze(tgt)[0].landmarks
     assert src_lm is not None and tgt_lm is not None

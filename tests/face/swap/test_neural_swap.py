@@ -15,13 +15,13 @@ import cv2
 import numpy as np
 import onnx
 import pytest
+from face_helpers import lite_parts
 from face_parts_data import face_works, psnr, swap_scene
 from onnx import numpy_helper
 
 from livecam.benchmark import synthetic_models as sm
 from livecam.errors import ConfigError, ModelError
 from livecam.face.crops import align
-from livecam.face.identity.dlib_descriptor import DlibDescriptor
 from livecam.face.parts import FrameContext, Swapper
 from livecam.face.paste.blenders import AffineBlender
 from livecam.face.source.photo import SourceFace
@@ -361,7 +361,8 @@ def test_hyperswap_like_network_runs_through_the_part(
 
 
 def test_identity_weight_refuses_a_recognizer_of_another_size(models: dict[str, Path]) -> None:
-    """The target embedding is blended into a 512-d vector: dlib's 128-d descriptor
-    cannot serve it."""
+    """The target embedding is blended into a 512-d vector: the lite preset's 128-d
+    MobileFaceNet cannot serve it."""
+    mobilefacenet = lite_parts().recognizer
     with pytest.raises(ConfigError, match="gives 128-d ones"):
-        InSwapper(_model(models["colour"]), identity_weight=0.2, recognizer=DlibDescriptor())
+        InSwapper(_model(models["colour"]), identity_weight=0.2, recognizer=mobilefacenet)

@@ -15,7 +15,6 @@ from scenes import background
 from livecam.benchmark.synthetic_models import arcface_like, inswapper_like
 from livecam.config.schema import SwapConfig
 from livecam.errors import ConfigError
-from livecam.face.dlib_files import DlibModels
 from livecam.face.identity.metrics import psnr
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.classic import ClassicSwapper
@@ -56,9 +55,7 @@ def stage(
 ) -> Iterator[FaceSwapStage]:
     folder = tmp_path_factory.mktemp("reuse-stage")
     store = ModelStore(models_dir=testdata / "models", data_dir=folder / "data")
-    built = build_swap_stage(
-        config(testdata, models), SourceFaceCache(folder / "faces"), DlibModels(), store
-    )
+    built = build_swap_stage(config(testdata, models), SourceFaceCache(folder / "faces"), store)
     built.warmup(W, H)
     yield built
     built.close()
@@ -99,7 +96,7 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
 ) -> None:
     # a stage of its own: the module's ``stage`` has its reuse replaced by ``run``
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
-    on = build_swap_stage(config(testdata, models), SourceFaceCache(tmp_path), DlibModels(), store)
+    on = build_swap_stage(config(testdata, models), SourceFaceCache(tmp_path), store)
     try:
         assert SwapReuse.supports(on.parts.swapper)  # the standard preset's inswapper
         assert isinstance(on.reuse, SwapReuse)
@@ -110,9 +107,7 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
         )
     finally:
         on.close()
-    off = build_swap_stage(
-        config(testdata, models, reuse=False), SourceFaceCache(tmp_path), DlibModels(), store
-    )
+    off = build_swap_stage(config(testdata, models, reuse=False), SourceFaceCache(tmp_path), store)
     try:
         assert off.reuse is None
     finally:

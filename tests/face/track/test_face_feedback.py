@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 from scenes import Portrait, background, compose, load_portraits
 
 from livecam.app import App
 from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SwapConfig
-from livecam.face.dlib_files import DlibModels
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.face.track.feedback import NoFaceWatch
@@ -30,7 +29,7 @@ FPS = 10  # capture clock of the fed frames: 10 frames per second
 
 @pytest.fixture(scope="module")
 def portrait(testdata: Path) -> Portrait:
-    (p,) = load_portraits(testdata / "faces", offline_analyzer(1024, 1, with_encoder=False))[:1]
+    (p,) = load_portraits(testdata / "faces", lite_analyzer(with_encoder=False))[:1]
     return p
 
 
@@ -40,13 +39,13 @@ def backdrop() -> Frame:
 
 
 @pytest.fixture(scope="module")
-def stage_parts() -> tuple[SourceFaceCache, DlibModels]:
-    return SourceFaceCache(None), DlibModels()
+def faces() -> SourceFaceCache:
+    return SourceFaceCache(None)
 
 
 @pytest.fixture
-def stage(stage_parts: tuple[SourceFaceCache, DlibModels]) -> FaceSwapStage:
-    built = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")), *stage_parts)
+def stage(faces: SourceFaceCache) -> FaceSwapStage:
+    built = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg")), faces)
     built.warmup(*SIZE)
     return built
 
@@ -97,8 +96,9 @@ def test_a_face_lost_while_large_says_turned_away_and_its_return_is_noted(
     warning, back = messages(events)
     assert warning.startswith("warning: no face found for 1.0 s: the face was lost while large")
     assert "% of the frame width): turned away, covered, or in profile" in warning
-    # the track ends a few frames after the face went (it was still refitted): < 2.0 s
-    assert back.startswith("info: faces swapped again after 1.")
+    # the track is held out from the first frame without the face (slim-160's refit on the
+    # backdrop jumps off the face: nothing is drawn there), so the gap is the 2.0 s it was away
+    assert back.startswith("info: faces swapped again after 2.0 s")
 
 
 def test_a_face_leaving_at_the_edge_says_it_left(
@@ -130,7 +130,7 @@ def test_warnings_repeat_at_their_rate_and_never_while_faces_are_swapped(
 
 
 def test_faces_found_but_not_selected_are_told_apart(
-    testdata: Path, stage_parts: tuple[SourceFaceCache, DlibModels], portrait: Portrait
+    testdata: Path, faces: SourceFaceCache, portrait: Portrait
 ) -> None:
     """--select reference with a photo of someone else: a face is found, none swapped."""
     stage = build_swap_stage(
@@ -139,7 +139,7 @@ def test_faces_found_but_not_selected_are_told_apart(
             select="reference",
             reference=str(testdata / "faces" / "biden_official_portrait.jpg"),
         ),
-        *stage_parts,
+        faces,
     )
     stage.warmup(*SIZE)
     (warning,) = feed(stage, [compose(portrait, background(*SIZE), 0.15).frame] * 15)

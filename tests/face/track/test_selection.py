@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import offline_analyzer
+from face_helpers import lite_analyzer
 
 from livecam.errors import ConfigError, FaceSourceError
 from livecam.face.identity.metrics import embedding_distance
@@ -24,12 +24,12 @@ TWO = "obama_biden_two_people.jpg"
 
 @pytest.fixture(scope="module")
 def analyzer() -> FaceAnalyzer:
-    return offline_analyzer(max_side=800)
+    return lite_analyzer(800)
 
 
 @pytest.fixture(scope="module")
 def photo() -> FaceAnalyzer:
-    return offline_analyzer(max_side=1024, upsample=1)
+    return lite_analyzer()
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +97,9 @@ def test_reference_picks_the_matching_person(
     assert b.track_id == o.track_id == -1 and b.embedding is not None and o.embedding is not None
     assert not np.array_equal(b.bbox, o.bbox)
     assert embedding_distance(b.embedding, biden) < embedding_distance(b.embedding, obama)
-    # the photo's larger face is Biden; the Obama reference picks the smaller one
-    assert b.area > o.area
+    # the photo's larger face (the lite preset's boxes) is Obama; the Biden reference picks
+    # the smaller one
+    assert o.area > b.area
     stranger = _ref(testdata, analyzer, "grace_hopper_navy_portrait.jpg")
     assert select_faces(faces, "reference", img.shape, stranger, recognizer=enc, frame=frame) == []
 
@@ -120,10 +121,10 @@ def test_reference_matcher_embeds_each_track_only_every_m_frames(
     obama = _ref(testdata, analyzer, "obama_official_portrait_2012.jpg")
     matcher = ReferenceMatcher(analyzer.recognizer, obama, recheck_every=5)
     picked = [matcher.select(FrameContext(img, i), tracked) for i in range(10)]
-    assert all(len(p) == 1 and p[0].track_id == 2 for p in picked)  # Obama is the smaller
+    assert all(len(p) == 1 and p[0].track_id == 1 for p in picked)  # Obama is the larger
     assert matcher.embeddings_computed == 4  # 2 tracks x (frame 0, frame 5)
-    assert [(f.track_id, s) for f, s in matcher.pick(FrameContext(img, 9), tracked)] == [(2, 0)]
-    matcher.select(FrameContext(img, 10), tracked[:1])  # track 2 ended: its cache entry goes
+    assert [(f.track_id, s) for f, s in matcher.pick(FrameContext(img, 9), tracked)] == [(1, 0)]
+    matcher.select(FrameContext(img, 10), tracked[1:])  # track 1 ended: its cache entry goes
     matcher.select(FrameContext(img, 11), tracked)  # back under the same id: embedded again
     assert matcher.embeddings_computed == 6
 

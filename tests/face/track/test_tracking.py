@@ -1,5 +1,6 @@
 """Face tracking on generated clips of a real portrait: stable ids, track ends, smoothing by
-capture time, any detector (dlib HOG + 68-point refit, or YuNet alone), batches."""
+capture time, any detector (the lite preset's YuNet + slim-160 68-point refit, or YuNet
+alone), batches."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import DlibHogDetector, offline_analyzer
+from face_helpers import lite_analyzer, lite_detector, lite_landmarker
 
 from livecam.config.schema import SourceConfig
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.landmarks.dlib_shape import Dlib68Landmarker, box_from_landmarks
-from livecam.face.parts import CPU_ONLY, Detector, FrameContext
+from livecam.face.parts import CPU_ONLY, Detector, FrameContext, RefitLandmarker
 from livecam.face.track.tracking import FaceTracker, OneEuroFilter, iou
 from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
@@ -52,23 +52,24 @@ class CountingDetector:
 
 
 @pytest.fixture(scope="module")
-def hog() -> DlibHogDetector:
-    return DlibHogDetector(max_side=400)
+def detector() -> Detector:
+    return lite_detector(400)
 
 
 @pytest.fixture(scope="module")
-def landmarker() -> Dlib68Landmarker:
-    return Dlib68Landmarker()
+def landmarker() -> RefitLandmarker:
+    return lite_landmarker()
 
 
 @pytest.fixture(scope="module")
 def face_crop(testdata: Path) -> Frame:
-    """A 300x300 head-and-shoulders crop with a face of about 150 px."""
+    """A 300x300 head-and-shoulders crop with a face box of about 150 px."""
     img = load_image_bgr(testdata / "faces" / PORTRAIT)
-    ((face,),) = DlibHogDetector(max_side=800).detect([FrameContext(img)])
-    cx, cy = face.center
-    s = face.width
-    crop = img[int(cy - s) : int(cy + s), int(cx - s) : int(cx + s)]
+    ((face,),) = lite_detector(800).detect([FrameContext(img)])
+    s = int(face.width)
+    cx, cy = (int(v) + s for v in face.center)  # on the image padded by s on every side
+    padded = cv2.copyMakeBorder(img, s, s, s, s, cv2.BORDER_REPLICATE)
+    crop = padded[cy - s : cy + s, cx - s : cx + s]
     return np.ascontiguousarray(cv2.resize(crop, (300, 300), interpolation=cv2.INTER_AREA))
 
 
@@ -96,8 +97,8 @@ def circle(i: int) -> tuple[float, float, float]:
     return 320 + 110 * math.sin(t), 240 + 30 * math.sin(2 * t), 6 * math.sin(t)
 
 
-def test_ids_stay_stable_over_smooth_motion(face_crop, hog, landmarker) -> None:
-    tracker = FaceTracker(hog, landmarker, detect_every=3)
+def test_ids_stay_stable_over_smooth_motion(face_crop, detector, landmarker) -> None:
+    tracker = FaceTracker(detector, landmarker, detect_every=3)
     ids = []
     for i in range(45):
         x, y, angle = circle(i)
@@ -131,14 +132,16 @@ def test_yunet_alone_keeps_ids_and_follows_a_moving_face(testdata: Path, face_cr
     assert [c for call in yunet.calls for c in call] == [0, 1, *range(4, 45, 3)]
 
 
-def test_ids_stable_on_the_synthetic_face_motion_source(testdata: Path, hog, landmarker) -> None:
+def test_ids_stable_on_the_synthetic_face_motion_source(
+    testdata: Path, detector, landmarker
+) -> None:
     src = SyntheticSource(
         SourceConfig(
             spec="synthetic", size=(640, 480), face_motion=str(testdata / "faces" / PORTRAIT)
         )
     )
     src.open()
-    tracker = FaceTracker(hog, landmarker)
+    tracker = FaceTracker(detector, landmarker)
     ids = set()
     for i in range(0, 120, 2):  # every other frame: twice the motion per step
         faces = step(tracker, src.render(i), i)
@@ -148,11 +151,11 @@ def test_ids_stable_on_the_synthetic_face_motion_source(testdata: Path, hog, lan
     assert ids == {1}
 
 
-def test_face_leaving_and_returning_gets_a_new_id(face_crop, hog, landmarker) -> None:
+def test_face_leaving_and_returning_gets_a_new_id(face_crop, detector, landmarker) -> None:
     xs = [320 + 15 * i for i in range(30)]  # slides out to the right (centre ends at 755)
     xs += [900] * 6  # gone
     xs += [760 - 15 * i for i in range(1, 30)]  # comes back
-    tracker = FaceTracker(hog, landmarker)
+    tracker = FaceTracker(detector, landmarker)
     seen: list[tuple[int, ...]] = []
     for i, x in enumerate(xs):
         seen.append(tuple(f.track_id for f in step(tracker, place(face_crop, x, 240), i)))
@@ -164,24 +167,27 @@ def test_face_leaving_and_returning_gets_a_new_id(face_crop, hog, landmarker) ->
     assert {s for s in seen if s} == {(1,), (2,)}
 
 
-def test_detector_runs_every_third_frame_while_tracking(face_crop, hog, landmarker) -> None:
-    det = CountingDetector(hog)
+def test_detector_runs_every_third_frame_while_tracking(face_crop, detector, landmarker) -> None:
+    det = CountingDetector(detector)
     tracker = FaceTracker(det, landmarker, detect_every=3)
     for i in range(30):
         assert len(step(tracker, place(face_crop, 300 + 2 * i, 240), i)) == 1
     assert det.runs == 10
     blank = np.full((480, 640, 3), 100, np.uint8)
-    counts = [len(step(tracker, blank, i)) for i in range(30, 36)]
-    # frame 30: the detector misses the face once, its track is refitted and kept; frame 31:
-    # the second miss ends it; the detector then runs on every frame
-    assert counts == [1, 0, 0, 0, 0, 0]
+    # frame 30: the detector misses the face once; slim-160's refit on the blank frame jumps
+    # off the face, so the track is kept but held out of the output; frame 31: the second
+    # miss ends it; the detector then runs on every frame
+    assert len(step(tracker, blank, 30)) == 0
+    assert tracker.track_count == 1 and tracker.fits_rejected == 1
+    counts = [len(step(tracker, blank, i)) for i in range(31, 36)]
+    assert counts == [0, 0, 0, 0, 0]
     assert tracker.track_count == 0
     assert [c for call in det.calls[10:] for c in call] == list(range(30, 36))
 
 
-def test_a_batch_of_frames_tracks_like_one_frame_at_a_time(face_crop, hog, landmarker) -> None:
+def test_a_batch_of_frames_tracks_like_one_frame_at_a_time(face_crop, detector, landmarker) -> None:
     frames = [place(face_crop, 280 + 6 * i, 240 + 2 * i) for i in range(12)]
-    single_det, batch_det = CountingDetector(hog), CountingDetector(hog)
+    single_det, batch_det = CountingDetector(detector), CountingDetector(detector)
     single = FaceTracker(single_det, landmarker, detect_every=2)
     one_by_one = [step(single, f, i) for i, f in enumerate(frames)]
     batched = FaceTracker(batch_det, landmarker, detect_every=2)
@@ -200,8 +206,8 @@ def test_a_batch_of_frames_tracks_like_one_frame_at_a_time(face_crop, hog, landm
     assert batch_det.calls == [[0], [2, 4], [6, 8, 10]]
 
 
-def test_rewound_stream_starts_new_tracks(face_crop, hog, landmarker) -> None:
-    tracker = FaceTracker(hog, landmarker)
+def test_rewound_stream_starts_new_tracks(face_crop, detector, landmarker) -> None:
+    tracker = FaceTracker(detector, landmarker)
     frame = place(face_crop, 320, 240)
     assert step(tracker, frame, 10)[0].track_id == 1
     assert step(tracker, frame, 11)[0].track_id == 1
@@ -229,24 +235,24 @@ def _jitter(tracks: list[np.ndarray]) -> float:
     return float(np.stack(tracks[5:]).std(axis=0).mean())
 
 
-def test_smoothing_reduces_landmark_jitter(face_crop, hog, landmarker) -> None:
+def test_smoothing_reduces_landmark_jitter(face_crop, detector, landmarker) -> None:
     frames = _noisy_still(face_crop)
-    raw = _jitter(_landmarks(FaceTracker(hog, landmarker, smoothing=0.0), frames, 30))
-    smooth = _jitter(_landmarks(FaceTracker(hog, landmarker, smoothing=1.0), frames, 30))
+    raw = _jitter(_landmarks(FaceTracker(detector, landmarker, smoothing=0.0), frames, 30))
+    smooth = _jitter(_landmarks(FaceTracker(detector, landmarker, smoothing=1.0), frames, 30))
     assert raw > 0.2  # the noise really moves the raw fit
     assert smooth < 0.6 * raw
 
 
-def test_smoothing_is_clocked_by_capture_time(face_crop, hog, landmarker) -> None:
+def test_smoothing_is_clocked_by_capture_time(face_crop, detector, landmarker) -> None:
     frames = _noisy_still(face_crop)
-    raw = _landmarks(FaceTracker(hog, landmarker, smoothing=0.0), frames, 30)
+    raw = _landmarks(FaceTracker(detector, landmarker, smoothing=0.0), frames, 30)
     results = {}
     for fps in (30.0, 15.0):  # 15 fps: the same frames with doubled timestamps
-        tracked = _landmarks(FaceTracker(hog, landmarker, smoothing=1.0), frames, fps)
+        tracked = _landmarks(FaceTracker(detector, landmarker, smoothing=1.0), frames, fps)
         # exactly the One-Euro filter of the raw fits, on the frames' capture times
         filt = OneEuroFilter(min_cutoff=1.0, beta=5.0)
         expected = [
-            filt(lm, i / fps, scale=float(np.ptp(box_from_landmarks(lm)[[0, 2]])))
+            filt(lm, i / fps, scale=float(np.ptp(landmarker.box_for(lm)[[0, 2]])))
             for i, lm in enumerate(raw)
         ]
         for i, (got, want) in enumerate(zip(tracked, expected, strict=True)):
@@ -270,13 +276,14 @@ def test_one_euro_filter_calms_noise_and_follows_motion() -> None:
     assert abs(float(out[-1][0, 0]) - 290.0) < 15  # fast move: small lag
 
 
-def test_box_from_landmarks_matches_the_detector_box(testdata: Path) -> None:
-    analyzer = offline_analyzer(max_side=800, with_encoder=False)
+def test_the_landmarker_box_matches_the_detector_box(testdata: Path, landmarker) -> None:
+    # the box a track's landmarks are refitted in is the box the detector gives the face
+    analyzer = lite_analyzer(800, with_encoder=False)
     for name in [PORTRAIT, "biden_official_portrait.jpg", "grace_hopper_navy_portrait.jpg"]:
         img = load_image_bgr(testdata / "faces" / name)
         face = analyzer.analyze(img)[0]
         assert face.landmarks is not None
-        assert iou(box_from_landmarks(face.landmarks), face.bbox) > 0.6, name
+        assert iou(landmarker.box_for(face.landmarks), face.bbox) > 0.6, name
 
 
 def test_a_weak_detection_keeps_a_track_but_never_starts_one(face_crop, landmarker) -> None:
