@@ -16,7 +16,7 @@ Scheme (NumPy/OpenCV only):
 * **Embed**: the tile is resampled (bicubic) to the frame's pixels once per frame size;
   each frame then gets it added to B, G and R alike (a pure luma change) with two
   saturating uint8 passes. Blocks of 1/9 of the frame height that are flat (a cheap
-  Laplacian on a sparse sample) get ``FLAT_GAIN`` (0.45) of the strength, since a faint
+  Laplacian on a sparse sample) get ``FLAT_GAIN`` (0.3) of the strength, since a faint
   pattern shows on a flat wall and hides in detail; a block's part of the pattern is
   re-composed only when its flatness changes (with hysteresis).
 * **Detect**: luma -> resampled to 4 px per nominal cell -> for a candidate period scale
@@ -73,7 +73,7 @@ SYMBOLS = (VERSION_BITS + SESSION_BITS + CHECK_BITS) // SYMBOL_BITS
 STRENGTH = 2.4
 #: blocks per frame height that are marked at full strength or, when flat, at FLAT_GAIN
 BLOCKS = 9
-FLAT_GAIN = 0.45
+FLAT_GAIN = 0.3
 #: a block turns flat when the mean absolute Laplacian of its green channel, sampled on
 #: SAMPLE_ROWS rows per frame height, falls below FLAT_BELOW; detailed again above FLAT_ABOVE
 SAMPLE_ROWS = 135
