@@ -31,8 +31,10 @@ TASKS: tuple[str, ...] = get_args(Task)
 #: never downloaded for a preset)
 Source = Literal["download", "bundled"]
 SOURCES: tuple[str, ...] = get_args(Source)
-#: the manifest inside a checkout (``models/``), else the copy packaged as livecam.modeldata
-CHECKOUT_MODELS = Path(__file__).resolve().parents[1] / "models"
+#: the checkout's ``models/`` (beside ``livecam/`` and pyproject.toml; None in an installed
+#: wheel): its manifest, else the copy packaged as livecam.modeldata, is read
+_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT_MODELS = _ROOT / "models" if (_ROOT / "pyproject.toml").is_file() else None
 MANIFEST_NAME = "manifest.toml"
 
 Dim = int | str
@@ -102,7 +104,7 @@ def load_manifest(path: str | os.PathLike[str] | None = None) -> Mapping[str, Mo
     if path is not None:
         text = Path(path).read_text(encoding="utf-8")
         where = str(path)
-    elif (CHECKOUT_MODELS / MANIFEST_NAME).is_file():
+    elif CHECKOUT_MODELS is not None and (CHECKOUT_MODELS / MANIFEST_NAME).is_file():
         text = (CHECKOUT_MODELS / MANIFEST_NAME).read_text(encoding="utf-8")
         where = str(CHECKOUT_MODELS / MANIFEST_NAME)
     else:

@@ -76,7 +76,7 @@ class ModelStore:
         folders = [("data", self.data_dir / "models")]
         if env:
             folders.insert(0, ("env", Path(env).expanduser()))
-        if CHECKOUT_MODELS.is_dir():
+        if CHECKOUT_MODELS is not None and CHECKOUT_MODELS.is_dir():
             folders.append(("checkout", CHECKOUT_MODELS))
         folders.append(("bundled", _bundled_dir()))
         self.folders: tuple[tuple[str, Path], ...] = tuple(folders)

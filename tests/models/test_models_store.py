@@ -227,6 +227,12 @@ def test_lookup_order_env_then_data_then_bundled(
     env.mkdir()
     store = ModelStore(models_dir=env)
     assert [w for w, _ in store.folders][:2] == ["env", "data"]
+    # in this checkout: its models/ folder (beside livecam/), then LiveCam's assets/
+    repo = Path(__file__).resolve().parents[2]
+    assert [f for w, f in store.folders if w in ("checkout", "bundled")] == [
+        repo / "models",
+        repo / "assets",
+    ]
     assert store.download_dir == env
     # the bundled YuNet is found when no folder has it
     assert store.locate("yunet-2023mar") is not None
