@@ -1,7 +1,7 @@
 """A preset, live: one face through the whole pipeline (CPU only).
 
     python bench/bench_offline_live.py [--runs 5] [--frames 300] [--size 640x480]
-        [--preset offline|lite|...]   (lite: LIVECAM_MODELS_DIR=../shared/testdata/models)
+        [--preset lite|standard|...]   (lite, the default, is bundled: nothing to set)
 
 Source: the synthetic face-motion clip (assets/astronaut.png moving like a head on a
 webcam, fitted to --size: her face is ~13 % of the width at 640x480, ~10 % at 16:9 sizes),
@@ -30,7 +30,7 @@ def one_run(
     unpaced: bool,
     fps: float,
     size: tuple[int, int] = (640, 480),
-    preset: str = "offline",
+    preset: str = "lite",
 ) -> dict[str, float]:
     """One pipeline run; unpaced runs are lossless so every frame is swapped."""
     return run_to_end(
@@ -70,7 +70,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--size", default="640x480", help="frame size WxH")
-    p.add_argument("--preset", default="offline", help="swap preset (default offline)")
+    p.add_argument("--preset", default="lite", help="swap preset (default lite)")
     args = p.parse_args()
     w, h = (int(v) for v in args.size.lower().split("x"))
     one_run(30, True, 30, (w, h), args.preset)  # warm up imports and model loading
