@@ -289,14 +289,26 @@ def sharpness(image: Frame, face: Face) -> float:
     return 100 * float(cv2.Laplacian(gray, cv2.CV_64F).var()) / spread if spread > 0 else 0.0
 
 
+def face_width(face: Face) -> float:
+    """How wide a source face is for its warnings: ear to ear at eye level (the 68 points'
+    jaw ends, 0 and 16) when it has 68 landmarks, else its box. The lite preset's boxes are
+    1.3-1.5x that width on the test portraits (dlib's boxes, which ``SMALL_FACE_PX`` was
+    set on, were about that width)."""
+    lm = face.landmarks
+    if lm is not None and len(lm) == 68:
+        return float(np.linalg.norm(lm[16] - lm[0]))
+    return face.width
+
+
 def photo_warnings(source: SourceFace) -> list[str]:
     """Why the chosen source face will swap badly (empty when it is fine): too small, or
     blurry (the swapped face would be a smear either way)."""
     face = source.face
     where = f"the source face in {source.path}"
-    if face.width < SMALL_FACE_PX:
+    width = face_width(face)
+    if width < SMALL_FACE_PX:
         return [
-            f"{where} is only {face.width:.0f} px wide: the swapped face will be a smear; "
+            f"{where} is only {width:.0f} px wide: the swapped face will be a smear; "
             f"use a photo where the face is at least {SMALL_FACE_PX} px wide (a sharp "
             "head-and-shoulders photo, e.g. from a phone camera)"
         ]
