@@ -62,6 +62,9 @@ def test_lite_bench_reports_every_figure_and_the_naive_ratio(
     assert r["peak_vram_mb"] == "n/a" or r["peak_vram_mb"] > 0
     assert r["cache"] == "off (this swapper cannot reuse)", "lite's classic swapper"
     assert r["faces_reused"] == 0 and r["frames_captured"] == 40
+    mark = r["watermark_ms"]  # the invisible mark's own stage, timed after the run
+    assert mark["frames"] == 100 and 0 < mark["p50"] <= mark["p99"]
+    assert "stage watermark p50 / p99" in out
     naive = r["naive"]
     assert naive["frames"] == 4 and naive["faces_swapped"] >= 3
     assert naive["ms_per_frame"] > 0 and naive["ratio"] > 0
