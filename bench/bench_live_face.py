@@ -1,6 +1,6 @@
 """Does the swapped face live? LiveCam's real swap stage over the talking-head clips.
 
-    LIVECAM_MODELS_DIR=../shared/testdata/models python bench/bench_live_face.py
+    python bench/bench_live_face.py
         [--preset lite] [--frames 120] [--clips d6,d13,s18,s29,s32] [--framings own,webcam]
         [--sources obama_official_portrait_2012.jpg,...] [--eyes VALUE] [--set field=value]
         [--camera-only] [--json PATH]
@@ -28,7 +28,9 @@ machine has.
 ``--camera-only``: no swap, each camera frame is its own output (coverage 0, correlation 1,
 swim 0, flicker <= 1: the instrument's zero, and the clips' own expression spread).
 
-Before/after: run it against another checkout with ``PYTHONPATH=/path/to/checkout``.
+Before/after: run it against another checkout with ``PYTHONPATH=/path/to/checkout`` (one
+from before the lite models were bundled also wants
+``LIVECAM_MODELS_DIR=../shared/testdata/models``).
 """
 
 from __future__ import annotations
