@@ -162,7 +162,7 @@ class ClassicSwapper(CpuPart):
         )
         skin = blend.skin_likelihood(blend.to_lab(patch), sample > 0, size / 60, full_size=True)
         # eroded: the soft edge of a fringe or cap counts as hair, not skin
-        r = max(1, round(size / 40))
+        r = max(1, round(size / 20))
         disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
         skin8 = np.asarray(
             cv2.erode(np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8), disk), np.uint8
@@ -302,7 +302,10 @@ class ClassicSwapper(CpuPart):
         # so the source's brows cover the camera's (they sit on the camera's brow points)
         bands = [
             np.vstack([brow - up * (0.02 * size), brow[::-1] + up * (0.05 * size)])
-            for brow in (lm_roi[17:22], lm_roi[22:27])
+            for brow in (
+                _lengthened(lm_roi[17:22], 0.05 * size),
+                _lengthened(lm_roi[22:27], 0.05 * size),
+            )
         ]
         brow_mask = blend.polygon_mask(shape, bands, convex=False)
         face = blend.polygon_mask(shape, [lm_roi[:27]], convex=True) | brow_mask
@@ -472,3 +475,15 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
         mouth.astype(np.uint8) * 255, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)
     )
     return np.asarray(cv2.dilate(opened, np.ones((3, 3), np.uint8)), np.uint8)
+
+
+def _lengthened(line: Points, by: float) -> Points:
+    """The polyline ``line`` with both ends carried on ``by`` pixels along its end segments
+    (a brow band that reaches past the brow's tip, so its blurred edge is not on the brow)."""
+    out = line.copy()
+    for end, nxt in ((0, 1), (-1, -2)):
+        d = line[end] - line[nxt]
+        n = float(np.linalg.norm(d))
+        if n > 1e-6:
+            out[end] = line[end] + d * (by / n)
+    return out

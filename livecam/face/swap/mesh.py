@@ -33,15 +33,18 @@ _JAW_DROP = {5: 0.4, 6: 0.7, 7: 0.9, 8: 1.0, 9: 0.9, 10: 0.7, 11: 0.4}
 
 # Forehead points: brow landmark, and how far above it (in units of the eye-to-chin
 # distance). The centre rises most so the top of the mesh follows the forehead's curve.
-_FOREHEAD = ((17, 0.20), (19, 0.34), (21, 0.40), (22, 0.40), (24, 0.34), (26, 0.20))
-_TEMPLE_RISE = 0.05  # temples: brow ends pushed outwards and a little up
+_FOREHEAD = ((17, 0.24), (19, 0.34), (21, 0.40), (22, 0.40), (24, 0.34), (26, 0.24))
+_TEMPLE_RISE = 0.06  # temples: brow ends pushed outwards and a little up
+# how far the temples lie beyond the brow ends: a feather's width, so the mask is whole over
+# the brow tails (the camera's brows never show beside the source's)
+_TEMPLE_OUT = 0.17
 _JAW_OUT = (0, 2, 4, 6, 8, 10, 12, 14, 16)  # jaw points pushed outwards
 _JAW_PUSH = 0.06  # outward push, fraction of the eye-to-chin distance
 N_EXTENDED = 68 + len(_FOREHEAD) + 2 + len(_JAW_OUT)
 _FOREHEAD_IDX = [i for i, _ in _FOREHEAD]
 _FOREHEAD_RISE = np.array([k for _, k in _FOREHEAD], np.float32)
 _SIDE_IDX = [17, 26, *_JAW_OUT]  # temples, then the outer jaw: pushed away from the nose
-_SIDE_PUSH = np.array([0.08, 0.08] + [_JAW_PUSH] * len(_JAW_OUT), np.float32)
+_SIDE_PUSH = np.array([_TEMPLE_OUT] * 2 + [_JAW_PUSH] * len(_JAW_OUT), np.float32)
 
 
 def check_landmarks(landmarks: object, what: str) -> Points:
