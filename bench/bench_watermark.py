@@ -135,8 +135,9 @@ def robustness(clips: dict[str, list[Frame]]) -> list[tuple[str, int, int, int, 
     rows = []
     for label, transform in TRANSFORMS.items():
         f_hit = f_all = w_hit = w_all = w_payload = 0
+        missed: list[str] = []
         t0 = time.perf_counter()
-        for payload, frames in marked.values():
+        for name, (payload, frames) in marked.items():
             for chunk in windows(transform(frames)):
                 result = detector.frames(chunk, window=len(chunk))
                 f_hit += result.frames_marked
@@ -144,8 +145,11 @@ def robustness(clips: dict[str, list[Frame]]) -> list[tuple[str, int, int, int, 
                 w_hit += result.windows_marked
                 w_all += result.windows_total
                 w_payload += result.payload == payload
+                if not result.windows_marked:
+                    missed.append(f"{name} ({result.frames_marked}/{result.frames_total} frames)")
         rows.append((label, f_hit, f_all, w_hit, w_all, w_payload))
-        print(f"  {label}: done in {time.perf_counter() - t0:.0f} s", flush=True)
+        misses = f", windows missed: {', '.join(missed)}" if missed else ""
+        print(f"  {label}: done in {time.perf_counter() - t0:.0f} s{misses}", flush=True)
     return rows
 
 

@@ -25,7 +25,7 @@ from livecam.stream.watermark import (
 
 def clip(path: Path, count: int, step: int = 1) -> list[np.ndarray]:
     cap = cv2.VideoCapture(str(path))
-    frames = []
+    frames: list[np.ndarray] = []
     index = 0
     while len(frames) < count:
         ok, frame = cap.read()
@@ -100,7 +100,7 @@ def test_jpeg70_and_a_10_percent_crop_keep_the_mark(talking_head: list[np.ndarra
 def test_marked_frame_keeps_size_and_dtype_and_stays_close(
     talking_head: list[np.ndarray], size: tuple[int, int]
 ) -> None:
-    frame = cv2.resize(talking_head[5], size, interpolation=cv2.INTER_AREA)
+    frame = np.asarray(cv2.resize(talking_head[5], size, interpolation=cv2.INTER_AREA), np.uint8)
     before = frame.copy()
     marker = Watermarker(new_session_payload())
     marked = marker.embed(frame)
