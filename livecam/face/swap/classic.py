@@ -375,7 +375,7 @@ class ClassicSwapper(CpuPart):
         show the camera's forehead in the swapped skin's tone (its pixels shifted by the
         low-pass colour change between the two faces' skin) instead of the source's hair:
         no dark band above the brows. Returns the face and the source skin likelihood with
-        the filled forehead counted as skin."""
+        the filled forehead counted as skin (both changed in place)."""
         h, w = lab.shape[:2]
         # brows left to right, then back over the temples and forehead (mesh.extend_landmarks:
         # forehead points 68-73 left to right, temples 74 (left) and 75)
@@ -401,10 +401,10 @@ class ClassicSwapper(CpuPart):
         cur, own = lab[sub], target_lab[sub]
         both = (s_skin > 0.6) & (t_skin > 0.5) & ~inside
         shift = blend.masked_lowpass(cur - own, both.astype(np.float32), 0.12 * size)
-        out, skin = lab.copy(), src_skin.copy()
-        out[sub] = cur + fill[..., None] * (own + shift - cur)
-        skin[sub] = np.maximum(s_skin, fill)
-        return out, skin
+        # in place: both are this frame's own arrays
+        lab[sub] = cur + fill[..., None] * (own + shift - cur)
+        np.maximum(s_skin, fill, out=s_skin)
+        return lab, src_skin
 
     def _own_eyes(
         self,
@@ -436,12 +436,11 @@ class ClassicSwapper(CpuPart):
         ring = (cv2.dilate(area, disk, iterations=2) > 0) & (area == 0)
         soft = cv2.GaussianBlur(area.astype(np.float32) * (1 / 255), (0, 0), grow / 2)
         soft = np.clip(soft * 1.5, 0.0, 1.0)[..., None]
-        out = lab.copy()
-        cur, own = out[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]
+        cur, own = lab[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]  # lab: this frame's own array
         shift = blend.masked_lowpass(cur - own, ring.astype(np.float32), 1.5 * grow)
         own = own + shift * skin[y0:y1, x0:x1, None]
-        out[y0:y1, x0:x1] = cur + soft * (own - cur)
-        return out
+        lab[y0:y1, x0:x1] = cur + soft * (own - cur)
+        return lab
 
 
 def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
