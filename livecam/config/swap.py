@@ -124,7 +124,10 @@ class SwapConfig(Validated):
         "side (default {default}: faces from ~6%% of the frame width at any resolution; 800 "
         "finds ~3%%, at ~4x the detector's CPU time)",
     )
-    smoothing: float = setting(1.0, range=(0, 10))  # landmark smoothing strength (0 = off)
+    # landmark smoothing strength (0 = off; 0.5: One-Euro min cutoff 2 Hz, beta 10; tuned on
+    # the talking-head clips with bench/bench_live_face.py: less swim and lag than 1.0 at
+    # the same flicker)
+    smoothing: float = setting(0.5, range=(0, 10))
     # a camera frame within this many grey levels of the last one (bar stray pixels) repeats
     # it: the same faces, nothing moves (0: exact repeats only)
     repeat_tolerance: float = setting(4.0, range=(0, 64))
