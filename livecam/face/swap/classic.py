@@ -79,8 +79,8 @@ class SourceModel:
 class ClassicOptions:
     """Tuning knobs of the classic swapper (defaults chosen on the swap-quality bench)."""
 
-    feather: float = 0.12  # feather width, fraction of the eye-to-chin distance
-    local_light: float = 0.7  # strength of the local illumination matching (lab mode)
+    feather: float = 0.10  # feather width, fraction of the eye-to-chin distance
+    local_light: float = 0.5  # strength of the local illumination matching (lab mode)
     # move the target's jaw line and nose toward the source's face shape (0..1; brows, lids
     # and lips always stay the camera's: mesh.SHAPE_WEIGHTS)
     shape_weight: float = 0.6
@@ -93,7 +93,7 @@ class ClassicOptions:
     # frame's (1 = no smoothing); kept for ``track_ttl`` swap calls after its last face
     smoothing: float = 0.3
     track_ttl: int = 30
-    eye_lid: float = 0.02  # own eyes: the lid edges kept around the eye opening
+    eye_lid: float = 0.015  # own eyes: the lid edges kept around the eye opening
 
 
 @dataclass
