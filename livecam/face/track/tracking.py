@@ -279,10 +279,11 @@ class FaceTracker:
     ``repeat_tolerance``: a frame that differs from the last tracked frame by at most this
     many grey levels (bar ``REPEAT_SHARE`` of its values, inside every face box and over
     every 8th pixel of the frame; 0: not one value differs there) gives that frame's faces
-    again, moving nothing, while the tracker is steady. ``correction``: the share of a
-    matched detection's box offset that moves the refit's box on a detection frame (0:
-    detections only confirm tracks). ``jumps``: the refit changes that count as a fit
-    sliding off the face (None: no check).
+    again, moving nothing, while the tracker is steady (when the detector did not run on
+    the frame repeated, it runs on the repeat, which is held only if it finds every shown
+    face). ``correction``: the share of a matched detection's box offset that moves the
+    refit's box on a detection frame (0: detections only confirm tracks). ``jumps``: the
+    refit changes that count as a fit sliding off the face (None: no check).
     """
 
     def __init__(
@@ -327,6 +328,7 @@ class FaceTracker:
         self._last_seq: int | None = None
         self._last_frame: FrameSnapshot | None = None  # the last tracked frame, in part
         self._last_faces: list[Face] = []
+        self._checked = False  # whether the detector ran on the last tracked frame
 
     @property
     def track_count(self) -> int:
@@ -355,13 +357,17 @@ class FaceTracker:
             validate_frame(frame.image, "FaceTracker.update")
             if self._last_seq is not None and frame.seq <= self._last_seq:
                 self.reset()  # a restarted or rewound stream
-            if self._repeats(frame.image):
-                self._last_seq = frame.seq
-                self.repeats_held += 1
-                out.append(list(self._last_faces))
-                continue
             detections = None
-            if self._needs_detection():
+            if self._repeats(frame.image):
+                if not self._checked:  # no detector saw these pixels yet: it must agree
+                    detections = ready.pop(i) if i in ready else self.detector.detect([frame])[0]
+                if detections is None or self._confirmed(detections):
+                    self._last_seq = frame.seq
+                    self._checked = True
+                    self.repeats_held += 1
+                    out.append(list(self._last_faces))
+                    continue
+            if detections is None and self._needs_detection():
                 if i not in ready:
                     planned = self._plan(frames, i)
                     found = self.detector.detect([frames[j] for j in planned])
@@ -369,6 +375,7 @@ class FaceTracker:
                 detections = ready.pop(i)
             faces = self._step(frame, detections)
             self._remember(frame.image, faces)
+            self._checked = detections is not None
             out.append(faces)
         return out
 
@@ -379,6 +386,12 @@ class FaceTracker:
         if last is None or not self._last_faces or self._unsure():
             return False
         return last.repeated_by(image, self.repeat_tolerance)
+
+    def _confirmed(self, detections: list[Face]) -> bool:
+        """Whether every face shown in the last frame has a detection on it."""
+        return all(
+            any(iou(face.bbox, d.bbox) >= 0.3 for d in detections) for face in self._last_faces
+        )
 
     def _remember(self, image: Frame, faces: list[Face]) -> None:
         self._last_frame = FrameSnapshot(image, [f.bbox for f in faces]) if faces else None
