@@ -22,6 +22,8 @@ HELP = """commands (one per line):
   face IMAGE [INDEX]          another source face (INDEX for group photos)
   select one|all|reference [IMAGE]   which faces to replace
   preset NAME                 another model set (offline, auto, ...)
+  target X Y|auto             select one: swap the person at X Y (0..1 of the frame)
+                              until they leave; auto: the main face
   set FIELD VALUE             a swap setting, e.g. set detect_size 800, set blend seamless
   stage NAME on|off           run or skip a stage
   help                        this text"""
@@ -70,6 +72,10 @@ def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
         return controls.set_selection(args[0], args[1] if len(args) > 1 else None)  # type: ignore[arg-type]
     if name == "preset":
         return controls.set_preset(args[0])
+    if name == "target":
+        if args[0].lower() == "auto":
+            return controls.set_target(None)
+        return controls.set_target((float(args[0]), float(args[1])))
     if name == "set":
         field, value = args[0], " ".join(args[1:])
         if not value:

@@ -73,6 +73,14 @@ class ControlState:
     #: the swap check's newest reading (swap strength 0-100, cosines), live when read
     #: through ``Controls.state``
     swap_check: SwapReading | None = None
+    #: the track id of the person picked to be swapped (``set_target``; None: auto, the
+    #: main face), live when read through ``Controls.state``: None again once they leave
+    swap_target: int | None = None
+
+    @property
+    def target_text(self) -> str:
+        """The swap target as the panel shows it: ``auto`` or ``face #3``."""
+        return "auto" if self.swap_target is None else f"face #{self.swap_target}"
 
     @property
     def swap(self) -> bool:
@@ -153,7 +161,18 @@ class Controls:
     @property
     def state(self) -> ControlState:
         """The live switches as last applied, with the swap check's newest reading."""
-        return dataclasses.replace(self._state, swap_check=self._telemetry.swap_reading())
+        return dataclasses.replace(
+            self._state, swap_check=self._telemetry.swap_reading(), swap_target=self._target()
+        )
+
+    def _target(self) -> int | None:
+        stage = self._swap_stage()
+        target = getattr(stage, "target", None)
+        return target if isinstance(target, int) else None
+
+    def _swap_stage(self) -> Stage | None:
+        """The running swap stage (its attributes are read here, off its thread)."""
+        return next((s for s in self._inference.state.stages if s.name == SWAP), None)
 
     # --- instant switches (applied between two batches) ---------------------------------
     def set_swap(self, on: bool) -> Change:
@@ -175,6 +194,34 @@ class Controls:
                 state.disabled.add(name)
 
         return self._live(f"{name} {'on' if on else 'off'}", apply)
+
+    def set_target(self, point: tuple[float, float] | None) -> Change:
+        """Swap the person at ``point`` (normalised frame x, y in 0..1: their face box, else
+        the nearest face) from the next frame on, until they leave; None: back to auto (the
+        main face). ``select one`` only; ``state.swap_target`` says who is swapped."""
+        self._require_stage(SWAP)
+        stage = self._swap_stage()
+        if not getattr(stage, "can_target", False):
+            raise ControlError(
+                "only 'select one' swaps a person picked in the frame",
+                "switch to select one (`select one`)",
+            )
+        if point is not None:
+            x, y = float(point[0]), float(point[1])
+            if not (0 <= x <= 1 and 0 <= y <= 1):
+                raise ConfigError(
+                    f"target point {x:g}, {y:g} is outside the frame",
+                    "give x and y between 0 and 1 (0 0: top left), or auto",
+                )
+            point = (x, y)
+
+        def apply(state: LiveState) -> None:
+            for stage in state.stages:
+                if stage.name == SWAP:
+                    stage.set_target(point)  # type: ignore[attr-defined]
+
+        what = "target auto" if point is None else f"target {point[0]:.3f} {point[1]:.3f}"
+        return self._live(what, apply)
 
     def set_blank(self, on: bool, image: str | Path | None = None) -> Change:
         """Send a black frame (or ``image``, fitted to the frame) instead of the camera:

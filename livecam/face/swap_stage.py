@@ -21,7 +21,12 @@ from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warning
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
 from livecam.face.track.repeat import LastOutput
-from livecam.face.track.selection import FaceSelector, ReferenceMatcher, mode_selector
+from livecam.face.track.selection import (
+    FaceSelector,
+    ReferenceMatcher,
+    StickyMainFace,
+    mode_selector,
+)
 from livecam.face.track.tracking import FaceTracker
 from livecam.models.store import ModelStore
 from livecam.stream.stage import take_analysis
@@ -154,6 +159,26 @@ class FaceSwapStage:
         if batch:
             end = batch[-1]
             last.remember(inputs[-1], picks[-1], end.frame, end.faces_swapped, end.faces_reused)
+
+    @property
+    def can_target(self) -> bool:
+        """True when the user may pick the swapped person (``select one``)."""
+        return isinstance(self._selector, StickyMainFace)
+
+    @property
+    def target(self) -> int | None:
+        """The track id of the person picked with ``set_target`` (None: auto)."""
+        return self._selector.target if isinstance(self._selector, StickyMainFace) else None
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Swap the person at ``point`` (normalised frame x, y) from the next frame on
+        until they leave, or the main face again (None); ``select one`` only."""
+        if not isinstance(self._selector, StickyMainFace):
+            raise ConfigError(
+                "only 'select one' swaps a person picked in the frame",
+                "switch to select one (the panel's Processing tab, or `select one`)",
+            )
+        self._selector.set_target(point)
 
     def report_to(self, report: CheckReport) -> None:
         """Send the swap check's readings and warnings to ``report`` (the telemetry)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
@@ -98,6 +99,18 @@ def select_faces(
     return [face for _, face in scored]
 
 
+def face_at(faces: list[Face], point: tuple[float, float], shape: tuple[int, ...]) -> Face | None:
+    """The face whose box holds ``point`` (normalised x, y of a frame of ``shape``), the
+    smallest when boxes overlap; with none holding it, the face with the nearest centre."""
+    if not faces:
+        return None
+    x, y = point[0] * shape[1], point[1] * shape[0]
+    inside = [f for f in faces if f.bbox[0] <= x <= f.bbox[2] and f.bbox[1] <= y <= f.bbox[3]]
+    if inside:
+        return min(inside, key=lambda f: f.area)
+    return min(faces, key=lambda f: math.hypot(f.center[0] - x, f.center[1] - y))
+
+
 class FaceSelector(Protocol):
     """Picks the faces of one frame to swap (one instance per stream)."""
 
@@ -134,18 +147,53 @@ class StickyMainFace:
     its main face. A rewound or restarted stream (a frame whose ``seq`` is not after the
     last one's; the tracker starts new tracks then) starts over. One source (index 0); one
     instance per stream.
+
+    ``set_target`` pins a person: a point of the frame (normalised x, y in 0..1) picks, in
+    the next frame, the tracked face whose box holds it (the nearest box centre when none
+    does); that track is followed (``pinned``) until it leaves, then it is auto again.
+    ``set_target(None)`` goes back to auto (the main face) at once. It may be called from
+    another thread than ``select``.
     """
 
     def __init__(self, patience: int = 3) -> None:
         self.patience = patience
         self.followed: int | None = None
+        self.pinned = False  # ``followed`` was chosen with ``set_target``
         self._missing = 0
         self._last_seq: int | None = None
+        self._lock = threading.Lock()
+        self._point: tuple[float, float] | None = None
+        self._unpin = False
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Pin the person at ``point`` (normalised frame x, y) from the next frame on, or
+        go back to auto (None)."""
+        with self._lock:
+            self._point, self._unpin = point, point is None
+
+    @property
+    def target(self) -> int | None:
+        """The pinned track id (None: auto)."""
+        followed = self.followed
+        return followed if self.pinned else None
+
+    def _take_target(self, frame: FrameContext, faces: list[Face]) -> None:
+        with self._lock:
+            point, unpin = self._point, self._unpin
+            self._point, self._unpin = None, False
+        if unpin:
+            self.followed, self.pinned = None, False
+        if point is None:
+            return
+        face = face_at(faces, point, frame.shape)
+        if face is not None and face.track_id >= 0:
+            self.followed, self.pinned, self._missing = face.track_id, True, 0
 
     def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
         if self._last_seq is not None and frame.seq <= self._last_seq:
-            self.followed = None
+            self.followed, self.pinned = None, False
         self._last_seq = frame.seq
+        self._take_target(frame, faces)
         if self.followed is not None:
             same = [f for f in faces if f.track_id == self.followed]
             if same:
@@ -156,6 +204,7 @@ class StickyMainFace:
                 return []
         face = main_face(faces, frame.shape)
         self.followed = face.track_id if face is not None and face.track_id >= 0 else None
+        self.pinned = False
         self._missing = 0
         return [] if face is None else [face]
 
