@@ -16,7 +16,6 @@ from livecam.cli.console import HELP, execute
 from livecam.config.schema import Config
 from livecam.errors import ConfigError, ControlError
 from livecam.sources.image import load_image_bgr
-from livecam.types import Frame
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 WAIT_S = 30.0  # generous: a loaded machine
@@ -25,9 +24,9 @@ FPS = 30
 SIZE = (640, 376)
 
 
-def two_person_clip(testdata: Path, path: Path) -> tuple[Frame, tuple[float, float]]:
-    """Write the clip; return its first frame and the right person's face centre
-    (normalised), found by the running stream itself in the test."""
+def two_person_clip(testdata: Path, path: Path) -> tuple[float, float]:
+    """Write the clip; return a point on the right person's face (normalised), the one
+    who leaves."""
     two = cv2.resize(load_image_bgr(testdata / "faces" / "obama_biden_two_people.jpg"), SIZE)
     alone = two.copy()
     alone[:, SIZE[0] * 62 // 100 :] = np.median(two, axis=(0, 1))  # Biden leaves (right side)
@@ -38,14 +37,14 @@ def two_person_clip(testdata: Path, path: Path) -> tuple[Frame, tuple[float, flo
             noise = rng.integers(-2, 3, frame.shape)
             writer.write(np.clip(frame.astype(int) + noise, 0, 255).astype(np.uint8))
     writer.release()
-    return two, (0.78, 0.35)
+    return 0.78, 0.35
 
 
 def test_target_command_pins_a_person_and_the_state_follows_them_out(
     tmp_path: Path, testdata: Path
 ) -> None:
     clip = tmp_path / "two_people.avi"
-    _, right = two_person_clip(testdata, clip)
+    right = two_person_clip(testdata, clip)
     cfg = Config.from_dict(
         {
             "source": {"spec": str(clip), "fps": FPS, "unpaced": False},  # real time
