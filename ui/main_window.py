@@ -84,6 +84,13 @@ def error_line(error: LivecamError) -> str:
     return f"{one_line(error.message)}{fix}"
 
 
+def target_text(target: str) -> str:
+    """The swap target line under the preview (``target``: ``auto`` or ``face #3``)."""
+    if target == "auto":
+        return "Swapping: auto, the main face (click a face in the preview to choose)"
+    return f"Swapping: {target} (right-click the preview or Auto: back to the main face)"
+
+
 def startup_text(error: LivecamError) -> str:
     """A start-up error's text: each cause on its line with its fix."""
     causes = getattr(error, "causes", None) or [error]
@@ -187,6 +194,11 @@ class MainWindow(QMainWindow):
         self.swap_button.setToolTip("Turn the face swap on or off (live)")
         self.swap_button.setStyleSheet(SWAP_STYLE)
         self.start_button.setStyleSheet(BUTTON_STYLE)
+        self.auto_button = QPushButton("Auto")
+        self.auto_button.setObjectName("target_auto")
+        self.auto_button.setToolTip("Swap the main face again (select one)")
+        self.target_label = QLabel(target_text("auto"))
+        self.target_label.setObjectName("target")
         self.message = QLabel()
         self.message.setObjectName("message")
         self.message.setWordWrap(True)
@@ -196,7 +208,8 @@ class MainWindow(QMainWindow):
         controls = QHBoxLayout()
         controls.addWidget(self.start_button)
         controls.addWidget(self.swap_button)
-        controls.addStretch(1)
+        controls.addWidget(self.auto_button)
+        controls.addWidget(self.target_label, 1)
         left = QWidget()
         column = QVBoxLayout(left)
         column.setContentsMargins(6, 6, 6, 6)
@@ -237,6 +250,9 @@ class MainWindow(QMainWindow):
 
         self.start_button.clicked.connect(self.toggle_running)
         self.swap_button.clicked.connect(self.set_swap)
+        self.auto_button.clicked.connect(lambda: self.set_target(None))
+        self.preview.picked.connect(lambda x, y: self.set_target((x, y)))
+        self.preview.auto_requested.connect(lambda: self.set_target(None))
         stream.running_changed.connect(self._on_running)
         stream.config_changed.connect(self._on_config)
         stream.frame.connect(self.preview.show_frame)
@@ -269,6 +285,16 @@ class MainWindow(QMainWindow):
         """The master swap switch: live through the control plane, else in the config."""
         self.stream.set_swap(on)
 
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Swap the person at ``point`` of the frame (a click on the preview) or the main
+        face again (None); only while running (the choice lives with the stream)."""
+        if self.stream.running:
+            self.stream.set_target(point)
+
+    def _sync_target(self) -> None:
+        self.target_label.setText(target_text(self.stream.target_text))
+        self.auto_button.setEnabled(self.stream.running)
+
     def show_message(self, text: str, error: bool = True) -> None:
         self.message.setText(text)
         self.message.setStyleSheet(ERROR_STYLE if error else INFO_STYLE)
@@ -285,6 +311,7 @@ class MainWindow(QMainWindow):
         if running:
             self.clear_message()
         self._sync_swap()
+        self._sync_target()
         self.vcam_label.setText(virtualcam_text(self.stream.config, running))
         if not running:
             self.preview.clear()
@@ -305,6 +332,7 @@ class MainWindow(QMainWindow):
 
     def _on_applied(self, what: str) -> None:
         self._sync_swap()
+        self._sync_target()
         self.statusBar().showMessage(f"{what}: applied", 4000)
 
     def _on_failed(self, what: str, error: LivecamError) -> None:
@@ -322,6 +350,7 @@ class MainWindow(QMainWindow):
 
     def _on_stats(self, snapshot: Snapshot) -> None:
         self.fps_label.setText(f"fps {snapshot.fps_in:.1f} in / {snapshot.fps_out:.1f} out")
+        self._sync_target()  # the picked person may have left
         lat = snapshot.latency_ms
         self.latency_label.setText(f"latency p50 {lat.p50:.0f} ms" if lat else "latency n/a")
         text, fallback = providers_text(snapshot)

@@ -3,6 +3,10 @@
 Frames arrive on the GUI thread (``StreamController.frame``); ``show_frame`` only keeps a
 reference and schedules a repaint, so a slow paint never holds up the pipeline: Qt merges
 pending repaints and the newest frame wins.
+
+A left click on the picture says which person to swap (``picked(x, y)``: the point in the
+frame, normalised to 0..1, letterboxing left out); a right click asks for auto again
+(``auto_requested``).
 """
 
 from __future__ import annotations
@@ -10,8 +14,8 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from livecam.types import Frame
@@ -29,6 +33,9 @@ class PreviewWidget(QWidget):
 
     ``frames_received`` counts frames given, ``frames_painted`` distinct frames painted.
     """
+
+    picked = Signal(float, float)  # a left click on the frame: normalised x, y
+    auto_requested = Signal()  # a right click
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,6 +70,25 @@ class PreviewWidget(QWidget):
         self._image = None
         self.idle_text = text
         self.update()
+
+    def frame_point(self, pos: QPointF) -> tuple[float, float] | None:
+        """The frame point (normalised x, y) shown at widget position ``pos``; None outside
+        the picture (on the letterbox bars) or with no frame shown."""
+        if self._image is None:
+            return None
+        rect = fit_rect(self._image.width(), self._image.height(), self.rect())
+        x = (pos.x() - rect.x()) / rect.width()
+        y = (pos.y() - rect.y()) / rect.height()
+        return (x, y) if 0 <= x <= 1 and 0 <= y <= 1 else None
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.RightButton:
+            self.auto_requested.emit()
+            return
+        if event.button() == Qt.MouseButton.LeftButton:
+            point = self.frame_point(event.position())
+            if point is not None:
+                self.picked.emit(*point)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)

@@ -151,6 +151,18 @@ class StreamController(QObject):
         else:
             self.set_config(with_swap(self._config, on))
 
+    @property
+    def target_text(self) -> str:
+        """Who is swapped: ``auto`` or ``face #3`` (the person picked), live while running."""
+        controls = self.controls
+        return controls.state.target_text if controls is not None else "auto"
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Swap the person at ``point`` (normalised frame x, y) until they leave, or the
+        main face again (None); live only (``change``; stopped: ``failed`` says so)."""
+        what = "target auto" if point is None else "target a face"
+        self.change(what, lambda c: c.set_target(point))
+
     def set_config(self, config: Config) -> None:
         """The config of the next start (while running, only kept for after the stop)."""
         self._config = config
