@@ -119,11 +119,11 @@ def test_a_preset_whose_models_are_missing_is_a_one_line_error(
     """No LIVECAM_MODELS_DIR here (the session's private folders): nothing is downloaded,
     the usual ModelError names the files and the fetch command; no JSON is written."""
     out = tmp_path / "out.json"
-    assert main(["bench", "--preset", "lite", "--frames", "5", "--json", str(out)]) == 2
+    assert main(["bench", "--preset", "standard", "--frames", "5", "--json", str(out)]) == 2
     captured = capsys.readouterr()
     line = one_line_error(captured.err)
     assert "model file(s) missing" in line and "livecam models fetch" in line
-    assert "slim" in line and "mobilefacenet" in line
+    assert "det_10g" in line and "w600k_r50" in line and "inswapper_128" in line
     assert not out.exists() and captured.out == ""
 
 

@@ -15,7 +15,7 @@ from livecam.cli.options import FIELD_OPTIONS, config_from_args, config_settings
 from livecam.config.schema import Config, SwapConfig, field_choices
 from livecam.config.setting import number_text, option_text, plain_type
 from livecam.errors import ConfigError
-from livecam.face.presets import PRESETS
+from livecam.face.presets import ALIASES, PRESETS
 from livecam.models.manifest import load_manifest
 
 #: options of `livecam run` that set no config field (the run's own)
@@ -110,7 +110,7 @@ def test_model_and_preset_names_come_from_the_manifest_and_the_table() -> None:
     enhancers = [n for n, e in manifest.items() if e.task == "enhancer"]
     assert list(field_choices("swap.swapper")) == swappers and swappers
     assert list(field_choices("swap.enhancer")) == ["none", *enhancers]
-    assert set(field_choices("swap.preset")) == {"auto", *PRESETS}
+    assert set(field_choices("swap.preset")) == {"auto", *PRESETS, *ALIASES}
     for name in swappers:
         assert SwapConfig(swapper=name).swapper == name
     for name in enhancers:

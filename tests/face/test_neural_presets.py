@@ -115,8 +115,11 @@ def test_standard_pipeline_with_own_model_files_from_the_command_line(
     faces = testdata / "faces"
     target = faces / "biden_official_portrait.jpg"
     out, stats = tmp_path / "out.png", tmp_path / "stats.json"
+    # the pixel comparison below needs the invisible mark off (it touches the whole frame)
+    config = tmp_path / "no-mark.toml"
+    config.write_text("[output]\nwatermark = false\n")
     cmd = [
-        sys.executable, "-m", "livecam", "run", "--preset", "standard",
+        sys.executable, "-m", "livecam", "run", "--preset", "standard", "--config", str(config),
         "--face", str(faces / "obama_official_portrait_2012.jpg"),
         "--source", str(target), "--sink", str(out), "--frames", "3",
         "--detector-model", str(testdata / "models" / "scrfd_2.5g_kps.onnx"),

@@ -240,7 +240,9 @@ def test_the_lite_preset_swaps_with_no_models_folder(
         model = parts.swapper.prepare_landmarks(source_image, source.landmarks)
         out = parts.render([FrameContext(target_image)], [FaceWork(0, 0, target)], [model])[0]
         metrics = identity_metrics(source_image, target_image, out, analyzer, source, target)
-        assert metrics.retrieved and metrics.margin > 0.1  # the output reads as the source
+        # the output reads as the source; the margin is smaller than with the source's eyes
+        # (0.08 here) since the default own-eyes mode keeps the camera's eyes
+        assert metrics.retrieved and metrics.margin > 0.05
     finally:
         parts.close()
     assert not list(tmp_path.rglob("*.onnx*"))  # nothing downloaded

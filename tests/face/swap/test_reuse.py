@@ -74,6 +74,18 @@ def scene(portrait: np.ndarray, x: int, y: int = 90) -> np.ndarray:
     return frame
 
 
+def varied(frames: list[np.ndarray]) -> list[np.ndarray]:
+    """The frames, each with a corner patch (away from the face) brighter or darker than in
+    the frame before: not a repeated camera frame, which the stage answers with its last
+    output (counts included) without looking at reuse."""
+    out = []
+    for i, frame in enumerate(frames):
+        copy = frame.copy()
+        copy[:64, :64] = np.clip(copy[:64, :64].astype(np.int16) + 12 * (i % 2), 0, 255)
+        out.append(copy.astype(np.uint8))
+    return out
+
+
 def run(
     stage: FaceSwapStage, frames: list[np.ndarray], reuse: SwapReuse | None, batch: int = 1
 ) -> list[FramePacket]:
@@ -123,7 +135,7 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
 def test_static_frame_reuses_until_the_forced_refresh(
     stage: FaceSwapStage, portrait: np.ndarray
 ) -> None:
-    frames = [scene(portrait, 200)] * 10
+    frames = varied([scene(portrait, 200)] * 10)
     without = run(stage, frames, None)
     assert [p.faces_swapped for p in without] == [1] * 10
     unlimited = run(stage, frames, SwapReuse(32.0, max_reuse=30))
@@ -131,9 +143,10 @@ def test_static_frame_reuses_until_the_forced_refresh(
     capped = run(stage, frames, SwapReuse(32.0, max_reuse=3))
     assert [p.faces_reused for p in capped] == [0, 1, 1, 1, 0, 1, 1, 1, 0, 1]
     assert [p.faces_swapped for p in capped] == [1] * 10
-    # the same face at the same place: the reused output is the very same paste
+    # the same face at the same place: the reused output is the same paste, within a grey
+    # level (the tracker's detection corrections move the fresh swaps' crop by a hair)
     for a, b in zip(without, capped, strict=True):
-        assert np.array_equal(a.frame, b.frame)
+        assert np.abs(a.frame.astype(np.int16) - b.frame).max() <= 1
         assert not np.array_equal(a.frame, frames[0])  # the face was swapped
 
 
@@ -181,7 +194,7 @@ def test_moving_face_output_follows_the_face_and_stays_close_to_no_reuse(
 def test_a_large_change_is_a_miss(stage: FaceSwapStage, portrait: np.ndarray) -> None:
     bright = scene(portrait, 200)
     dark = (bright * 0.55).astype(np.uint8)  # the same face at the same place, much darker
-    packets = run(stage, [bright, bright, dark, dark], SwapReuse(32.0, max_reuse=30))
+    packets = run(stage, varied([bright, bright, dark, dark]), SwapReuse(32.0, max_reuse=30))
     assert [p.faces_swapped for p in packets] == [1, 1, 1, 1]
     assert [p.faces_reused for p in packets] == [0, 1, 0, 1]
     assert psnr(thumbnail(bright[90:390, 200:440]), thumbnail(dark[90:390, 200:440])) < 32
@@ -190,7 +203,7 @@ def test_a_large_change_is_a_miss(stage: FaceSwapStage, portrait: np.ndarray) ->
 def test_hit_rate_in_the_snapshot_status_line_and_summary(
     stage: FaceSwapStage, portrait: np.ndarray
 ) -> None:
-    packets = run(stage, [scene(portrait, 200)] * 8, SwapReuse(32.0, max_reuse=3))
+    packets = run(stage, varied([scene(portrait, 200)] * 8), SwapReuse(32.0, max_reuse=3))
     telemetry = Telemetry()
     for p in packets:
         telemetry.frame_out(p, p.t_capture_ns + 5_000_000)
