@@ -199,6 +199,7 @@ class MainWindow(QMainWindow):
         self.auto_button.setToolTip("Swap the main face again (select one)")
         self.target_label = QLabel(target_text("auto"))
         self.target_label.setObjectName("target")
+        self.target_label.setWordWrap(True)  # wraps rather than widening the window
         self.message = QLabel()
         self.message.setObjectName("message")
         self.message.setWordWrap(True)
