@@ -12,7 +12,7 @@ from livecam.config.schema import SwapConfig
 from livecam.errors import ConfigError
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
-from livecam.face.track.selection import face_at
+from livecam.face.track.selection import StickyMainFace, face_at
 from livecam.sources.image import load_image_bgr, make_even
 from livecam.types import Face, Frame, FramePacket
 
@@ -108,7 +108,7 @@ def test_the_pinned_person_leaving_goes_back_to_auto(testdata: Path, two: Frame)
     x1, y1, x2, y2 = (int(v) for v in small.bbox)
     pad = (x2 - x1) // 2
     gone[max(0, y1 - pad) : y2 + pad, max(0, x1 - pad) : x2 + pad] = np.median(two, axis=(0, 1))
-    for _ in range(stage._selector.patience + 2):  # type: ignore[attr-defined]
+    for _ in range(StickyMainFace().patience + 2):  # the stage's selector waits as long
         packet = feed.run(gone)
     assert stage.target is None
     assert [f.track_id for f in packet.faces] == [large.track_id]
