@@ -380,8 +380,11 @@ def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        # the image sink writes the first frame it gets: the stream runs
-        assert poll(lambda: last.exists() or proc.poll() is not None, 60), "no frame written"
+        # the image sink writes the first frame it gets: the stream runs (the name is
+        # claimed with an empty file at start, before the stream runs)
+        assert poll(
+            lambda: (last.exists() and last.stat().st_size > 0) or proc.poll() is not None, 60
+        ), "no frame written"
         assert proc.poll() is None, proc.communicate()[1]
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=10)
