@@ -35,6 +35,7 @@ from typing import get_args
 import numpy as np
 
 from livecam import __version__
+from livecam.benchmark.live_face import largest_face
 from livecam.config.schema import Provider, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, LivecamError, one_line
 from livecam.face.identity.metrics import nearest_face
@@ -277,7 +278,7 @@ def still_strength(stage: FaceSwapStage, camera: Frame) -> float | None:
         packet = FramePacket(camera.copy(), seq=i, t_capture_ns=int(i * 1e9 / FPS))
         stage.process([packet])
     assert packet is not None
-    face = _largest(packet.faces)
+    face = largest_face(packet.faces)
     if not packet.faces_swapped or face is None:
         return None
     return _check(stage).measure(camera, packet.frame, face).strength
@@ -304,7 +305,7 @@ def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, fra
         stage.process([packet])
         if i >= WARM_FRAMES:
             spent += time.perf_counter() - start
-        face = _largest(packet.faces)
+        face = largest_face(packet.faces)
         if not packet.faces_swapped or face is None:
             continue
         swapped += 1
@@ -368,10 +369,6 @@ def point_pair(
     if near[0] is None or near[1] is None:
         return None
     return np.asarray(near[0].kps, np.float64), np.asarray(near[1].kps, np.float64)
-
-
-def _largest(faces: Sequence[Face]) -> Face | None:
-    return max(faces, key=lambda f: f.area) if faces else None
 
 
 def _num(value: float | None, spec: str) -> str:
