@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from livecam.types import Event, Frame, FramePacket
 log = logging.getLogger(__name__)
 
 SWAP = "swap"
+Switch = Literal["swap", "blank", "freeze"]
+"""The on/off switches a toggle flips (``Controls.toggle``)."""
+SWITCHES: tuple[Switch, ...] = get_args(Switch)
 #: swap settings a running stream may change (everything but the source face itself, and
 #: the quality setting: ``set_quality``)
 TUNABLE_SWAP_FIELDS = tuple(
@@ -149,6 +153,9 @@ class Controls:
         self._telemetry = telemetry
         self._build = build
         self._state = ControlState.of(inference.state)
+        #: per switch, the last value asked for and its command (``requested``)
+        self._asked: dict[Switch, tuple[bool, Change]] = {}
+        self._asking = threading.RLock()  # a toggle reads and gives in one step
         #: the quality controller of the stream (``set_quality``), set by the app
         self.quality: QualityControl | None = None
 
@@ -165,6 +172,33 @@ class Controls:
             self._state, swap_check=self._telemetry.swap_reading(), swap_target=self._target()
         )
 
+    def requested(self, switch: Switch) -> bool:
+        """The switch as last asked for (by anyone: hotkeys, commands, the panel), even
+        when the inference thread has not applied it yet; once that command is done (or
+        when it failed), the applied state."""
+        with self._asking:
+            asked = self._asked.get(switch)
+            if asked is not None and not asked[1].done():
+                return asked[0]
+            state = self._state
+            return {"swap": state.swap, "blank": state.blank, "freeze": state.frozen}[switch]
+
+    def toggle(self, switch: Switch) -> Change:
+        """Flip ``switch`` from its requested state (``requested``), so quick toggles
+        alternate: three in a row give off, on, off, whatever was applied meanwhile."""
+        with self._asking:
+            on = not self.requested(switch)
+            if switch == "swap":
+                return self.set_swap(on)
+            if switch == "blank":
+                return self.set_blank(on)
+            return self.set_freeze(on)
+
+    def _ask(self, switch: Switch, on: bool, change: Change) -> Change:
+        with self._asking:
+            self._asked[switch] = (on, change)
+        return change
+
     def _target(self) -> int | None:
         stage = self._swap_stage()
         target = getattr(stage, "target", None)
@@ -180,8 +214,8 @@ class Controls:
         return self.set_stage_enabled(SWAP, on)
 
     def toggle_swap(self) -> Change:
-        """Flip the face swap (what the hotkey does)."""
-        return self.set_swap(not self._state.swap)
+        """Flip the face swap from its requested state (what the hotkey does)."""
+        return self.toggle("swap")
 
     def set_stage_enabled(self, name: str, on: bool) -> Change:
         """Run or skip one stage of the pipeline by name (e.g. an enhancer)."""
@@ -193,7 +227,9 @@ class Controls:
             else:
                 state.disabled.add(name)
 
-        return self._live(f"{name} {'on' if on else 'off'}", apply)
+        with self._asking:
+            change = self._live(f"{name} {'on' if on else 'off'}", apply)
+            return self._ask("swap", on, change) if name == SWAP else change
 
     def set_target(self, point: tuple[float, float] | None) -> Change:
         """Swap the person at ``point`` (normalised frame x, y in 0..1: their face box, else
@@ -237,7 +273,8 @@ class Controls:
                 self._inference.emit(packet)
 
         what = "blank on" + (f" ({Path(image).name})" if image else "") if on else "blank off"
-        return self._live(what, apply)
+        with self._asking:
+            return self._ask("blank", on, self._live(what, apply))
 
     def set_freeze(self, on: bool) -> Change:
         """Repeat the current output frame (on) or go live again (off)."""
@@ -245,7 +282,8 @@ class Controls:
         def apply(state: LiveState) -> None:
             state.frozen = on
 
-        return self._live(f"freeze {'on' if on else 'off'}", apply)
+        with self._asking:
+            return self._ask("freeze", on, self._live(f"freeze {'on' if on else 'off'}", apply))
 
     # --- changes that rebuild the face pipeline (loader thread, then an atomic swap) --------
     def set_face(self, path: str | Path, face_index: int | None = None) -> Change:

@@ -197,18 +197,15 @@ class HotkeyActions:
         self._report(Event("info", ORIGIN, message, hint))
 
     # --- the actions --------------------------------------------------------------------
+    # swap, blank and freeze flip the state last asked for by anyone (``Controls.toggle``)
     def _swap(self) -> Change:
-        return self._toggle("swap", self.controls.state.swap, self.controls.set_swap)
+        return self.controls.toggle("swap")
 
     def _blank(self) -> Change:
-        return self._toggle("blank", self.controls.state.blank, self.controls.set_blank)
+        return self.controls.toggle("blank")
 
     def _freeze(self) -> Change:
-        return self._toggle("freeze", self.controls.state.frozen, self.controls.set_freeze)
-
-    def _toggle(self, action: str, now: bool, turn: Callable[[bool], Change]) -> Change:
-        on = not self._current(action, now)
-        return self._give(action, on, turn(on))
+        return self.controls.toggle("freeze")
 
     def _enhancer(self) -> Change | None:
         cfg = self.controls.config
