@@ -41,6 +41,12 @@ class StatusPrinter:
     def event(self, event: Event) -> None:
         self.message(str(event))
 
+    def live_event(self, event: Event) -> None:
+        """``event`` for a run with ``--commands`` (fixes worded as live commands)."""
+        from livecam.cli.console import live_event
+
+        self.event(live_event(event))
+
     def message(self, text: str) -> None:
         """A line for the user (a command's error or help), printed at once."""
         with self._lock:
@@ -96,7 +102,7 @@ def run_pipeline(
     app = App(cfg)
     printer = StatusPrinter(quiet)
     listener: HotkeyListener | None = None
-    app.telemetry.add_listener(printer.event)
+    app.telemetry.add_listener(printer.live_event if commands else printer.event)
     stop_requested = threading.Event()
     received: list[int] = []
     starting = True
@@ -118,7 +124,7 @@ def run_pipeline(
         app.start()
         starting = False
         if commands:
-            CommandReader(app.controls, sys.stdin, printer.message).start()
+            CommandReader(app.controls, sys.stdin, printer.message, stop_requested.set).start()
         if hotkeys:
             listener = start_hotkeys(app, printer.message)
         windows = window_sinks(app.sinks)
