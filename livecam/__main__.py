@@ -6,19 +6,26 @@ import os
 import sys
 import threading
 
-from livecam.cli.signals import exit_code, stop_signals
+from livecam.cli.signals import exiting, stop_behind, stop_signals
 
 
 def main() -> None:
     """Run the CLI. Ctrl-C or SIGTERM at any moment, even while the CLI's modules are
-    still being imported, exits with 130 / 143 and no traceback."""
+    still being imported (a signal inside onnxruntime's import surfaces as ImportError),
+    exits with 130 / 143 and no traceback."""
     try:
-        with stop_signals():
-            from livecam.cli.main import main as cli_main
+        with stop_signals(restore=False):  # ours to the end: see ``stop_signals``
+            try:
+                from livecam.cli.main import main as cli_main
 
-            code = cli_main()
-    except KeyboardInterrupt as e:
-        code = exit_code(e)
+                code = cli_main()
+            finally:
+                exiting()  # the status is decided: a later signal changes nothing
+    except BaseException as e:
+        stop = stop_behind(e)
+        if stop is None or isinstance(e, SystemExit):
+            raise
+        code = stop.exit_code
     if code in (130, 143) and threading.active_count() > 1:
         # a thread still stuck in native code (a camera or stream open that never returns)
         # cannot be joined, and finalising the interpreter under it can abort the process

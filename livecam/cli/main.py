@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from livecam import __version__
 from livecam.cli.options import add_config_options, check_options, config_from_args, given_fields
-from livecam.cli.signals import exit_code, stop_signals
+from livecam.cli.signals import exit_code, pending_stop, stop_behind, stop_signals
 from livecam.cli.terminal_run import exit_status, print_summary, run_pipeline
 from livecam.config.schema import field_choices
 from livecam.errors import LivecamError, format_error, one_line
@@ -245,9 +245,17 @@ def main(argv: list[str] | None = None) -> int:
     with stop_signals():
         try:
             return _main(argv)
-        except KeyboardInterrupt as e:
-            print(f"stopped ({'Ctrl-C' if exit_code(e) == 130 else e})", file=sys.stderr)
-            return exit_code(e)
+        except BaseException as e:  # a signal, or what an import made of one (ImportError)
+            stop = stop_behind(e) if not isinstance(e, SystemExit) else None
+            if stop is None and not isinstance(e, KeyboardInterrupt):
+                raise
+            interrupt = stop or e
+            assert isinstance(interrupt, KeyboardInterrupt)
+            print(
+                f"stopped ({'Ctrl-C' if exit_code(interrupt) == 130 else interrupt})",
+                file=sys.stderr,
+            )
+            return exit_code(interrupt)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -266,11 +274,13 @@ def _main(argv: list[str] | None) -> int:
         quiet_onnxruntime_logs()
     try:
         result: int = args.func(args)
-        return result
-    except LivecamError as e:
-        print(format_error(e), file=sys.stderr)
-        return 2
     except Exception as e:
+        stop = stop_behind(e)  # an error a signal caused (an import, a model load) is a stop
+        if stop is not None:
+            raise stop from None
+        if isinstance(e, LivecamError):
+            print(format_error(e), file=sys.stderr)
+            return 2
         log.debug("unexpected error", exc_info=True)
         print(
             f"error: unexpected {type(e).__name__}: {one_line(str(e))}\n"
@@ -279,3 +289,7 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return 1
+    stop = pending_stop()
+    if stop is not None and result != stop.exit_code:  # a signal something swallowed
+        raise stop
+    return result

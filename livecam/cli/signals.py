@@ -4,6 +4,12 @@ Entry points install ``stop_signals`` so that a signal at any point of start-up 
 loading a photo or models) unwinds as ``StopSignal``: ``finally`` blocks close what was
 opened and the process exits with ``128 + signal number``, never a traceback. Once the
 stream runs, the CLI installs its own handler that only asks the threads to stop.
+
+A signal can also land inside a C extension's import (onnxruntime's pybind11 module calls
+back into Python while it initialises): the extension turns the ``StopSignal`` into an
+``ImportError`` ("initialization failed"). ``stop_behind`` finds the signal behind such an
+error (in its chain of causes, or the signal recorded when it arrived), so the entry
+points exit 130 / 143 all the same.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ class StopSignal(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        _state.pending = self  # whatever becomes of this exception, the signal is known
 
     @property
     def exit_code(self) -> int:
@@ -36,22 +43,69 @@ def exit_code(interrupt: KeyboardInterrupt) -> int:
     return interrupt.exit_code if isinstance(interrupt, StopSignal) else 128 + signal.SIGINT
 
 
+class _State:
+    """The signal received while ``stop_signals`` is active (``pending``), how deep the
+    ``stop_signals`` blocks nest, and whether the exit status is decided already."""
+
+    pending: StopSignal | None = None
+    depth = 0
+    exiting = False
+
+
+_state = _State()
+
+
 def raise_stop_signal(signum: int, _frame: FrameType | None) -> None:
-    """Signal handler: raise ``StopSignal`` in the main thread."""
+    """Signal handler: raise ``StopSignal`` in the main thread (once the exit status is
+    decided, ``exiting``, a further signal changes nothing)."""
+    if _state.exiting:
+        return
     raise StopSignal(signum)
 
 
+def exiting() -> None:
+    """The process is about to exit with a decided status: signals are ignored from now."""
+    _state.exiting = True
+
+
+def stop_behind(error: BaseException) -> StopSignal | None:
+    """The ``StopSignal`` behind ``error``: ``error`` itself, one in its causes or
+    contexts, or the signal received while it was raised (a C extension turns the
+    exception raised inside its import into its own ``ImportError``); None when no signal
+    arrived."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, StopSignal):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return _state.pending
+
+
+def pending_stop() -> StopSignal | None:
+    """The signal received since the outermost ``stop_signals`` began, or None."""
+    return _state.pending
+
+
 @contextlib.contextmanager
-def stop_signals() -> Iterator[None]:
+def stop_signals(restore: bool = True) -> Iterator[None]:
     """While inside, SIGINT and SIGTERM raise ``StopSignal`` (main thread only; elsewhere
     Python cannot install handlers and this does nothing). The previous handlers come back
-    on exit."""
+    on exit unless not ``restore`` (the entry point keeps its own to the end: a SIGTERM
+    between restoring the default and exiting would kill the process with no status).
+    The outermost block forgets the signal of an earlier run (``pending_stop``)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    if _state.depth == 0:
+        _state.pending, _state.exiting = None, False
+    _state.depth += 1
     previous = {s: signal.signal(s, raise_stop_signal) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        _state.depth -= 1
+        if restore:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
