@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from livecam.errors import ModelError
@@ -36,7 +37,10 @@ def add_models_command(sub: Any) -> None:
         help="accept the licences of these models (remembered; for scripts)",
     )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    verify = cmds.add_parser("verify", help="re-hash every present file (exit 1 if one is bad)")
+    verify = cmds.add_parser(
+        "verify",
+        help="re-hash every present file and cached dynamic-batch rewrite (exit 1 if one is bad)",
+    )
     verify.add_argument("names", nargs="*", metavar="NAME")
     path = cmds.add_parser("path", help="print the path of a present, verified model file")
     path.add_argument("name", metavar="NAME")
@@ -112,7 +116,29 @@ def _verify(store: ModelStore, names: Sequence[str]) -> int:
             print(f"--   {name}: not present")
     if bad:
         print(f"{bad} bad file(s): delete them and run `livecam models fetch NAME`")
-    return 1 if bad else 0
+    cached = _verify_cache(store, wanted if names else None)
+    if cached:
+        print(f"{cached} bad cached rewrite(s): LiveCam rebuilds them at the next load")
+    return 1 if bad or cached else 0
+
+
+def _verify_cache(store: ModelStore, names: Sequence[str] | None) -> int:
+    """Check the cached dynamic-batch rewrites (of ``names``' files; None: all) against
+    their integrity records; print one line each and return how many are bad."""
+    from livecam.runtime.batch_rewrite import check_cache
+    from livecam.runtime.sessions import RuntimeOptions
+
+    stems = None if names is None else {Path(store.entry(n).file).stem for n in names}
+    bad = 0
+    for rewrite, why in check_cache(RuntimeOptions().cache_root / "onnx"):
+        if stems is not None and rewrite.name.split(".")[0] not in stems:
+            continue
+        if why is None:
+            print(f"ok   cached rewrite: {rewrite}")
+        else:
+            bad += 1
+            print(f"BAD  cached rewrite: {rewrite} {why}")
+    return bad
 
 
 def _folder_models(store: ModelStore) -> list[str]:

@@ -245,17 +245,21 @@ def _shape_fits(want: tuple[Dim, ...], got: tuple[Dim, ...]) -> bool:
 
 
 class FileHashes:
-    """sha256 of files, each hashed once per (path, mtime, size): a model store keeps one
-    (a 550 MB model takes about a second to hash, and a live change rebuilds its parts)."""
+    """sha256 of files, remembered in memory only (never across processes: every process
+    hashes each file it loads at least once) while the file's state is unchanged: path,
+    inode, size, mtime and ctime. A model store keeps one (a 550 MB model takes about a
+    second to hash, and a live change rebuilds its parts). ctime is in the key because an
+    in-place write that restores size and mtime (``cp -p``, ``os.utime``) still moves it;
+    bit rot moves nothing, and is found at the next start."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, int, int], str] = {}
+        self._known: dict[tuple[str, int, int, int, int], str] = {}
         self._lock = threading.Lock()
 
     def sha256(self, path: str | os.PathLike[str]) -> str:
         resolved = Path(path).resolve()
         stat = resolved.stat()
-        key = (str(resolved), stat.st_mtime_ns, stat.st_size)
+        key = (str(resolved), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         with self._lock:
             known = self._known.get(key)
         if known is None:

@@ -9,10 +9,18 @@ other hard-coded batch is refused. The rewrite is then run at batch 3 against 3 
 runs of the original and used only when they agree within ``TOLERANCE`` (relative to the
 output's largest value); otherwise the model keeps its fixed batch and the stage loops.
 Verified rewrites (and refusals, with their reason) are cached by the file's sha256.
+
+A cached rewrite is trusted only as far as its record: ``<name>.onnx.json`` beside it
+(written atomically after it) holds the sha256 of the rewrite and of its source. Each load
+hashes the rewrite (once per process and file state, ``FileHashes``) and compares; a
+missing record, another source or other bytes (bit rot, a bad copy, zeroed weights) rebuild
+it with one warning. ``check_cache`` is the same check for ``livecam models verify``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -24,9 +32,14 @@ import onnx
 from onnx import numpy_helper
 
 from livecam.models.download import sha256_of
+from livecam.models.manifest import FileHashes
 from livecam.userfiles import write_atomically
 
 log = logging.getLogger(__name__)
+
+#: the cached rewrites hashed in this process (a file is hashed again once it changed)
+_HASHES = FileHashes()
+RECORD_SUFFIX = ".json"  # ``x.dynbatch.onnx`` -> ``x.dynbatch.onnx.json``
 
 #: batched vs single runs must agree within this, times max(1, largest |output|)
 TOLERANCE = 1e-4
@@ -187,15 +200,19 @@ def make_dynamic_batch(
 
     A rewrite or refusal is kept in ``cache_dir`` per file content (``sha256``: the file's,
     when the caller knows it), so a later build of the same file neither loads nor checks
-    the model again (a live change rebuilds every part)."""
+    the model again (a live change rebuilds every part). A cached rewrite is used only when
+    its record names this source and its own sha256 (``cached_problem``), else rebuilt."""
     source = Path(path)
     cache = Path(cache_dir)
-    digest = sha256 if sha256 is not None else sha256_of(source)
+    digest = sha256 if sha256 is not None else _HASHES.sha256(source)
     stem = f"{source.stem}.{digest[:16]}.dynbatch{'' if fix_reshape else '-strict'}"
     target, refused = cache / f"{stem}.onnx", cache / f"{stem}.refused.txt"
     if target.exists():
-        return target
-    if refused.exists():
+        problem = cached_problem(target, digest)
+        if problem is None:
+            return target
+        log.warning("%s: the cached rewrite %s %s; rebuilding it", source.name, target, problem)
+    elif refused.exists():
         log.info("%s keeps its fixed batch: %s", source.name, refused.read_text().strip())
         return None
     model = onnx.load(str(source))
@@ -210,9 +227,56 @@ def make_dynamic_batch(
             "%s keeps its fixed batch (the stage loops per face): %s", source.name, rewrite.detail
         )
         return None
-    write_atomically(target, rewrite.model.SerializeToString())
+    data = rewrite.model.SerializeToString()
+    write_atomically(target, data)
+    record = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "source": source.name,
+        "source_sha256": digest,
+        "detail": rewrite.detail,
+    }
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    write_atomically(record_path(target), text.encode())  # after the rewrite: complete
     log.info("%s: %s, verified; copy at %s", source.name, rewrite.detail, target)
     return target
+
+
+def record_path(rewrite: Path) -> Path:
+    """The integrity record beside the cached rewrite ``rewrite``."""
+    return rewrite.with_name(rewrite.name + RECORD_SUFFIX)
+
+
+def cached_problem(
+    rewrite: Path, source_sha256: str | None = None, *, fresh: bool = False
+) -> str | None:
+    """Why the cached rewrite ``rewrite`` cannot be trusted (None: it can): no readable
+    record, made from another source than ``source_sha256`` (when given), or bytes whose
+    sha256 is not the recorded one (hashed once per process and file state; ``fresh``:
+    hashed now). Phrased to follow the file's name."""
+    try:
+        record = json.loads(record_path(rewrite).read_text(encoding="utf-8"))
+        expected, made_from = str(record["sha256"]), str(record["source_sha256"])
+    except FileNotFoundError:
+        return f"has no integrity record ({record_path(rewrite).name})"
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"has an unreadable integrity record ({record_path(rewrite).name}: {e})"
+    if source_sha256 is not None and made_from != source_sha256:
+        return f"was made from another file (sha256 {made_from}, the source is {source_sha256})"
+    try:
+        actual = sha256_of(rewrite) if fresh else _HASHES.sha256(rewrite)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if actual != expected:
+        return f"is corrupt (sha256 {actual}, recorded {expected})"
+    return None
+
+
+def check_cache(cache_dir: str | os.PathLike[str]) -> list[tuple[Path, str | None]]:
+    """Every cached rewrite in ``cache_dir`` and why it cannot be trusted (None: it can),
+    each hashed now (``livecam models verify``)."""
+    rewrites = sorted(Path(cache_dir).glob("*.dynbatch*.onnx"))
+    return [(rewrite, cached_problem(rewrite, fresh=True)) for rewrite in rewrites]
 
 
 def rewrite_and_verify(
