@@ -404,6 +404,7 @@ class App:
             self._controls, self.telemetry, fps, self._quality_options, base=self._config.swap
         )
         self._controls.quality = self.quality
+        self._controls.capture = capture  # mirror: live on the capture thread
         tuner = QualityWorker(self.quality, self._stop, self.telemetry)
         self._workers = [tuner, loader, capture, inference, self._output]
         for worker in (tuner, loader, inference, self._output):

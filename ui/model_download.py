@@ -11,10 +11,12 @@ import threading
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
     QDialogButtonBox,
+    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -47,6 +49,12 @@ def models_to_get(store: ModelStore, cfg: SwapConfig) -> list[ModelEntry]:
 
 def _size_text(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size else "unknown"
+
+
+#: the dialog's width: what the table needs, never more than the screen gives (1366x768 up)
+DIALOG_WIDTH = 820
+SCREEN_MARGIN = 40  # px left to the window manager's frame and a taskbar
+TABLE_MAX_HEIGHT = 300
 
 
 class ModelDownloadDialog(QDialog):
@@ -84,19 +92,30 @@ class ModelDownloadDialog(QDialog):
                 if j == 3 and e.licence_url:
                     item.setToolTip(e.licence_url)
                 self.table.setItem(i, j, item)
-        self.table.resizeColumnsToContents()
-        layout.addWidget(self.table)
+        # the licence column takes what is left and wraps: the dialog never outgrows the
+        # screen (a licence line is longer than a 1920 px screen)
+        self.table.setWordWrap(True)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header = self.table.horizontalHeader()
+        for column in range(3):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.sectionResized.connect(lambda *_: self._fit_rows())
+        self.table.verticalHeader().hide()
+        layout.addWidget(self.table, 1)
         self.total_label = QLabel(f"Download: {_size_text(self._bytes_needed())}")
         layout.addWidget(self.total_label)
 
         restricted = [e for e in self.entries if not store.licence_accepted(e)]
-        self.accept_box = QCheckBox(
-            "I accept the licences above that forbid commercial use: "
-            + ", ".join(f"{e.name} ({e.licence})" for e in restricted)
-        )
-        self.accept_box.setVisible(bool(restricted))
+        # a checkbox's text never wraps: a short one, and the licences on a wrapped label
+        self.accept_box = QCheckBox("I accept the licences below that forbid commercial use")
+        self.accept_list = QLabel(", ".join(f"{e.name} ({e.licence})" for e in restricted))
+        self.accept_list.setWordWrap(True)
+        self.accept_list.setContentsMargins(24, 0, 0, 0)
+        for widget in (self.accept_box, self.accept_list):
+            widget.setVisible(bool(restricted))
+            layout.addWidget(widget)
         self.accept_box.toggled.connect(self._update_buttons)
-        layout.addWidget(self.accept_box)
         self._needs_acceptance = bool(restricted)
 
         self.progress = QProgressBar(self)
@@ -118,6 +137,31 @@ class ModelDownloadDialog(QDialog):
         self._progress.connect(self._on_progress)
         self._done.connect(self._on_done)
         self._update_buttons()
+        self._fit_screen()
+
+    def _fit_screen(self) -> None:
+        """Fit the screen's free area (at most ``DIALOG_WIDTH`` wide): Download and Cancel
+        always on screen; a long table scrolls vertically."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        free = screen.availableGeometry() if screen is not None else None
+        width = DIALOG_WIDTH if free is None else min(DIALOG_WIDTH, free.width() - SCREEN_MARGIN)
+        self.setMaximumWidth(width if free is None else free.width() - SCREEN_MARGIN)
+        if free is not None:
+            self.setMaximumHeight(free.height() - SCREEN_MARGIN)
+        self.resize(width, min(self.sizeHint().height(), self.maximumHeight()))
+
+    def _fit_rows(self) -> None:
+        """Rows as tall as their wrapped licence; the table shows them all up to
+        ``TABLE_MAX_HEIGHT`` (then it scrolls)."""
+        self.table.resizeRowsToContents()
+        rows = sum(self.table.rowHeight(i) for i in range(self.table.rowCount()))
+        frame = 2 * self.table.frameWidth() + self.table.horizontalHeader().height()
+        self.table.setMinimumHeight(min(rows + frame, TABLE_MAX_HEIGHT))
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._fit_rows()  # the columns have their real widths only now
+        self.resize(self.width(), min(self.sizeHint().height(), self.maximumHeight()))
 
     @property
     def running(self) -> bool:

@@ -64,6 +64,12 @@ class QualityControl(Protocol):
     def set_quality(self, setting: str) -> Change: ...
 
 
+class MirrorControl(Protocol):
+    """What flips the captured frames (``livecam.stream.capture.CaptureWorker``)."""
+
+    def set_mirror(self, on: bool) -> None: ...
+
+
 @dataclass(frozen=True)
 class ControlState:
     """The live switches, as last applied on the inference thread."""
@@ -158,6 +164,8 @@ class Controls:
         self._asking = threading.RLock()  # a toggle reads and gives in one step
         #: the quality controller of the stream (``set_quality``), set by the app
         self.quality: QualityControl | None = None
+        #: the capture of the stream (``set_mirror``), set by the app
+        self.capture: MirrorControl | None = None
 
     # --- reading ---------------------------------------------------------------------------
     @property
@@ -284,6 +292,20 @@ class Controls:
 
         with self._asking:
             return self._ask("freeze", on, self._live(f"freeze {'on' if on else 'off'}", apply))
+
+    def set_mirror(self, on: bool) -> Change:
+        """Flip the camera frames left-right (a selfie view) or not: the capture thread
+        flips from its next frame on; ``source.mirror`` of the effective config follows
+        (saved and used at the next start)."""
+        if self.capture is None:
+            raise ControlError("this stream has no capture to mirror", "start it with the app")
+        self.capture.set_mirror(on)
+
+        def apply(_state: LiveState) -> None:
+            self._config = self._config.with_section("source", mirror=on)
+            self._built = self._built.with_section("source", mirror=on)  # rebuilds keep it
+
+        return self._live(f"mirror {'on' if on else 'off'}", apply)
 
     # --- changes that rebuild the face pipeline (loader thread, then an atomic swap) --------
     def set_face(self, path: str | Path, face_index: int | None = None) -> Change:

@@ -58,6 +58,11 @@ class CaptureWorker(Worker):
         if not wait_for_go:
             self.go.set()
 
+    def set_mirror(self, on: bool) -> None:
+        """Flip the frames left-right (or stop) from the next frame read on: live, from
+        any thread (one attribute that ``_conform`` reads per frame)."""
+        self.mirror = bool(on)
+
     def loop(self) -> None:
         try:
             self.source.open()

@@ -131,7 +131,7 @@ def test_missing_models_open_the_download_dialog_then_the_preset_applies(
     listed = {item.text() for item in items if item is not None}
     assert len(listed) == len(items)
     assert listed == {"slim-68", "mobilefacenet"}
-    assert "test non-commercial licence" in dialog.accept_box.text()
+    assert "test non-commercial licence" in dialog.accept_list.text()  # wrapped, below the box
     assert not dialog.download_button.isEnabled()  # the licence must be accepted first
     assert stream.config.swap.preset == "auto"
     dialog.accept_box.setChecked(True)

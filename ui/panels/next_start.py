@@ -5,6 +5,9 @@ them live. Stopped, a change goes into the config at once. Running, it is kept a
 pending (and saved for the next run), the panel says "applies when you restart the
 stream" and offers **Restart now** (stop, then start with the change: the preview
 resumes with the first new frame); a stop by any other means applies it too.
+
+A control whose change waits for a restart says so beside it (``restart_row``: a small
+"applies at restart" tag); a live one (the Input panel's mirror) has none.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 from livecam.config.schema import Config
 from livecam.errors import ConfigError, LivecamError
@@ -24,6 +27,33 @@ from ui.stream import StreamController
 log = logging.getLogger(__name__)
 
 RESTART_NOTE = "Applies when you restart the stream."
+RESTART_TAG = "applies at restart"
+RESTART_TIP = (
+    "Opened when the stream starts: a change made while it runs applies when you restart "
+    "the stream (Restart now)."
+)
+TAG_NAME = "applies_at_restart"  # the tag's object name, and the property of its controls
+TAG_STYLE = "color: #a8a8b4; font-size: 8pt; font-style: italic;"
+
+
+def restart_row(*controls: QWidget, stretch: int = 0) -> QWidget:
+    """``controls`` in one row with the "applies at restart" tag at its end; each control
+    gets the property ``applies_at_restart`` (True). ``stretch``: the index of the control
+    that takes the free width."""
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    for i, control in enumerate(controls):
+        control.setProperty(TAG_NAME, True)
+        row.addWidget(control, 1 if i == stretch else 0)
+    tag = QLabel(RESTART_TAG)
+    tag.setObjectName(TAG_NAME)
+    tag.setToolTip(RESTART_TIP)
+    tag.setStyleSheet(TAG_STYLE)
+    tag.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+    tag.setBuddy(controls[0])
+    row.addWidget(tag)
+    return box
 
 
 class NextStartChanges(QObject):
