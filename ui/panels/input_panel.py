@@ -2,9 +2,11 @@
 video file or the synthetic test pattern), at which size and rate, mirrored or not.
 
 Writes ``source.spec``, ``source.size``, ``source.fps`` and ``source.mirror``. The
-source is opened at start, so a change made while running applies at the next start
-(``next_start``: the panel offers Restart now). Cameras and monitors are listed on a
-worker thread (opening each camera takes a moment).
+mirror applies live (``Controls.set_mirror``: the capture thread flips from its next
+frame). The source itself is opened at start, so the other changes made while running
+apply at the next start (``next_start``: each says "applies at restart" beside it, and the
+panel offers Restart now). Cameras and monitors are listed on a worker thread (opening
+each camera takes a moment).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from livecam.sources import parse_screen_spec
 from livecam.sources.camera import list_cameras
 from livecam.sources.screen import list_monitors
 from ui.main_window import error_text
-from ui.panels.next_start import NextStartChanges
+from ui.panels.next_start import NextStartChanges, restart_row
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -119,14 +121,15 @@ class InputPanel(QWidget):
         self.fps = QComboBox()
         self.fps.addItems([f"{r:g} fps" for r in RATES])
         self.mirror = QCheckBox("Mirror (flip left-right, as a selfie view)")
+        self.mirror.setToolTip("Applies live, from the next frame")
         self.message = QLabel()
         self.message.setWordWrap(True)
 
         form = QFormLayout()
-        form.addRow("Input", self.kind)
+        form.addRow("Input", restart_row(self.kind))
         form.addRow("", self.pages)
-        form.addRow("Resolution", self.resolution)
-        form.addRow("Frame rate", self.fps)
+        form.addRow("Resolution", restart_row(self.resolution))
+        form.addRow("Frame rate", restart_row(self.fps))
         form.addRow("", self.mirror)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -143,7 +146,7 @@ class InputPanel(QWidget):
         self.video.editingFinished.connect(self.apply_source)
         self.resolution.activated.connect(lambda _: self.apply_format())
         self.fps.activated.connect(lambda _: self.apply_format())
-        self.mirror.toggled.connect(lambda _: self.apply_format())
+        self.mirror.toggled.connect(self.set_mirror)
         self._listed.connect(self._on_listed)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
         self.refresh_devices()
@@ -268,10 +271,18 @@ class InputPanel(QWidget):
             return
         self._apply(spec=spec)
 
+    def set_mirror(self, on: bool) -> None:
+        """Mirror the input or not: live while running (the capture thread flips from its
+        next frame; the config follows once applied), else in the config."""
+        if self.stream.running:
+            self.stream.change(f"mirror {'on' if on else 'off'}", lambda c: c.set_mirror(on))
+            return
+        self._apply(mirror=on)
+
     def apply_format(self) -> None:
-        """Put the chosen size, frame rate and mirror into the config."""
+        """Put the chosen size and frame rate into the config (next start)."""
         index = self.resolution.currentIndex()
-        fields: dict[str, Any] = {"mirror": self.mirror.isChecked()}
+        fields: dict[str, Any] = {}
         if index < len(SIZES):
             fields["size"] = SIZES[index][1]
         if self.fps.currentIndex() < len(RATES):
