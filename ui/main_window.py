@@ -348,6 +348,9 @@ class MainWindow(QMainWindow):
     def _on_stopped(self, reason: str) -> None:
         if reason:
             self.show_message(f"The stream stopped: {one_line(reason)}")
+        elif self.stream.end_text:  # a clip played once: said, never a silent stop
+            self.show_message(self.stream.end_text, error=False)
+            self.statusBar().showMessage(self.stream.end_text, 10000)
 
     def _on_stats(self, snapshot: Snapshot) -> None:
         self.fps_label.setText(f"fps {snapshot.fps_in:.1f} in / {snapshot.fps_out:.1f} out")

@@ -40,10 +40,11 @@ def config_dir() -> Path:
 def first_run_config() -> Config:
     """The panel's settings before the user changed any: webcam 0 at 1280x720 and 30 fps
     (what meeting apps expect; a camera that cannot give it is cropped to that aspect,
-    never stretched) into the virtual camera."""
+    never stretched) into the virtual camera; a video file chosen as the input loops
+    (``source.loop``: the Input tab's Loop, on by default)."""
     return Config.from_dict(
         {
-            "source": {"spec": "camera:0", "size": [1280, 720], "fps": 30},
+            "source": {"spec": "camera:0", "size": [1280, 720], "fps": 30, "loop": True},
             "output": {"sinks": ["virtualcam"]},
         }
     )

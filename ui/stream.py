@@ -38,6 +38,13 @@ STOP_TIMEOUT_S = 1.5  # the app joins its threads within this (closing the windo
 PANEL_SINKS_IGNORED = ("window", "auto")  # the panel's own preview replaces these
 
 
+def as_camera(config: Config) -> Config:
+    """``config`` as the panel runs it: a video file is a camera too, played in real time
+    at its own rate whatever the outputs (``source.unpaced`` False; never a conversion),
+    and looped when ``source.loop`` (the Input tab's Loop)."""
+    return config.with_section("source", unpaced=False)
+
+
 def with_swap(config: Config, on: bool) -> Config:
     """``config`` with the swap stage on (last; ``passthrough`` dropped) or off (removed;
     ``passthrough`` when no stage is left)."""
@@ -109,6 +116,9 @@ class StreamController(QObject):
         self._abandon = threading.Event()  # stop() while a start is still under way
         self._events: list[Event] = []
         self._events_lock = threading.Lock()
+        #: why the last stream ended by itself without a failure, for the window
+        #: ("The video clip.mp4 ended ..."), "" otherwise
+        self.end_text = ""
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -207,7 +217,8 @@ class StreamController(QObject):
         threading.Thread(target=work, name="panel-start", daemon=True).start()
 
     def _make_app(self) -> App:
-        cfg = self._config
+        cfg = as_camera(self._config)
+        self.end_text = ""
         specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in PANEL_SINKS_IGNORED)
         sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
         self._handoff = FrameHandoff()
@@ -252,7 +263,7 @@ class StreamController(QObject):
             return []
         self._frames.stop()
         self._stats.stop()
-        self._config = app.config
+        self._config = app.config.with_section("source", unpaced=self._config.source.unpaced)
         stuck = app.stop(STOP_TIMEOUT_S)
         self._drop_subscription()
         self._app = None
@@ -315,5 +326,16 @@ class StreamController(QObject):
         self.stats.emit(app.snapshot(recent=True))
         if not app.running:  # ended by itself: end of a file, every output failed, ...
             reason = app.failure or ""
+            self.end_text = "" if reason else _end_text(app)
             self.stop()
             self.stopped.emit(reason)
+
+def _end_text(app: App) -> str:
+    """What the window says when ``app`` ended by itself without a failure."""
+    source = app.source
+    if source is not None and source.media_path is not None and source.finite:
+        return (
+            f"The video {source.media_path.name} ended. Turn Loop on in the Input tab to "
+            "play it again and again, like a camera."
+        )
+    return "The stream ended (its frame limit was reached)."

@@ -1,7 +1,7 @@
 """The Input panel: what the stream captures (a camera, a monitor, a screen region, a
 video file or the synthetic test pattern), at which size and rate, mirrored or not.
 
-Writes ``source.spec``, ``source.size``, ``source.fps`` and ``source.mirror``. The
+Writes ``source.spec``, ``source.size``, ``source.fps``, ``source.loop`` and ``source.mirror``. The
 mirror applies live (``Controls.set_mirror``: the capture thread flips from its next
 frame). The source itself is opened at start, so the other changes made while running
 apply at the next start (``next_start``: each says "applies at restart" beside it, and the
@@ -99,6 +99,12 @@ class InputPanel(QWidget):
         self.video.setPlaceholderText("a video file")
         self.browse = QPushButton("Choose…")
         self.browse.clicked.connect(self.choose_video)
+        self.loop = QCheckBox("Loop")  # source.loop: a clip is a camera that never ends
+        self.loop.setObjectName("loop")
+        self.loop.setToolTip(
+            "Play the video again at its end (off: the stream stops at its end and says so); "
+            "applies at restart"
+        )
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("List the cameras and monitors again")
         self.refresh_button.clicked.connect(self.refresh_devices)
@@ -113,7 +119,7 @@ class InputPanel(QWidget):
                 )
             )
         )
-        self.pages.addWidget(_row(self.video, self.browse))
+        self.pages.addWidget(_row(self.video, self.browse, self.loop))
         self.pages.addWidget(_row(QLabel("A moving test pattern (no camera needed)")))
 
         self.resolution = QComboBox()
@@ -147,6 +153,7 @@ class InputPanel(QWidget):
         self.resolution.activated.connect(lambda _: self.apply_format())
         self.fps.activated.connect(lambda _: self.apply_format())
         self.mirror.toggled.connect(self.set_mirror)
+        self.loop.toggled.connect(lambda on: self._apply(loop=on))
         self._listed.connect(self._on_listed)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
         self.refresh_devices()
@@ -178,6 +185,9 @@ class InputPanel(QWidget):
         self.mirror.blockSignals(True)
         self.mirror.setChecked(src.mirror)
         self.mirror.blockSignals(False)
+        self.loop.blockSignals(True)
+        self.loop.setChecked(src.loop)
+        self.loop.blockSignals(False)
 
     # --- devices -------------------------------------------------------------------------
     def refresh_devices(self) -> None:
