@@ -352,14 +352,16 @@ class HotkeysConfig(Validated):
     written like ``Ctrl+Alt+S`` (see ``livecam.control.keycombo``); empty: no hotkey."""
 
     SECTION: ClassVar[str] = "hotkeys"
-    swap: str = "Ctrl+Alt+S"  # face swap on/off
-    blank: str = "Ctrl+Alt+B"  # privacy: black frames on/off
-    freeze: str = "Ctrl+Alt+F"  # repeat the current frame on/off
-    enhancer: str = "Ctrl+Alt+E"  # face enhancer off / back on
-    next_face: str = "Ctrl+Alt+Right"  # the next source face of the cycle
-    previous_face: str = "Ctrl+Alt+Left"
-    quality_up: str = "Ctrl+Alt+Up"  # the next better preset whose models are present
-    quality_down: str = "Ctrl+Alt+Down"
+    # Ctrl+Alt+Shift+letter: no desktop, OS or overlay uses these by default (Ctrl+Alt+arrows
+    # switch workspaces; see livecam.control.desktop_shortcuts)
+    swap: str = "Ctrl+Alt+Shift+S"  # face swap on/off
+    blank: str = "Ctrl+Alt+Shift+B"  # privacy: black frames on/off
+    freeze: str = "Ctrl+Alt+Shift+F"  # repeat the current frame on/off
+    enhancer: str = "Ctrl+Alt+Shift+E"  # face enhancer off / back on
+    next_face: str = "Ctrl+Alt+Shift+N"  # the next source face of the cycle
+    previous_face: str = "Ctrl+Alt+Shift+P"
+    quality_up: str = "Ctrl+Alt+Shift+U"  # the next better preset whose models are present
+    quality_down: str = "Ctrl+Alt+Shift+D"
     # more source faces for next/previous face (after swap.face), as photo paths
     faces: tuple[str, ...] = setting((), path=True)
 

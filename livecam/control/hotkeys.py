@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from livecam.config.schema import Config, HotkeysConfig
+from livecam.control.desktop_shortcuts import clash_warnings
 from livecam.control.keycombo import parse_combo
 from livecam.errors import ConfigError, LivecamError, as_livecam_error
 from livecam.face.presets import PRESETS, models_present, resolve_preset
@@ -92,9 +93,11 @@ def _first_line(error: BaseException) -> str:
 
 
 def describe_bindings(bindings: Mapping[str, str]) -> str:
-    """One line for the terminal: ``Ctrl+Alt+S swap, Ctrl+Alt+B blank, ...``."""
+    """For the terminal: ``hotkeys: Ctrl+Alt+Shift+S swap, ...``, then a ``warning:`` line
+    for each binding that a desktop, the OS or an overlay uses too (desktop_shortcuts)."""
     bound = [f"{combo} {action}" for action, combo in bindings.items() if combo]
-    return "hotkeys: " + (", ".join(bound) if bound else "none bound")
+    warnings = [f"\nwarning: hotkeys.{a} {w}" for a, w in clash_warnings(bindings).items()]
+    return "hotkeys: " + (", ".join(bound) if bound else "none bound") + "".join(warnings)
 
 
 def quality_ladder(cfg: Config, store: ModelStore | None) -> list[str]:

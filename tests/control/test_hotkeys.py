@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import missing
-from PySide6.QtGui import QKeySequence
 from pytestqt.qtbot import QtBot
 from synthetic_stream import small_config
 from waiting import poll
@@ -70,14 +69,14 @@ def test_bad_combos_say_what_is_wrong(text: str, why: str) -> None:
 
 def test_config_defaults_validation_and_conflicts(tmp_path: Path) -> None:
     hk = HotkeysConfig()
-    assert hk.bindings()["swap"] == "Ctrl+Alt+S" and tuple(hk.bindings()) == ACTIONS
-    assert hk.next_face == "Ctrl+Alt+Right" and hk.quality_down == "Ctrl+Alt+Down"
+    assert hk.bindings()["swap"] == "Ctrl+Alt+Shift+S" and tuple(hk.bindings()) == ACTIONS
+    assert hk.next_face == "Ctrl+Alt+Shift+N" and hk.quality_down == "Ctrl+Alt+Shift+D"
     with pytest.raises(ConfigError, match="hotkeys.freeze") as bad:
         HotkeysConfig(freeze="Ctrl+Alt+Nope")
     assert bad.value.field == "hotkeys.freeze"
     with pytest.raises(ConfigError) as clash:
-        HotkeysConfig(blank="ctrl+alt+s")
-    assert clash.value.message == "hotkeys.swap and hotkeys.blank both use Ctrl+Alt+S"
+        HotkeysConfig(blank="shift+ctrl+alt+s")
+    assert clash.value.message == "hotkeys.swap and hotkeys.blank both use Ctrl+Alt+Shift+S"
     assert HotkeysConfig(blank="", freeze="").bindings()["blank"] == ""  # unbound: no clash
     # saved and loaded back canonically, faces relative to the file
     cfg = Config().with_section("hotkeys", swap="alt+ctrl+x", faces=("me.jpg",))
@@ -195,14 +194,15 @@ def test_global_hotkeys_toggle_the_stream_through_x(display: str, app: App) -> N
     listener.start()
     try:
         assert app.controls.state.swap
-        press("ctrl+alt+s")
-        assert poll(lambda: not app.controls.state.swap), "Ctrl+Alt+S did not switch the swap off"
-        press("ctrl+alt+s")
-        assert poll(lambda: app.controls.state.swap), "Ctrl+Alt+S did not switch the swap on"
-        press("ctrl+alt+b")
-        assert poll(lambda: app.controls.state.blank), "Ctrl+Alt+B did not blank the camera"
+        press("ctrl+alt+shift+s")
+        assert poll(lambda: not app.controls.state.swap), "Ctrl+Alt+Shift+S: the swap stayed on"
+        press("ctrl+alt+shift+s")
+        assert poll(lambda: app.controls.state.swap), "Ctrl+Alt+Shift+S: the swap stayed off"
+        press("ctrl+alt+shift+b")
+        assert poll(lambda: app.controls.state.blank), "Ctrl+Alt+Shift+B did not blank"
         press("s")  # the key alone is no hotkey
-        press("ctrl+alt+b")
+        press("ctrl+alt+s")  # nor the old default without Shift
+        press("ctrl+alt+shift+b")
         assert poll(lambda: not app.controls.state.blank)
         assert app.controls.state.swap
     finally:
@@ -235,7 +235,7 @@ def test_cli_run_with_hotkeys_prints_the_bindings(
     argv = ["run", "--source", "synthetic", "--sink", "null", "--frames", "10", "--hotkeys", "-q"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "hotkeys: Ctrl+Alt+S swap, Ctrl+Alt+B blank" in err
+    assert "hotkeys: Ctrl+Alt+Shift+S swap, Ctrl+Alt+Shift+B blank" in err
 
 
 def test_cli_hotkeys_without_a_display_is_a_one_line_error(
@@ -264,15 +264,18 @@ def make_panel(
     return panel, stream
 
 
-def test_panel_shows_conflicts_and_saves_a_valid_edit(
+def test_panel_refuses_conflicts_and_saves_a_valid_edit(
     qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     panel, stream = make_panel(qtbot, tmp_path, monkeypatch)
-    assert panel.editors["swap"].keySequence().toString() == "Ctrl+Alt+S"
-    panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+S"))
-    assert "hotkeys.swap and hotkeys.blank both use Ctrl+Alt+S" in panel.error.text()
-    assert not (tmp_path / "config.toml").exists()  # nothing saved while in conflict
-    panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+K"))
+    assert panel.editors["swap"].text() == "Ctrl+Alt+Shift+S"
+    panel.capture("blank", "Ctrl+Alt+Shift+S")
+    assert "is already the hotkey of \u201cface swap on/off\u201d (hotkeys.swap)" in (
+        panel.error.text()
+    )
+    assert panel.bindings()["blank"] == "Ctrl+Alt+Shift+B"  # the old binding kept
+    assert not (tmp_path / "config.toml").exists()  # nothing saved
+    panel.capture("blank", "Ctrl+Alt+K")
     assert panel.error.text() == ""
     assert UiSettings(tmp_path).config.hotkeys.blank == "Ctrl+Alt+K"
     assert stream.config.hotkeys.blank == "Ctrl+Alt+K"  # the next start uses it
@@ -293,7 +296,7 @@ def test_panel_falls_back_to_in_window_shortcuts_and_says_why(
     stream.start()
     try:
         assert set(panel.shortcuts) == set(ACTIONS) and panel.listener is None
-        assert panel.shortcuts["swap"].key().toString() == "Ctrl+Alt+S"
+        assert panel.shortcuts["swap"].key().toString() == "Ctrl+Alt+Shift+S"
         panel.shortcuts["swap"].activated.emit()  # what Qt does on the key press
         assert poll(lambda: stream.controls is not None and not stream.controls.state.swap)
     finally:
@@ -309,10 +312,10 @@ def test_panel_owns_the_global_listener_while_the_stream_runs(
     stream.start()
     try:
         assert panel.listener is not None and panel.listener.running and not panel.shortcuts
-        press("ctrl+alt+s")
+        press("ctrl+alt+shift+s")
         assert poll(lambda: stream.controls is not None and not stream.controls.state.swap)
         # a new binding applies to the running hotkeys at once
-        panel.editors["blank"].setKeySequence(QKeySequence("Ctrl+Alt+K"))
+        panel.capture("blank", "Ctrl+Alt+K")
         assert panel.listener is not None and panel.listener.bindings["blank"] == "Ctrl+Alt+K"
         press("ctrl+alt+k")
         assert poll(lambda: stream.controls is not None and stream.controls.state.blank)
