@@ -159,3 +159,45 @@ print(len(names), "modules;", "Qt:", ",".join(qt) or "none")
     assert proc.returncode == 0, proc.stderr[-3000:]
     count, _ = proc.stdout.split(" modules;")
     assert int(count) > 20 and proc.stdout.strip().endswith("Qt: none"), proc.stdout
+
+
+#: (sys_platform, platform_machine, an NVIDIA GPU) of the machines the markers must serve
+MACHINES = [
+    ("linux", "x86_64", True),
+    ("linux", "aarch64", False),
+    ("win32", "AMD64", True),
+    ("darwin", "arm64", False),
+    ("darwin", "x86_64", False),
+]
+
+
+@pytest.mark.parametrize(("platform_name", "machine", "nvidia"), MACHINES)
+def test_the_default_install_picks_one_onnxruntime_per_platform_as_the_doctor_says(
+    platform_name: str, machine: str, nvidia: bool
+) -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from livecam.cli.doctor import ORT_DISTS, ort_choice
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    env = {"sys_platform": platform_name, "platform_machine": machine, "python_version": "3.11"}
+    wanted = [
+        req
+        for req in map(Requirement, project["dependencies"])
+        if req.name in ORT_DISTS and (req.marker is None or req.marker.evaluate(env))
+    ]
+    assert len(wanted) == 1, wanted  # exactly one ONNX Runtime: two overwrite each other
+    (req,) = wanted
+    choice = ort_choice(platform_name, nvidia, machine)
+    assert (req.name, str(req.specifier)) == (choice.dist, f">={choice.minimum}")
+    for extra in project.get("optional-dependencies", {}).values():
+        assert not [r for r in map(Requirement, extra) if r.name in ORT_DISTS]
+
+
+def test_the_readme_names_the_directml_swap_the_doctor_gives() -> None:
+    from livecam.cli.doctor import DIRECTML_SWAP
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert DIRECTML_SWAP in readme and "onnxruntime-gpu>=1.27" in readme

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata as metadata
 import logging
 import platform
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -20,6 +22,10 @@ class Check:
     ok: bool | None
     detail: str
     fix: str = ""
+
+
+#: the ONNX Runtime packages (all provide the ``onnxruntime`` module: one at a time)
+ORT_DISTS = ("onnxruntime-gpu", "onnxruntime", "onnxruntime-directml")
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,7 @@ PACKAGES = (
         ),
         True,
     ),
-    _Package("ONNX Runtime", ("onnxruntime-gpu", "onnxruntime", "onnxruntime-directml"), True),
+    _Package("ONNX Runtime", ORT_DISTS, True),
     _Package("onnx", ("onnx",), True, "builds the provider test model"),
     _Package("pyvirtualcam", ("pyvirtualcam",), True),
     _Package("mss", ("mss",), True),
@@ -79,15 +85,8 @@ def check_package(pkg: _Package) -> Check:
         if pkg.required:
             return Check(name, False, "not installed" + why, f"pip install {pkg.dists[0]}")
         return Check(name, None, "not installed (optional" + (f": {pkg.why})" if pkg.why else ")"))
-    if pkg.label == "ONNX Runtime" and len(found) > 1:
-        return Check(
-            name,
-            False,
-            f"several ONNX Runtime builds installed ({listed}); they overwrite each other "
-            "and GPU providers silently disappear",
-            "pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml, then install "
-            "exactly one (onnxruntime-gpu on Linux/Windows with NVIDIA, onnxruntime elsewhere)",
-        )
+    if pkg.label == "ONNX Runtime":
+        return check_onnxruntime(sys.platform, _has_nvidia(), found, platform.machine())
     if pkg.label == "OpenCV":
         reinstall = "pip uninstall -y " + " ".join(found) + " && pip install opencv-python-headless"
         if len(found) > 1:
@@ -106,6 +105,111 @@ def check_package(pkg: _Package) -> Check:
                 reinstall,
             )
     return Check(name, True, listed)
+
+
+@dataclass(frozen=True)
+class OrtChoice:
+    """The ONNX Runtime package a machine should have: ``dist`` at least ``minimum``
+    (``why``: what that version brings), and the other packages that serve it as well."""
+
+    dist: str
+    minimum: str
+    why: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.dist}>={self.minimum}"
+
+
+#: CUDA 13 builds from onnxruntime-gpu 1.27 (1.26 and older on PyPI are CUDA 12, without
+#: RTX 50 / sm_120 kernels); CoreML compiles inswapper and GFPGAN to one partition from
+#: onnxruntime 1.28 (Deep-Live-Cam PR #1894; Apple silicon only: PyPI's last Intel-Mac
+#: wheel is 1.23.2). pyproject.toml's markers say the same
+#: (tests/test_packaging.py checks both agree).
+ORT_CUDA = OrtChoice("onnxruntime-gpu", "1.27", "CUDA 13")
+ORT_MACOS = OrtChoice("onnxruntime", "1.28", "CoreML: inswapper and GFPGAN in one partition")
+ORT_DIRECTML = OrtChoice("onnxruntime-directml", "1.18", "DirectML: any DirectX 12 GPU")
+ORT_CPU = OrtChoice("onnxruntime", "1.18", "CPU")
+ORT_INTEL_MAC = OrtChoice("onnxruntime", "1.18", "Intel Macs have no wheel after 1.23")
+#: the one-line swap on Windows without an NVIDIA GPU (the two packages share the
+#: ``onnxruntime`` module, so they cannot be installed side by side)
+DIRECTML_SWAP = "pip uninstall -y onnxruntime-gpu && pip install onnxruntime-directml"
+
+
+def ort_choice(platform_name: str, has_nvidia: bool, machine: str = "x86_64") -> OrtChoice:
+    """The ONNX Runtime package for ``platform_name`` (``sys.platform``) on ``machine``
+    (``platform.machine()``), with or without an NVIDIA GPU."""
+    if platform_name == "darwin":
+        return ORT_MACOS if machine == "arm64" else ORT_INTEL_MAC
+    if platform_name == "win32":
+        return ORT_CUDA if has_nvidia else ORT_DIRECTML
+    if machine.lower() in ("x86_64", "amd64"):
+        # the default install: the CUDA build, whose CPU provider serves a machine without one
+        plain = "CUDA 13; without an NVIDIA GPU it runs on the CPU, as the plain onnxruntime does"
+        return (
+            ORT_CUDA
+            if has_nvidia
+            else dataclasses.replace(ORT_CUDA, why=plain, also=("onnxruntime",))
+        )
+    return ORT_CPU
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+
+
+def check_onnxruntime(
+    platform_name: str, has_nvidia: bool, installed: Mapping[str, str], machine: str = "x86_64"
+) -> Check:
+    """Whether ``installed`` (distribution -> version, from ``importlib.metadata``) is
+    the one ONNX Runtime package this machine should have (``ort_choice``)."""
+    name = "package ONNX Runtime"
+    want = ort_choice(platform_name, has_nvidia, machine)
+    gpu = "an NVIDIA GPU" if has_nvidia else "no NVIDIA GPU"
+    should = f"this machine ({platform_name}, {gpu}) should use {want.requirement} ({want.why})"
+    listed = ", ".join(f"{d} {v}" for d, v in installed.items()) or "none"
+    install = f'pip install "{want.requirement}"'
+    if len(installed) > 1:
+        return Check(
+            name,
+            False,
+            f"several ONNX Runtime builds installed ({listed}); they overwrite each other "
+            f"and GPU providers silently disappear; {should}",
+            f"pip uninstall -y {' '.join(installed)} && {install}",
+        )
+    if not installed:
+        return Check(name, False, f"not installed; {should}", install)
+    ((dist, version),) = installed.items()
+    detail = f"{should}; installed: {dist} {version}"
+    if dist not in (want.dist, *want.also):
+        swap = (
+            DIRECTML_SWAP
+            if want is ORT_DIRECTML and dist == "onnxruntime-gpu"
+            else f"pip uninstall -y {dist} && {install}"
+        )
+        return Check(name, False, detail, swap)
+    if dist == want.dist and _release(version) < _release(want.minimum):
+        return Check(
+            name,
+            False,
+            f"{detail}, older than {want.minimum}",
+            f'pip install -U "{want.requirement}"',
+        )
+    return Check(name, True, detail)
+
+
+def _has_nvidia() -> bool:
+    """Whether an NVIDIA driver answers here (NVML)."""
+    from livecam.telemetry.gpu import NvmlReader
+
+    with NvmlReader() as reader:
+        return reader.available
+
+
+def installed_onnxruntime() -> dict[str, str]:
+    """The ONNX Runtime packages of this environment (distribution -> version)."""
+    return _versions(ORT_DISTS)
 
 
 def check_providers() -> list[Check]:

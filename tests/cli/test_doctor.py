@@ -14,12 +14,15 @@ from media import xvfb_display
 from recording_backend import RecordingStore
 
 from livecam.cli.doctor import (
+    DIRECTML_SWAP,
     Check,
     check_display,
+    check_onnxruntime,
     check_package,
     check_presets,
     check_window,
     format_checks,
+    installed_onnxruntime,
     run_doctor,
 )
 from livecam.cli.doctor import _Package as Package
@@ -153,6 +156,79 @@ def test_package_check_flags_both_onnxruntime_builds() -> None:
     assert missing.ok is False and missing.fix == "pip install no-such-dist-livecam"
     optional = check_package(Package("y", ("no-such-dist-livecam",), False, "extras"))
     assert optional.ok is None
+
+
+def test_doctor_names_the_onnxruntime_of_this_venv_from_its_metadata() -> None:
+    installed = installed_onnxruntime()
+    assert installed == {"onnxruntime-gpu": ort.__version__}  # this venv: the CUDA build
+    check = check_onnxruntime(sys.platform, _has_nvidia(), installed, "x86_64")
+    assert check.ok is True, check
+    assert "should use onnxruntime-gpu>=1.27 (CUDA 13" in check.detail
+    assert check.detail.endswith(f"installed: onnxruntime-gpu {ort.__version__}")
+    # the same check is the doctor's package line
+    doctor = check_package(Package("ONNX Runtime", tuple(installed), True))
+    assert doctor == check
+
+
+@pytest.mark.parametrize(
+    ("where", "nvidia", "installed", "ok", "should", "fix"),
+    [
+        ("linux", True, {"onnxruntime-gpu": "1.31.1"}, True, "onnxruntime-gpu>=1.27", ""),
+        ("linux", False, {"onnxruntime": "1.32.0"}, True, "onnxruntime-gpu>=1.27", ""),
+        # a CUDA 12 build: no RTX 50 kernels
+        (
+            "linux",
+            True,
+            {"onnxruntime-gpu": "1.26.0"},
+            False,
+            "CUDA 13",
+            'pip install -U "onnxruntime-gpu>=1.27"',
+        ),
+        ("win32", True, {"onnxruntime-gpu": "1.27.0"}, True, "onnxruntime-gpu>=1.27", ""),
+        ("win32", False, {"onnxruntime-directml": "1.24.4"}, True, "onnxruntime-directml", ""),
+        ("win32", False, {"onnxruntime-gpu": "1.31.1"}, False, "DirectML", DIRECTML_SWAP),
+        (
+            "win32",
+            True,
+            {"onnxruntime": "1.31.1"},
+            False,
+            "onnxruntime-gpu>=1.27",
+            'pip uninstall -y onnxruntime && pip install "onnxruntime-gpu>=1.27"',
+        ),
+        ("darwin", False, {"onnxruntime": "1.28.0"}, True, "onnxruntime>=1.28 (CoreML", ""),
+        (
+            "darwin",
+            False,
+            {"onnxruntime": "1.27.2"},
+            False,
+            "onnxruntime>=1.28",
+            'pip install -U "onnxruntime>=1.28"',
+        ),
+        ("darwin", False, {"onnxruntime": "1.23.2"}, True, "Intel Macs", ""),  # x86_64
+        ("linux", True, {}, False, "onnxruntime-gpu>=1.27", 'pip install "onnxruntime-gpu>=1.27"'),
+        (
+            "linux",
+            True,
+            {"onnxruntime-gpu": "1.31.1", "onnxruntime": "1.31.1"},
+            False,
+            "onnxruntime-gpu>=1.27",
+            'pip uninstall -y onnxruntime-gpu onnxruntime && pip install "onnxruntime-gpu>=1.27"',
+        ),
+    ],
+)
+def test_doctor_names_the_onnxruntime_package_each_machine_should_have(
+    where: str, nvidia: bool, installed: dict[str, str], ok: bool, should: str, fix: str
+) -> None:
+    intel_mac = "Intel Macs" in should
+    machine = "x86_64" if where != "darwin" or intel_mac else "arm64"
+    check = check_onnxruntime(where, nvidia, installed, machine)
+    assert check.ok is ok, check
+    assert f"this machine ({where}, " in check.detail and should in check.detail
+    listed = ", ".join(f"{d} {v}" for d, v in installed.items())
+    assert (listed or "not installed") in check.detail
+    if len(installed) > 1:
+        assert "several ONNX Runtime builds installed" in check.detail
+    assert check.fix == fix
 
 
 def test_doctor_on_this_machine() -> None:
