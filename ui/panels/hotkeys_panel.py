@@ -78,6 +78,15 @@ MODIFIER_KEYS = frozenset(
         Qt.Key.Key_unknown,
     }
 )
+#: the modifier a modifier key itself adds (its own press does not always report it: X11)
+KEY_MODIFIER = {
+    Qt.Key.Key_Control: Qt.KeyboardModifier.ControlModifier,
+    Qt.Key.Key_Shift: Qt.KeyboardModifier.ShiftModifier,
+    Qt.Key.Key_Alt: Qt.KeyboardModifier.AltModifier,
+    Qt.Key.Key_Meta: Qt.KeyboardModifier.MetaModifier,
+    Qt.Key.Key_Super_L: Qt.KeyboardModifier.MetaModifier,
+    Qt.Key.Key_Super_R: Qt.KeyboardModifier.MetaModifier,
+}
 CLEAR_KEYS = frozenset({Qt.Key.Key_Backspace, Qt.Key.Key_Delete})
 PROMPT = "press the keys (Esc cancels)"
 
@@ -110,11 +119,13 @@ class ComboEdit(QLineEdit):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setPlaceholderText("no hotkey")
         self.combo = combo
+        self.capturing = False  # keys pressed now are a combination being entered
         self.setText(combo)
 
     def show_combo(self, combo: str) -> None:
         """Show ``combo`` (the binding now in force) and stop any capture."""
         self.combo = combo
+        self.capturing = False
         self.setPlaceholderText("no hotkey")
         self.setText(combo)
 
@@ -131,6 +142,7 @@ class ComboEdit(QLineEdit):
 
     def focusInEvent(self, event: QFocusEvent) -> None:  # noqa: N802 (Qt's name)
         super().focusInEvent(event)
+        self.capturing = True
         self.setText("")
         self.setPlaceholderText(PROMPT)
 
@@ -142,7 +154,8 @@ class ComboEdit(QLineEdit):
         key = Qt.Key(event.key())
         modifiers = held_modifiers(event.modifiers())
         if key in MODIFIER_KEYS:
-            self.setText(modifiers_text(modifiers))
+            self.capturing = True
+            self.setText(modifiers_text(modifiers | KEY_MODIFIER.get(key, modifiers)))
             self.setPlaceholderText(PROMPT)
             return
         if key == Qt.Key.Key_Escape and not modifiers:
@@ -156,8 +169,13 @@ class ComboEdit(QLineEdit):
         self.captured.emit(text)
 
     def keyReleaseEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
-        if Qt.Key(event.key()) in MODIFIER_KEYS and self.hasFocus():
-            self.setText(modifiers_text(held_modifiers(event.modifiers())))
+        key = Qt.Key(event.key())
+        if key in MODIFIER_KEYS and self.capturing:
+            held = held_modifiers(event.modifiers())
+            released = KEY_MODIFIER.get(key)
+            if released is not None:
+                held &= ~released
+            self.setText(modifiers_text(held))
 
 
 class HotkeysPanel(QWidget):
