@@ -8,13 +8,16 @@ from typing import Any
 class LivecamError(Exception):
     """Base class for every error LiveCam raises on purpose.
 
-    ``hint`` is a short, actionable fix shown to the user under the message.
+    ``hint`` is a short, actionable fix shown to the user under the message (in the CLI's
+    words: options, config fields). ``panel_hint``, when set, is the same fix in the
+    panel's words (its tabs and buttons); the panel shows it instead (``panel_fix``).
     """
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "", *, panel_hint: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.panel_hint = panel_hint
 
     def __str__(self) -> str:
         return f"{self.message}\n  fix: {self.hint}" if self.hint else self.message
@@ -35,8 +38,9 @@ class ConfigError(LivecamError):
         field: str | None = None,
         value: Any = None,
         allowed: str | None = None,
+        panel_hint: str = "",
     ) -> None:
-        super().__init__(message, hint)
+        super().__init__(message, hint, panel_hint=panel_hint)
         self.field = field
         self.value = value
         self.allowed = allowed
@@ -103,6 +107,11 @@ def as_livecam_error(error: Exception, where: str = "") -> LivecamError:
         about = f" {error.filename!r}" if error.filename is not None else ""
         return LivecamError(f"{prefix}cannot use{about}: {error.strerror}")
     return LivecamError(f"{prefix}{type(error).__name__}: {error}")
+
+
+def panel_fix(error: LivecamError) -> str:
+    """The fix the panel shows for ``error``: its ``panel_hint``, else its ``hint``."""
+    return error.panel_hint or error.hint
 
 
 def one_line(text: str) -> str:

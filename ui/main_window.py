@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -33,9 +34,22 @@ from PySide6.QtWidgets import (
 )
 
 from livecam.config.schema import Config
-from livecam.errors import LivecamError, one_line
+from livecam.errors import (
+    LivecamError,
+    VirtualCameraUnavailable,
+    as_livecam_error,
+    one_line,
+    panel_fix,
+)
+from livecam.sinks.virtualcam import probe_virtualcam, virtualcam_fix
 from livecam.telemetry.snapshot import Snapshot, provider_label
 from livecam.types import Event
+from ui.notice import (
+    ERROR_STYLE,
+    INFO_STYLE,
+    WARNING_STYLE,
+    WARNING_TEXT_STYLE,
+)
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -64,24 +78,22 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("Stats", "stats_panel", "StatsPanel"),
 )
 
-ERROR_STYLE = "color: #ffb4b4; background: #4a1d1d; padding: 6px; border-radius: 4px;"
-INFO_STYLE = "color: #d8d8e0; background: #2a2a33; padding: 6px; border-radius: 4px;"
-FALLBACK_STYLE = "color: #ffd27f; font-weight: bold;"
+FALLBACK_STYLE = WARNING_TEXT_STYLE  # the error/warning/info styles: ui.notice (contrast)
 BUTTON_STYLE = "QPushButton { padding: 6px 18px; font-weight: bold; }"
 SWAP_STYLE = BUTTON_STYLE + " QPushButton:checked { background: #2e7d4f; color: white; }"
 
 
 def error_text(error: LivecamError) -> str:
-    """The error as the window shows it: one line, and the fix on a second line."""
-    if error.hint:
-        return f"{one_line(error.message)}\nfix: {one_line(error.hint)}"
-    return one_line(error.message)
+    """The error as the window shows it: one line, and the fix (in the panel's words,
+    ``panel_fix``) on a second line."""
+    fix = panel_fix(error)
+    return f"{one_line(error.message)}\nfix: {one_line(fix)}" if fix else one_line(error.message)
 
 
 def error_line(error: LivecamError) -> str:
     """The error on one line with its fix in brackets (a panel's or a dialog's label)."""
-    fix = f" (fix: {one_line(error.hint)})" if error.hint else ""
-    return f"{one_line(error.message)}{fix}"
+    fix = panel_fix(error)
+    return f"{one_line(error.message)}{f' (fix: {one_line(fix)})' if fix else ''}"
 
 
 def target_text(target: str) -> str:
@@ -104,12 +116,42 @@ def providers_text(snapshot: Snapshot) -> tuple[str, bool]:
     return (" ".join(labels) if labels else "provider: CPU (no models)"), fallback
 
 
-def virtualcam_text(config: Config, running: bool) -> str:
-    """The virtual camera's state for the status bar."""
-    wanted = any(s.strip().lower() == VIRTUALCAM for s in config.output.sinks)
-    if not wanted:
+def wants_virtualcam(config: Config) -> bool:
+    """True when ``config``'s outputs include the virtual camera."""
+    return any(s.strip().lower() == VIRTUALCAM for s in config.output.sinks)
+
+
+def virtualcam_text(
+    config: Config,
+    running: bool,
+    problem: LivecamError | None = None,
+    checked: bool = True,
+    preview_only: bool = False,
+) -> str:
+    """The virtual camera's state for the status bar: ``problem`` is why the last check
+    found none (None: it works, or ``checked`` False: the check is still running);
+    ``preview_only``: the running stream left it out because none works."""
+    if not wants_virtualcam(config):
         return "virtual camera: off"
-    return "virtual camera: on" if running else "virtual camera: ready (starts with the stream)"
+    if running and preview_only:
+        return "virtual camera: NOT AVAILABLE, preview only"
+    if running:
+        return "virtual camera: on"
+    if problem is not None:
+        return "virtual camera: NOT AVAILABLE (Start runs the preview only)"
+    if not checked:
+        return "virtual camera: checking…"
+    return "virtual camera: ready (starts with the stream)"
+
+
+def no_virtualcam_text(problem: LivecamError) -> str:
+    """The window's note while the stream runs in preview only for want of a virtual
+    camera: what that means, and this OS's fix."""
+    fix = panel_fix(problem) or virtualcam_fix()
+    return (
+        "No virtual camera: OBS, Zoom, Meet or Discord cannot see LiveCam; the stream runs "
+        f"in the preview only.\nfix: {one_line(fix)}"
+    )
 
 
 def apply_theme(app: QApplication) -> None:
@@ -167,7 +209,15 @@ class MainWindow(QMainWindow):
 
     ``message`` shows the last error or notice (start-up errors, failed live changes,
     warnings from the stream); ``panels`` maps each tab title to its widget.
+
+    The virtual camera is checked when the window opens, when its settings change and
+    after each stop, on a worker thread (``virtualcam_checked(bool)`` when done; the
+    status bar says what it found). When none works, Start runs the stream in the preview
+    only (``StreamController.skip_sinks``) and the window shows the fix, instead of failing.
     """
+
+    virtualcam_checked = Signal(bool)
+    _vcam_probed = Signal(object, object)  # (settings checked, device text | LivecamError)
 
     def __init__(
         self,
@@ -264,7 +314,17 @@ class MainWindow(QMainWindow):
         stream.stopped.connect(self._on_stopped)
         stream.start_failed.connect(self._on_start_failed)
         self._restore_geometry()
-        self._on_running(stream.running)
+        self.vcam_problem: LivecamError | None = None  # why no virtual camera works (None: it does)
+        self._vcam_checked = False
+        self._vcam_key: tuple[bool, str | None, str | None] | None = None
+        self._vcam_probed.connect(self._on_vcam_probed)
+        checked = getattr(self.panels.get("Output"), "checked", None)  # its Check button
+        if checked is not None:
+            checked.connect(lambda _ok: self.check_virtualcam(force=True))
+        camera_missing = getattr(self.panels.get("Input"), "camera_missing", None)
+        if camera_missing is not None:
+            camera_missing.connect(self._on_camera_missing)
+        self._on_running(stream.running)  # stopped: checks the virtual camera
 
     # --- actions -------------------------------------------------------------------------
     def toggle_running(self) -> None:
@@ -279,8 +339,18 @@ class MainWindow(QMainWindow):
         self.stream.start_async()  # ends in running_changed(True) or start_failed
 
     def _on_start_failed(self, error: LivecamError) -> None:
-        self.show_message(startup_text(error))
         self.start_button.setEnabled(True)
+        causes = getattr(error, "causes", None) or [error]
+        if (
+            wants_virtualcam(self.stream.config)
+            and VIRTUALCAM not in self.stream.skip_sinks
+            and all(isinstance(c, VirtualCameraUnavailable) for c in causes)
+        ):  # the virtual camera was the only problem (its check had not ended): preview only
+            self._vcam_checked, self.vcam_problem = True, causes[0]
+            self.stream.skip_sinks = frozenset({VIRTUALCAM})
+            self.toggle_running()
+            return
+        self.show_message(startup_text(error))
 
     def set_swap(self, on: bool) -> None:
         """The master swap switch: live through the control plane, else in the config."""
@@ -301,6 +371,11 @@ class MainWindow(QMainWindow):
         self.message.setStyleSheet(ERROR_STYLE if error else INFO_STYLE)
         self.message.show()
 
+    def show_warning(self, text: str) -> None:
+        """``text`` in the warning colours (something works less than it could)."""
+        self.show_message(text, error=False)
+        self.message.setStyleSheet(WARNING_STYLE)
+
     def clear_message(self) -> None:
         self.message.clear()
         self.message.hide()
@@ -311,10 +386,13 @@ class MainWindow(QMainWindow):
         self.start_button.setEnabled(True)
         if running:
             self.clear_message()
+            if self.preview_only and self.vcam_problem is not None:
+                self.show_warning(no_virtualcam_text(self.vcam_problem))
         self._sync_swap()
         self._sync_target()
-        self.vcam_label.setText(virtualcam_text(self.stream.config, running))
+        self._show_virtualcam()
         if not running:
+            self.check_virtualcam(force=True)  # a driver loaded meanwhile is found
             self.preview.clear()
             self.fps_label.setText("fps n/a")
             self.latency_label.setText("latency n/a")
@@ -329,7 +407,69 @@ class MainWindow(QMainWindow):
     def _on_config(self, config: Config) -> None:
         self.settings.save_config(config)
         self._sync_swap()
-        self.vcam_label.setText(virtualcam_text(config, self.stream.running))
+        self.check_virtualcam()  # only when its settings changed
+        self._show_virtualcam()
+
+    # --- the virtual camera --------------------------------------------------------------
+    @property
+    def preview_only(self) -> bool:
+        """True while the stream runs without the configured virtual camera (none works)."""
+        return (
+            self.stream.running
+            and wants_virtualcam(self.stream.config)
+            and VIRTUALCAM in self.stream.skip_sinks
+        )
+
+    def check_virtualcam(self, force: bool = False) -> None:
+        """Check the configured virtual camera on a worker thread (not while the stream
+        runs or starts: it holds the device); ``virtualcam_checked`` tells the outcome.
+        Without ``force`` only when its settings (on, backend, device) changed."""
+        out = self.stream.config.output
+        key = (wants_virtualcam(self.stream.config), out.virtualcam_backend, out.virtualcam_device)
+        if self.stream.running or self.stream.starting or (key == self._vcam_key and not force):
+            return
+        self._vcam_key, self._vcam_checked = key, False
+        if not key[0]:
+            self._on_vcam_probed(key, None)
+            return
+        self._show_virtualcam()
+
+        def work() -> None:
+            try:
+                found: str | LivecamError = probe_virtualcam(key[1], key[2])
+            except Exception as e:  # VirtualCameraUnavailable, or a backend's own failure
+                found = as_livecam_error(e, "virtual camera")
+            self._vcam_probed.emit(key, found)
+
+        threading.Thread(target=work, name="panel-vcam-probe", daemon=True).start()
+
+    def _on_vcam_probed(
+        self, key: tuple[bool, str | None, str | None], found: str | LivecamError | None
+    ) -> None:
+        if key != self._vcam_key:  # its settings changed meanwhile: a newer check runs
+            return
+        self._vcam_checked = True
+        self.vcam_problem = found if isinstance(found, LivecamError) else None
+        if isinstance(found, LivecamError):
+            self.vcam_label.setToolTip(f"{found.message}\nfix: {panel_fix(found)}")
+        else:
+            self.vcam_label.setToolTip(f"virtual camera: {found}" if found else "")
+        self.stream.skip_sinks = frozenset({VIRTUALCAM}) if self.vcam_problem else frozenset()
+        self._show_virtualcam()
+        if key[0]:
+            self.virtualcam_checked.emit(self.vcam_problem is None)
+
+    def _show_virtualcam(self) -> None:
+        config, running = self.stream.config, self.stream.running
+        problem = self.vcam_problem if wants_virtualcam(config) else None
+        self.vcam_label.setText(
+            virtualcam_text(config, running, problem, self._vcam_checked, self.preview_only)
+        )
+        self.vcam_label.setStyleSheet(WARNING_TEXT_STYLE if problem is not None else "")
+
+    def _on_camera_missing(self, text: str) -> None:
+        if not self.stream.running and not self.stream.starting:
+            self.show_warning(text)
 
     def _on_applied(self, what: str) -> None:
         self._sync_swap()

@@ -1,10 +1,19 @@
-"""The responsible-use notice: shown on the panel's first start, acknowledged once (kept in
-``panel.toml``); declining it closes the panel."""
+"""The panel's notices: the responsible-use notice (shown on the panel's first start,
+acknowledged once, kept in ``panel.toml``; declining it closes the panel), and the colours
+every error, warning and info line of the panel is written in.
+
+Those colours are the dark palette's (``WINDOW``, the warning amber, a light red), chosen
+for a WCAG 2 contrast ratio of at least ``MIN_CONTRAST`` (4.5:1, level AA for normal
+text) against their background; ``contrast_ratio`` computes it (tests/ui check every style
+of the panel with it).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from ui.settings import UiSettings
@@ -58,3 +67,57 @@ def acknowledge(settings: UiSettings, dialog: NoticeDialog | None = None) -> boo
     settings.panel.notice_acknowledged = True
     settings.save_panel()
     return True
+
+
+# --- the colours of notices --------------------------------------------------------------
+MIN_CONTRAST = 4.5
+WINDOW = "#24242b"  # the palette's Window: the background of every panel and the status bar
+ERROR_FG, ERROR_BG = "#ffb4b4", "#4a1d1d"
+WARNING_FG, WARNING_BG = "#ffd27f", "#3a2f14"  # the palette's warning amber
+INFO_FG, INFO_BG = "#d8d8e0", "#2a2a33"
+ERROR_TEXT_FG = "#ff9a8c"  # a light red for an error line on the window's own background
+
+_BOX = "padding: 6px; border-radius: 4px;"
+ERROR_STYLE = f"color: {ERROR_FG}; background: {ERROR_BG}; {_BOX}"
+WARNING_STYLE = f"color: {WARNING_FG}; background: {WARNING_BG}; {_BOX}"
+INFO_STYLE = f"color: {INFO_FG}; background: {INFO_BG}; {_BOX}"
+#: an error line in a panel (no box of its own: the window's background)
+ERROR_TEXT_STYLE = f"color: {ERROR_TEXT_FG};"
+#: a warning word in the status bar (a provider fell back, no virtual camera)
+WARNING_TEXT_STYLE = f"color: {WARNING_FG}; font-weight: bold;"
+
+
+def relative_luminance(colour: str) -> float:
+    """WCAG 2's relative luminance of ``colour`` (``#rrggbb`` or a Qt colour name), 0..1."""
+    qc = QColor(colour)
+    if not qc.isValid():
+        raise ValueError(f"not a colour: {colour!r}")
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(qc.redF()) + 0.7152 * linear(qc.greenF()) + 0.0722 * linear(qc.blueF())
+
+
+def contrast_ratio(foreground: str, background: str) -> float:
+    """WCAG 2's contrast ratio of two colours: 1 (the same) to 21 (black on white)."""
+    a, b = sorted((relative_luminance(foreground), relative_luminance(background)))
+    return (b + 0.05) / (a + 0.05)
+
+
+_COLOUR = re.compile(r"(?<![-\w])color:\s*([#\w]+)")
+_BACKGROUND = re.compile(r"background(?:-color)?:\s*([#\w]+)")
+
+
+def style_contrast(style: str, window: str = WINDOW) -> float:
+    """The lowest contrast ratio of a style sheet's text colours against its background
+    (its own ``background``, else ``window``); each ``{...}`` block is judged alone.
+    ``inf`` when the style sets no text colour."""
+    blocks = re.findall(r"\{([^}]*)\}", style) or [style]
+    ratios = []
+    for block in blocks:
+        back = _BACKGROUND.search(block)
+        ratios += [
+            contrast_ratio(fg, back.group(1) if back else window) for fg in _COLOUR.findall(block)
+        ]
+    return min(ratios, default=float("inf"))

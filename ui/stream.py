@@ -116,6 +116,9 @@ class StreamController(QObject):
         self._abandon = threading.Event()  # stop() while a start is still under way
         self._events: list[Event] = []
         self._events_lock = threading.Lock()
+        #: sinks the next starts leave out (lower case), e.g. the window's preview-only
+        #: start when no virtual camera works; the config keeps them
+        self.skip_sinks: frozenset[str] = frozenset()
         #: why the last stream ended by itself without a failure, for the window
         #: ("The video clip.mp4 ended ..."), "" otherwise
         self.end_text = ""
@@ -219,7 +222,8 @@ class StreamController(QObject):
     def _make_app(self) -> App:
         cfg = as_camera(self._config)
         self.end_text = ""
-        specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in PANEL_SINKS_IGNORED)
+        left_out = (*PANEL_SINKS_IGNORED, *self.skip_sinks)
+        specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in left_out)
         sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
         self._handoff = FrameHandoff()
         self._shown = 0

@@ -132,13 +132,20 @@ class VirtualCamSink(Sink):
         return self._cam.backend if self._cam is not None else None
 
 
-def virtualcam_status(backend: str | None = None, device: str | None = None) -> tuple[bool, str]:
-    """Briefly open a 64x48 virtual camera: (True, details) or (False, failures + fix)."""
+def probe_virtualcam(backend: str | None = None, device: str | None = None) -> str:
+    """Briefly open a 64x48 virtual camera and close it: its device and backend, e.g.
+    ``/dev/video10 (backend v4l2loopback)``; VirtualCameraUnavailable (every backend's
+    failure, this OS's fix) when none opens. Blocks for a moment: call it off a GUI thread."""
+    cam = open_camera(64, 48, 30.0, backend, device)
     try:
-        cam = open_camera(64, 48, 30.0, backend, device)
-    except VirtualCameraUnavailable as e:
-        return False, f"{e.message}\n  fix: {e.hint}"
-    try:
-        return True, f"{cam.device} (backend {cam.backend})"
+        return f"{cam.device} (backend {cam.backend})"
     finally:
         cam.close()
+
+
+def virtualcam_status(backend: str | None = None, device: str | None = None) -> tuple[bool, str]:
+    """``probe_virtualcam`` as (True, details) or (False, failures + fix)."""
+    try:
+        return True, probe_virtualcam(backend, device)
+    except VirtualCameraUnavailable as e:
+        return False, f"{e.message}\n  fix: {e.hint}"

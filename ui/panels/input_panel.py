@@ -38,10 +38,11 @@ from livecam.errors import LivecamError, as_livecam_error
 from livecam.sources import parse_screen_spec
 from livecam.sources.camera import list_cameras
 from livecam.sources.screen import list_monitors
+from livecam.sources.synthetic.portraits import bundled_portrait
 from ui.main_window import error_text
 from ui.panels.next_start import NextStartChanges, restart_row
 from ui.settings import UiSettings
-from ui.stream import StreamController
+from ui.stream import StreamController, with_swap
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,16 @@ SIZES: tuple[tuple[str, tuple[int, int] | None], ...] = (
 RATES = (30.0, 60.0)
 VIDEO_FILTER = "Videos (*.mp4 *.mkv *.mov *.avi *.webm *.gif);;All files (*)"
 MAX_DESKTOP = 16384
+MOVING_FACE = "with a moving face"
+MOVING_FACE_TIP = (
+    "A bundled portrait that moves like a head on a webcam: see a swap with no camera "
+    "(the face swapped in is yours from the Source tab, else a bundled one)"
+)
+NO_CAMERA = (
+    "No camera found (the input is {spec}). Connect a webcam and close other apps using it "
+    "(on Linux, join the 'video' group), or try LiveCam without one: Input tab, "
+    "“Use the test pattern with a moving face”."
+)
 
 
 def spec_kind(spec: str) -> str:
@@ -72,6 +83,8 @@ class InputPanel(QWidget):
     camera and monitor lists are filled; ``message`` shows problems."""
 
     devices_listed = Signal()
+    #: no camera was found while the input is a camera: what to tell the user
+    camera_missing = Signal(str)
     _listed = Signal(object, object, object, object)  # cameras, camera error, monitors, error
 
     def __init__(
@@ -120,7 +133,15 @@ class InputPanel(QWidget):
             )
         )
         self.pages.addWidget(_row(self.video, self.browse, self.loop))
-        self.pages.addWidget(_row(QLabel("A moving test pattern (no camera needed)")))
+        self.moving_face = QCheckBox(MOVING_FACE)  # source.face_motion: a bundled portrait
+        self.moving_face.setObjectName("moving_face")
+        self.moving_face.setToolTip(MOVING_FACE_TIP)
+        self.pages.addWidget(_row(QLabel("A moving test pattern"), self.moving_face))
+        self.no_camera_offer = QPushButton("Use the test pattern with a moving face")
+        self.no_camera_offer.setObjectName("no_camera_offer")
+        self.no_camera_offer.setToolTip(MOVING_FACE_TIP)
+        self.no_camera_offer.clicked.connect(self.use_moving_face)
+        self.no_camera_offer.hide()  # shown when no camera is found
 
         self.resolution = QComboBox()
         self.resolution.addItems([title for title, _ in SIZES])
@@ -140,6 +161,7 @@ class InputPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.message)
+        layout.addWidget(self.no_camera_offer)
         layout.addWidget(self.changes.bar)
         layout.addStretch(1)
 
@@ -154,6 +176,7 @@ class InputPanel(QWidget):
         self.fps.activated.connect(lambda _: self.apply_format())
         self.mirror.toggled.connect(self.set_mirror)
         self.loop.toggled.connect(lambda on: self._apply(loop=on))
+        self.moving_face.toggled.connect(self.set_moving_face)
         self._listed.connect(self._on_listed)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
         self.refresh_devices()
@@ -184,6 +207,9 @@ class InputPanel(QWidget):
             self.fps.setCurrentIndex(RATES.index(src.fps))
         self.mirror.blockSignals(True)
         self.mirror.setChecked(src.mirror)
+        self.moving_face.blockSignals(True)
+        self.moving_face.setChecked(src.face_motion is not None)
+        self.moving_face.blockSignals(False)
         self.mirror.blockSignals(False)
         self.loop.blockSignals(True)
         self.loop.setChecked(src.loop)
@@ -240,11 +266,15 @@ class InputPanel(QWidget):
         elif not cams:
             notes.append(
                 "No camera found. Connect a webcam and close other apps using it (on Linux, "
-                "join the 'video' group); a video file or the screen works as an input too."
+                "join the 'video' group); a video file or the screen works as an input too, "
+                "and so does the test pattern with a moving face."
             )
         if mon_error is not None:
             notes.append(error_text(mon_error))
         self.message.setText("\n".join(notes))
+        self.no_camera_offer.setVisible(not cams)
+        if not cams and spec_kind(spec) == "camera":
+            self.camera_missing.emit(NO_CAMERA.format(spec=spec))
         self.devices_listed.emit()
 
     # --- applying ------------------------------------------------------------------------
@@ -280,6 +310,51 @@ class InputPanel(QWidget):
         if spec is None or spec == self.changes.merged(self.stream.config).source.spec:
             return
         self._apply(spec=spec)
+
+    def use_moving_face(self) -> None:
+        """The no-camera offer: the test pattern with a moving face as the input, and,
+        when no face to swap in is chosen yet, a bundled one with the swap on (so a new
+        user without a camera sees a swap at the first Start)."""
+        from livecam.cli.demo import ASSETS_PACKAGE, SOURCE_FACE
+
+        self.kind.blockSignals(True)
+        self.kind.setCurrentIndex(KINDS.index("synthetic"))
+        self.kind.blockSignals(False)
+        self.pages.setCurrentIndex(KINDS.index("synthetic"))
+        if not self.set_moving_face(True):
+            return
+        config = self.changes.merged(self.stream.config)
+        if config.swap.face is None and not config.swap.map:
+            try:
+                face = bundled_portrait(SOURCE_FACE, ASSETS_PACKAGE)
+                self.changes.apply("swap", face=str(face))
+                self.changes.apply("pipeline", stages=with_swap(config, True).pipeline.stages)
+            except LivecamError as e:
+                self.message.setText(error_text(e))
+                return
+            self.message.setText(
+                f"Input: the test pattern with a moving face. Swapping in the bundled face "
+                f"{SOURCE_FACE}: choose your own in the Source tab. Press Start."
+            )
+        else:
+            self.message.setText("Input: the test pattern with a moving face. Press Start.")
+
+    def set_moving_face(self, on: bool) -> bool:
+        """The test pattern with the bundled moving face (``on``) or the plain pattern;
+        False when that could not be set (the message says why)."""
+        from livecam.cli.demo import ASSETS_PACKAGE, TARGET
+
+        try:
+            portrait = str(bundled_portrait(TARGET, ASSETS_PACKAGE)) if on else None
+            self.changes.apply("source", spec="synthetic", face_motion=portrait)
+        except LivecamError as e:
+            self.message.setText(error_text(e))
+            return False
+        self.moving_face.blockSignals(True)
+        self.moving_face.setChecked(on)
+        self.moving_face.blockSignals(False)
+        self.message.clear()
+        return True
 
     def set_mirror(self, on: bool) -> None:
         """Mirror the input or not: live while running (the capture thread flips from its
