@@ -107,6 +107,39 @@ def test_a_zeroed_cached_rewrite_is_rebuilt_with_one_warning_and_landmarks_come_
     assert out.count("ok   cached rewrite: ") == 2  # slim-160's and MobileFaceNet's
 
 
+def _stream(testdata: Path, stats: Path) -> dict[str, int]:
+    """`livecam run` of the lite preset over 20 frames of a real talking-head clip."""
+    from livecam.cli.main import main
+
+    clip = testdata / "video" / "liveportrait_d6.mp4"
+    face = testdata / "faces" / PORTRAIT
+    args = ["run", "--source", str(clip), "--frames", "20", "--unpaced", "--sink", "null"]
+    assert main([*args, "--face", str(face), "--stats-json", str(stats), "--quiet"]) == 0
+    summary = json.loads(stats.read_text())
+    return {k: summary[k] for k in ("frames_in", "faces_detected", "frames_swapped")}
+
+
+def test_the_stream_swaps_every_frame_again_after_its_cached_landmarker_was_zeroed(
+    testdata: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("LIVECAM_CACHE_DIR", str(tmp_path / "cache"))
+    assert _stream(testdata, tmp_path / "first.json") == {
+        "frames_in": 20,
+        "faces_detected": 20,
+        "frames_swapped": 20,
+    }
+    (slim,) = (tmp_path / "cache" / "onnx").glob("slim_160_latest.*.dynbatch.onnx")
+    zero_weights_in_place(slim)  # used as it is, no face passes the landmark check: 0 of 20
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="livecam.runtime.batch_rewrite"):
+        assert _stream(testdata, tmp_path / "again.json")["frames_swapped"] == 20
+    (warning,) = [r.getMessage() for r in caplog.records if r.name.endswith("batch_rewrite")]
+    assert f"the cached rewrite {slim} is corrupt" in warning and "rebuilding it" in warning
+
+
 def test_a_rewrite_without_its_record_or_from_another_source_is_rebuilt(
     testdata: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
