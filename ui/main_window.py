@@ -53,6 +53,7 @@ from ui.notice import (
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings
 from ui.stream import StreamController
+from ui.wheel_guard import install_wheel_guard
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +286,7 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         self.setCentralWidget(splitter)
+        install_wheel_guard(self)  # the wheel scrolls a tab; it changes a value only when focused
 
         self.fps_label = QLabel("fps n/a")
         self.latency_label = QLabel("latency n/a")
