@@ -81,9 +81,9 @@ def add_run_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> No
         "--hotkeys",
         action="store_true",
         help="global hotkeys while the stream runs, even when another app has the focus "
-        "(defaults: Ctrl+Alt+S swap, Ctrl+Alt+B blank, Ctrl+Alt+F freeze, Ctrl+Alt+E enhancer, "
-        "Ctrl+Alt+Right/Left next/previous face, Ctrl+Alt+Up/Down quality; [hotkeys] in "
-        "--config changes them; X11, Windows and macOS, not Wayland)",
+        "(defaults: Ctrl+Alt+Shift with S swap, B blank, F freeze, E enhancer, N/P next/previous "
+        "face, U/D quality up/down; [hotkeys] in --config changes them, a desktop's own "
+        "shortcut is warned about; X11, Windows and macOS, not Wayland)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no live status line")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
