@@ -52,7 +52,7 @@ from ui.notice import (
 )
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings
-from ui.stream import StreamController
+from ui.stream import LiveView, StreamController
 from ui.wheel_guard import install_wheel_guard
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,12 @@ PANELS: tuple[PanelSpec, ...] = (
 FALLBACK_STYLE = WARNING_TEXT_STYLE  # the error/warning/info styles: ui.notice (contrast)
 BUTTON_STYLE = "QPushButton { padding: 6px 18px; font-weight: bold; }"
 SWAP_STYLE = BUTTON_STYLE + " QPushButton:checked { background: #2e7d4f; color: white; }"
+#: blank and freeze while on, the badges and REC: white on red (contrast 5.6:1)
+ALERT_STYLE = (
+    "QPushButton { padding: 6px 10px; font-weight: bold; }"
+    " QPushButton:checked { background: #c62828; color: white; }"
+)
+BADGE_STYLE = "color: white; background: #c62828; font-weight: bold; padding: 1px 6px;"
 
 
 def error_text(error: LivecamError) -> str:
@@ -245,6 +251,18 @@ class MainWindow(QMainWindow):
         self.swap_button.setToolTip("Turn the face swap on or off (live)")
         self.swap_button.setStyleSheet(SWAP_STYLE)
         self.start_button.setStyleSheet(BUTTON_STYLE)
+        self.blank_button = self._switch_button(
+            "blank", "Blank", "Privacy: black frames instead of the camera (live)"
+        )
+        self.freeze_button = self._switch_button(
+            "freeze", "Freeze", "Repeat the current frame (live)"
+        )
+        self.rec_label = QLabel()  # REC, the elapsed time and the file really written
+        self.rec_label.setObjectName("rec")
+        self.rec_label.setStyleSheet(BADGE_STYLE)
+        self.rec_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.rec_label.hide()
+        self.live_view = stream.live  # the switches as last shown (``_on_live``)
         self.auto_button = QPushButton("Auto")
         self.auto_button.setObjectName("target_auto")
         self.auto_button.setToolTip("Swap the main face again (select one)")
@@ -260,12 +278,15 @@ class MainWindow(QMainWindow):
         controls = QHBoxLayout()
         controls.addWidget(self.start_button)
         controls.addWidget(self.swap_button)
+        controls.addWidget(self.blank_button)
+        controls.addWidget(self.freeze_button)
         controls.addWidget(self.auto_button)
         controls.addWidget(self.target_label, 1)
         left = QWidget()
         column = QVBoxLayout(left)
         column.setContentsMargins(6, 6, 6, 6)
         column.addLayout(controls)
+        column.addWidget(self.rec_label)
         column.addWidget(self.message)
         column.addWidget(self.preview, 1)
 
@@ -295,6 +316,11 @@ class MainWindow(QMainWindow):
         for label in (self.fps_label, self.latency_label, self.provider_label, self.vcam_label):
             label.setContentsMargins(8, 0, 8, 0)
             self.statusBar().addPermanentWidget(label)
+        self.badge_label = QLabel()  # BLANK FROZEN SWAP OFF, as on the preview
+        self.badge_label.setObjectName("badges")
+        self.badge_label.setStyleSheet(BADGE_STYLE)
+        self.badge_label.hide()
+        self.statusBar().insertPermanentWidget(0, self.badge_label)
 
         quit_action = QAction("Quit", self)
         quit_action.setShortcut(QKeySequence("Ctrl+Q"))
@@ -303,6 +329,9 @@ class MainWindow(QMainWindow):
 
         self.start_button.clicked.connect(self.toggle_running)
         self.swap_button.clicked.connect(self.set_swap)
+        self.blank_button.clicked.connect(self.set_blank)
+        self.freeze_button.clicked.connect(self.set_freeze)
+        stream.live_changed.connect(self._on_live)
         self.auto_button.clicked.connect(lambda: self.set_target(None))
         self.preview.picked.connect(lambda x, y: self.set_target((x, y)))
         self.preview.auto_requested.connect(lambda: self.set_target(None))
@@ -358,6 +387,23 @@ class MainWindow(QMainWindow):
         """The master swap switch: live through the control plane, else in the config."""
         self.stream.set_swap(on)
 
+    def set_blank(self, on: bool) -> None:
+        """Privacy: black frames instead of the camera, or the camera again (live only)."""
+        self.stream.change(f"blank {'on' if on else 'off'}", lambda c: c.set_blank(on))
+
+    def set_freeze(self, on: bool) -> None:
+        """Repeat the current frame, or go live again (live only)."""
+        self.stream.change(f"freeze {'on' if on else 'off'}", lambda c: c.set_freeze(on))
+
+    def _switch_button(self, name: str, title: str, tip: str) -> QPushButton:
+        button = QPushButton(title)  # checked (red) while on; the badges say it too
+        button.setObjectName(name)
+        button.setCheckable(True)
+        button.setEnabled(False)  # live only: enabled while the stream runs
+        button.setToolTip(tip)
+        button.setStyleSheet(ALERT_STYLE)
+        return button
+
     def set_target(self, point: tuple[float, float] | None) -> None:
         """Swap the person at ``point`` of the frame (a click on the preview) or the main
         face again (None); only while running (the choice lives with the stream)."""
@@ -400,11 +446,32 @@ class MainWindow(QMainWindow):
             self.latency_label.setText("latency n/a")
 
     def _sync_swap(self) -> None:
-        on = self.stream.swap_on
-        self.swap_button.blockSignals(True)
-        self.swap_button.setChecked(on)
-        self.swap_button.setText("Swap: on" if on else "Swap: off")
-        self.swap_button.blockSignals(False)
+        self._on_live(self.stream.live)
+
+    def _on_live(self, view: LiveView) -> None:
+        """Show the stream's switches as they are now, whoever changed them (a hotkey,
+        ``--commands``, this window, the API): buttons, badges, target and REC."""
+        self.live_view = view
+        buttons = ((self.swap_button, view.swap), (self.blank_button, view.blank))
+        for button, on in (*buttons, (self.freeze_button, view.frozen)):
+            button.blockSignals(True)
+            button.setChecked(on)
+            button.blockSignals(False)
+        self.swap_button.setText("Swap: on" if view.swap else "Swap: off")
+        self.blank_button.setEnabled(view.running)
+        self.freeze_button.setEnabled(view.running)
+        self.preview.set_badges(view.badges)
+        self.badge_label.setText("  ".join(view.badges))
+        self.badge_label.setVisible(bool(view.badges))
+        self.target_label.setText(target_text(view.target))
+        self._show_recording()
+
+    def _show_recording(self) -> None:
+        view = self.live_view
+        text = view.recording_text()
+        self.rec_label.setText(f"\u25cf {text}" if text else "")
+        self.rec_label.setToolTip("\n".join(f"recording to {p}" for p in view.recordings))
+        self.rec_label.setVisible(bool(text))
 
     def _on_config(self, config: Config) -> None:
         self.settings.save_config(config)
@@ -497,6 +564,7 @@ class MainWindow(QMainWindow):
     def _on_stats(self, snapshot: Snapshot) -> None:
         self.fps_label.setText(f"fps {snapshot.fps_in:.1f} in / {snapshot.fps_out:.1f} out")
         self._sync_target()  # the picked person may have left
+        self._show_recording()  # its elapsed time
         lat = snapshot.latency_ms
         self.latency_label.setText(f"latency p50 {lat.p50:.0f} ms" if lat else "latency n/a")
         text, fallback = providers_text(snapshot)

@@ -7,6 +7,11 @@ pending repaints and the newest frame wins.
 A left click on the picture says which person to swap (``picked(x, y)``: the point in the
 frame, normalised to 0..1, letterboxing left out); a right click asks for auto again
 (``auto_requested``).
+
+``set_badges`` shows warnings over the picture's top left corner (``BLANK``, ``FROZEN``,
+``SWAP OFF``: the stream's live switches, ``LiveView.badges``), white on red, so a blanked
+preview never looks like a dead camera. They are drawn on the preview only, never into the
+output frames.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from PySide6.QtCore import QPointF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent
+from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QImage, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from livecam.types import Frame
@@ -26,6 +31,9 @@ log = logging.getLogger(__name__)
 IDLE_TEXT = "Stopped: press Start"
 BACKGROUND = QColor(16, 16, 20)
 IDLE_COLOUR = QColor(150, 150, 160)
+BADGE_COLOUR = QColor(198, 40, 40)  # white on this red: contrast 5.6:1
+BADGE_TEXT = QColor(255, 255, 255)
+BADGE_MARGIN = 10  # from the picture's corner, and between badges
 
 
 class PreviewWidget(QWidget):
@@ -42,6 +50,8 @@ class PreviewWidget(QWidget):
         self.frames_received = 0
         self.frames_painted = 0
         self.idle_text = IDLE_TEXT
+        self.badges: tuple[str, ...] = ()  # shown over the picture (``set_badges``)
+        self.badge_rects: list[QRect] = []  # where the last paint drew them
         self._frame: Frame | None = None  # keeps the array alive while _image points into it
         self._image: QImage | None = None
         self._painted_number = 0
@@ -63,6 +73,12 @@ class PreviewWidget(QWidget):
         self._image = bgr_image(self._frame)
         self.frames_received += 1
         self.update()
+
+    def set_badges(self, badges: tuple[str, ...]) -> None:
+        """Show ``badges`` (e.g. ``("BLANK", "SWAP OFF")``; empty: none) from the next paint."""
+        if badges != self.badges:
+            self.badges = tuple(badges)
+            self.update()
 
     def clear(self, text: str = IDLE_TEXT) -> None:
         """Drop the frame and show ``text`` instead (the stream stopped)."""
@@ -100,12 +116,35 @@ class PreviewWidget(QWidget):
                 font.setPointSize(14)
                 painter.setFont(font)
                 painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.idle_text)
+                self._paint_badges(painter, self.rect())
                 return
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
             target = fit_rect(self._image.width(), self._image.height(), self.rect())
             painter.drawImage(target, self._image)
+            self._paint_badges(painter, target)
         finally:
             painter.end()
         if self.frames_received != self._painted_number:
             self._painted_number = self.frames_received
             self.frames_painted += 1
+
+    def _paint_badges(self, painter: QPainter, area: QRect) -> None:
+        """The badges left to right over ``area``'s top left corner."""
+        self.badge_rects = []
+        if not self.badges:
+            return
+        font = painter.font()
+        font.setPointSize(13)
+        font.setBold(True)
+        painter.setFont(font)
+        metrics = QFontMetrics(font)
+        x, y = area.x() + BADGE_MARGIN, area.y() + BADGE_MARGIN
+        for text in self.badges:
+            rect = QRect(x, y, metrics.horizontalAdvance(text) + 20, metrics.height() + 10)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(BADGE_COLOUR)
+            painter.drawRoundedRect(rect, 5, 5)
+            painter.setPen(BADGE_TEXT)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+            self.badge_rects.append(rect)
+            x = rect.right() + 1 + BADGE_MARGIN

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -36,6 +39,43 @@ FRAME_POLL_MS = 15  # how often the newest output frame is taken (~66 Hz)
 STATS_MS = 500  # how often the stats are read
 STOP_TIMEOUT_S = 1.5  # the app joins its threads within this (closing the window: < 2 s)
 PANEL_SINKS_IGNORED = ("window", "auto")  # the panel's own preview replaces these
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """What the panel shows of the stream's live switches, read from the control state
+    (``Controls.state``), whoever changed them: hotkeys, ``--commands``, the panel, the API.
+
+    ``recordings``: the video files being recorded now, by their real names (a new one with
+    a timestamp when the chosen file existed); ``recording_since``: when the panel first
+    saw them (``time.monotonic``), None when nothing is recorded.
+    """
+
+    running: bool
+    swap: bool
+    blank: bool = False
+    frozen: bool = False
+    target: str = "auto"
+    recordings: tuple[Path, ...] = ()
+    recording_since: float | None = None
+
+    @property
+    def badges(self) -> tuple[str, ...]:
+        """The preview's and the status bar's warnings: ``BLANK``, ``FROZEN``, ``SWAP OFF``
+        (while running; the output is not what a swap would send)."""
+        if not self.running:
+            return ()
+        flags = (("BLANK", self.blank), ("FROZEN", self.frozen), ("SWAP OFF", not self.swap))
+        return tuple(name for name, on in flags if on)
+
+    def recording_text(self, now: float | None = None) -> str:
+        """``REC 01:23 name.mp4`` while recording (elapsed mm:ss, or h:mm:ss), else ""."""
+        if not self.recordings or self.recording_since is None:
+            return ""
+        seconds = int(max(0.0, (time.monotonic() if now is None else now) - self.recording_since))
+        minutes = f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        clock = f"{seconds // 3600}:{minutes}" if seconds >= 3600 else minutes
+        return f"REC {clock} " + ", ".join(p.name for p in self.recordings)
 
 
 def as_camera(config: Config) -> Config:
@@ -93,6 +133,7 @@ class StreamController(QObject):
     frame = Signal(object)
     stopped = Signal(str)
     start_failed = Signal(object)
+    live_changed = Signal(object)  # LiveView: a switch changed (polled every frame poll)
     _result = Signal(object, object, object)  # (description, Applied | None, error | None)
     _started = Signal(object, object)  # (App, error | None) from the start thread
 
@@ -116,12 +157,15 @@ class StreamController(QObject):
         self._abandon = threading.Event()  # stop() while a start is still under way
         self._events: list[Event] = []
         self._events_lock = threading.Lock()
-        #: sinks the next starts leave out (lower case), e.g. the window's preview-only
-        #: start when no virtual camera works; the config keeps them
-        self.skip_sinks: frozenset[str] = frozenset()
         #: why the last stream ended by itself without a failure, for the window
         #: ("The video clip.mp4 ended ..."), "" otherwise
         self.end_text = ""
+        self._live_seen: LiveView | None = None  # the last LiveView sent (live_changed)
+        self._config_seen: Config | None = None  # controls.config when last sent
+        self._recording_since: float | None = None
+        #: sinks the next starts leave out (lower case), e.g. the window's preview-only
+        #: start when no virtual camera works; the config keeps them
+        self.skip_sinks: frozenset[str] = frozenset()
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -157,6 +201,29 @@ class StreamController(QObject):
             controls.state.swap if controls is not None else "swap" in self.config.pipeline.stages
         )
 
+    @property
+    def live(self) -> LiveView:
+        """The live switches now: the control state while running, else the config's swap."""
+        controls = self.controls
+        if controls is None:
+            return LiveView(running=False, swap="swap" in self._config.pipeline.stages)
+        state = controls.state
+        app = self._app
+        recordings = tuple(s.recording for s in app.sinks if s.recording) if app else ()
+        if not recordings:
+            self._recording_since = None
+        elif self._recording_since is None:
+            self._recording_since = time.monotonic()
+        return LiveView(
+            running=True,
+            swap=state.swap,
+            blank=state.blank,
+            frozen=state.frozen,
+            target=state.target_text,
+            recordings=recordings,
+            recording_since=self._recording_since,
+        )
+
     def set_swap(self, on: bool) -> None:
         """Turn the swap on or off: live (``change``) while running, else in the config."""
         if self.running:
@@ -180,6 +247,7 @@ class StreamController(QObject):
         """The config of the next start (while running, only kept for after the stop)."""
         self._config = config
         self.config_changed.emit(config)
+        self._poll_live()  # stopped: the swap switch follows the config
 
     # --- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -245,9 +313,11 @@ class StreamController(QObject):
 
     def _run(self, app: App) -> None:
         self._app = app
+        self._config_seen = None
         self._frames.start()
         self._stats.start()
         self.running_changed.emit(True)
+        self._poll_live()
 
     def _drop_subscription(self) -> None:
         if self._subscription is not None:
@@ -272,6 +342,7 @@ class StreamController(QObject):
         self._drop_subscription()
         self._app = None
         self.running_changed.emit(False)
+        self._poll_live()
         return stuck
 
     # --- live changes -------------------------------------------------------------------
@@ -318,6 +389,22 @@ class StreamController(QObject):
         if newest is not None:
             self._shown, image = newest
             self.frame.emit(image)
+        self._poll_live()
+
+    def _poll_live(self) -> None:
+        """Send ``live_changed`` when a switch changed and ``config_changed`` when a live
+        change was installed, by whomever (a hotkey, ``--commands``, the API): the panel
+        follows the stream within a frame poll, not only its own clicks."""
+        controls = self.controls
+        if controls is not None and controls.config is not self._config_seen:
+            first = self._config_seen is None
+            self._config_seen = controls.config
+            if not first:
+                self.config_changed.emit(self.config)
+        live = self.live
+        if live != self._live_seen:
+            self._live_seen = live
+            self.live_changed.emit(live)
 
     def _poll_stats(self) -> None:
         app = self._app
@@ -333,6 +420,7 @@ class StreamController(QObject):
             self.end_text = "" if reason else _end_text(app)
             self.stop()
             self.stopped.emit(reason)
+
 
 def _end_text(app: App) -> str:
     """What the window says when ``app`` ended by itself without a failure."""

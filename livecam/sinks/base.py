@@ -27,6 +27,10 @@ class Sink(ABC):
     records_video: bool = False
     #: the file this sink finished writing (recorders, image writers), once it is on disk
     written: Path | None = None
+    #: the file a video recording is being written to now, by its real name (a new one
+    #: with a timestamp when the chosen file existed), from ``open`` until it is finished
+    #: or fails; None otherwise (the panel's REC indicator shows it)
+    recording: Path | None = None
 
     @abstractmethod
     def open(self, width: int, height: int, fps: float) -> None:

@@ -196,6 +196,7 @@ class ProcessingPanel(QWidget):
 
         stream.config_changed.connect(lambda _cfg: self.refresh())
         stream.running_changed.connect(lambda _on: self.refresh())
+        stream.live_changed.connect(lambda view: self._show_swap(view.swap))  # hotkeys too
         stream.stats.connect(self.show_stats)
         stream.applied.connect(lambda what: self.message.setText(f"Applied: {what}"))
         stream.failed.connect(self._on_failed)
@@ -241,9 +242,7 @@ class ProcessingPanel(QWidget):
             self.mapping.clear()
             self.mapping.addItems(list(swap.map))
             controls = self.stream.controls
-            self.swap_on.blockSignals(True)
-            self.swap_on.setChecked(self.stream.swap_on)
-            self.swap_on.blockSignals(False)
+            self._show_swap(self.stream.swap_on)
             if controls is not None:
                 self._show_providers({k: vars(v) for k, v in controls.state.providers.items()})
             else:
@@ -251,6 +250,11 @@ class ProcessingPanel(QWidget):
                 self.provider_warning.hide()
         finally:
             self._refreshing = False
+
+    def _show_swap(self, on: bool) -> None:
+        self.swap_on.blockSignals(True)
+        self.swap_on.setChecked(on)
+        self.swap_on.blockSignals(False)
 
     def _preset_label(self, name: str) -> str:
         row = PRESETS.get(name)

@@ -6,7 +6,8 @@ the largest is used at once; click another box (or pick its number) to use that 
 Running: the face changes live through the control plane (the preview keeps going);
 stopped: ``swap.face`` / ``swap.face_index`` (and the swap stage) go into the config and
 the settings. A photo that cannot be read or holds no face is a message here; the stream
-is not touched.
+is not touched. A face changed elsewhere (the next/previous face hotkeys, ``--commands``,
+the API) is shown here too, within a frame poll (``follow``), without applying anything.
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ class SourcePanel(QWidget):
         self.faces: PhotoFaces | None = None
         self.face_index: int | None = None
         self._request = 0
+        #: (request, photo, face) of a photo found to be shown only (``follow``)
+        self._follow: tuple[int, Path, int] | None = None
+        self._asking = False  # the panel's own live face change is on its way
         self.setAcceptDrops(True)
 
         self.open_button = QPushButton("Open photo…")
@@ -165,6 +169,7 @@ class SourcePanel(QWidget):
         self._found.connect(self._on_found)
         stream.applied.connect(self._on_applied)
         stream.failed.connect(self._on_failed)
+        stream.config_changed.connect(self.follow)
         self.refresh_gallery()
         face = stream.config.swap.face
         if face:
@@ -176,10 +181,14 @@ class SourcePanel(QWidget):
         if path:
             self.load(path)
 
-    def load(self, path: str | Path) -> None:
-        """Find the faces of ``path`` on a worker thread; ``analysed`` tells when done."""
+    def load(self, path: str | Path, show_only: int | None = None) -> None:
+        """Find the faces of ``path`` on a worker thread; ``analysed`` tells when done.
+        The largest face is then used; with ``show_only``, that face is shown as the one
+        in use and nothing is applied (``follow``)."""
         self._request += 1
         request = self._request
+        shown = Path(path).expanduser().absolute()
+        self._follow = None if show_only is None else (request, shown, show_only)
         self.message.setText(f"Looking for faces in {Path(path).name}…")
         self.message.setStyleSheet("")
 
@@ -212,8 +221,30 @@ class SourcePanel(QWidget):
             if n > 1
             else "1 face found."
         )
-        self.pick_face(0)
+        follow, self._follow = self._follow, None
+        if follow is not None and follow[0] == request:
+            self._show_face(min(follow[2], n - 1))
+            self.message.setText(f"Now swapping in {faces.path.name} #{self.face_index}.")
+        else:
+            self.pick_face(0)
         self.analysed.emit(True)
+
+    def follow(self, config: Config) -> None:
+        """Show the face ``config`` swaps in when it is not the one shown (changed outside
+        the panel: a hotkey, ``--commands``, the API); nothing is applied."""
+        face = config.swap.face
+        if not face or self._asking:  # the panel's own change is still on its way
+            return
+        path = Path(face).expanduser().absolute()
+        index = config.swap.face_index or 0
+        if self.faces is not None and self.faces.path.absolute() == path:
+            if index != self.face_index and index < len(self.faces.boxes):
+                self._show_face(index)
+            return
+        if self._follow is not None and self._follow[1:] == (path, index):
+            return  # already finding its faces
+        self.path_label.setText(f"In use: {path}")
+        self.load(path, show_only=index)
 
     # --- choosing a face -----------------------------------------------------------------
     def pick_face(self, index: int) -> None:
@@ -221,12 +252,11 @@ class SourcePanel(QWidget):
         faces = self.faces
         if faces is None or not 0 <= index < len(faces.boxes):
             return
-        self.face_index = index
-        self.picker.setCurrentIndex(index)
-        self.thumb.show_faces(faces, index)
+        self._show_face(index)
         path = str(faces.path.absolute())
         config_index = index if len(faces.boxes) > 1 else None
         if self.stream.running:
+            self._asking = True
             self.stream.change(
                 f"{CHANGE_PREFIX}{faces.path.name} #{index}",
                 lambda c: c.set_face(path, config_index),
@@ -236,14 +266,24 @@ class SourcePanel(QWidget):
         self.stream.set_config(config)
         self.settings.save_config(config)
 
+    def _show_face(self, index: int) -> None:
+        """Show face ``index`` of the shown photo as the one in use (nothing applied)."""
+        if self.faces is None:
+            return
+        self.face_index = index
+        self.picker.setCurrentIndex(index)
+        self.thumb.show_faces(self.faces, index)
+
     def _on_applied(self, what: str) -> None:
         if what.startswith(CHANGE_PREFIX):
+            self._asking = False
             self.settings.save_config(self.stream.config)
             self.message.setStyleSheet("")
             self.message.setText(f"Now swapping in {what.removeprefix(CHANGE_PREFIX)}.")
 
     def _on_failed(self, what: str, error: LivecamError) -> None:
         if what.startswith(CHANGE_PREFIX):
+            self._asking = False
             self.show_error(error)
 
     def show_error(self, error: LivecamError) -> None:

@@ -256,6 +256,7 @@ class RecorderSink(Sink):
         self.encoder = self._writer.encoder
         self.audio = _describe_audio(self._writer)
         self.frames_written = self.frames_swapped = 0
+        self.recording = self.target  # the REC indicator's name
         self.provenance_kind = None
         log.info(
             "recording %dx%d (%g fps nominal) to %s with %s%s",
@@ -327,6 +328,7 @@ class RecorderSink(Sink):
     def close(self) -> None:
         """Finish the file and give it its name; raise SinkError if that fails."""
         writer, tmp, out = self._writer, self._tmp, self._out
+        self.recording = None
         if writer is None or tmp is None or out is None:
             return
         if self.frames_written == 0:
@@ -377,6 +379,7 @@ class RecorderSink(Sink):
     def _fail(self, error: Exception) -> NoReturn:
         """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
         writer, tmp, out = self._writer, self._tmp, self._out
+        self.recording = None
         self._writer = self._tmp = self._out = None
         if writer is not None:
             _quietly(writer.abort)
