@@ -249,8 +249,9 @@ class FileHashes:
     hashes each file it loads at least once) while the file's state is unchanged: path,
     inode, size, mtime and ctime. A model store keeps one (a 550 MB model takes about a
     second to hash, and a live change rebuilds its parts). ctime is in the key because an
-    in-place write that restores size and mtime (``cp -p``, ``os.utime``) still moves it;
-    bit rot moves nothing, and is found at the next start."""
+    in-place write that restores size and mtime (``cp -p``, ``os.utime``) still moves it
+    (on Windows ``st_ctime`` is the creation time: there, as for bit rot, which moves
+    nothing, the next start finds it)."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, int, int, int, int], str] = {}
