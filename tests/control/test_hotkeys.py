@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import missing
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 from synthetic_stream import small_config
 from waiting import poll
@@ -293,12 +294,24 @@ def test_panel_falls_back_to_in_window_shortcuts_and_says_why(
     panel, stream = make_panel(qtbot, tmp_path, monkeypatch)
     assert "not available: no X display" in panel.availability.text()
     assert "In-window shortcuts" in panel.availability.text()
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.activateWindow()
+    qtbot.waitUntil(panel.isActiveWindow)
     stream.start()
     try:
         assert set(panel.shortcuts) == set(ACTIONS) and panel.listener is None
         assert panel.shortcuts["swap"].key().toString() == "Ctrl+Alt+Shift+S"
         panel.shortcuts["swap"].activated.emit()  # what Qt does on the key press
         assert poll(lambda: stream.controls is not None and not stream.controls.state.swap)
+        # typed into an editor, blank's keys are a combination to capture, not the shortcut
+        blank_keys = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier
+        blank_keys |= Qt.KeyboardModifier.ShiftModifier
+        qtbot.keyClick(panel.editors["freeze"], Qt.Key.Key_B, blank_keys)
+        assert "(hotkeys.blank)" in panel.error.text()
+        assert stream.controls is not None and not stream.controls.requested("blank")
+        qtbot.keyClick(panel.availability, Qt.Key.Key_B, blank_keys)  # elsewhere: the shortcut
+        assert poll(lambda: stream.controls is not None and stream.controls.state.blank)
     finally:
         stream.stop()
     assert panel.shortcuts == {}
