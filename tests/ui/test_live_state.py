@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,13 +42,14 @@ OTHER_FACE = ASSETS / "astronaut.png"
 TIMEOUT_MS = 30000  # generous: a start or a rebuild loads models on a loaded machine
 
 
-def config(**output: Any) -> Config:
+def config(hotkeys: dict[str, Any] | None = None, **output: Any) -> Config:
     return Config.from_dict(
         {
             "source": {**SYNTHETIC, "fps": 30},
             "output": {"sinks": ["null"], **output},
             "pipeline": {"stages": ["swap"]},
             "swap": {"face": str(FACE), "select": "one"},
+            "hotkeys": hotkeys or {},
         }
     )
 
@@ -210,7 +212,7 @@ def keys(combo: str) -> str:
 def test_a_global_hotkey_typed_in_another_app_flips_the_swap_button_and_badge(
     qtbot: QtBot, settings: UiSettings, display: str
 ) -> None:
-    window = started(qtbot, settings, config())
+    window = started(qtbot, settings, config(hotkeys={"faces": [str(OTHER_FACE)]}))
     other = subprocess.Popen(
         ["xmessage", "-display", display, "-name", "otherapp", "another app has the focus"],
         env={**os.environ, "DISPLAY": display},
@@ -242,6 +244,21 @@ def test_a_global_hotkey_typed_in_another_app_flips_the_swap_button_and_badge(
         qtbot.waitUntil(lambda: window.swap_button.text() == "Swap: on", timeout=TIMEOUT_MS)
         qtbot.waitUntil(lambda: window.preview.badges == (), timeout=TIMEOUT_MS)
         assert window.swap_button.isChecked() and not window.blank_button.isChecked()
+
+        xdotool(display, "key", "--clearmodifiers", keys(bindings.freeze))
+        qtbot.waitUntil(lambda: window.preview.badges == ("FROZEN",), timeout=TIMEOUT_MS)
+        assert window.freeze_button.isChecked()
+        xdotool(display, "key", "--clearmodifiers", keys(bindings.freeze))
+        qtbot.waitUntil(lambda: not window.freeze_button.isChecked(), timeout=TIMEOUT_MS)
+
+        source = window.panels["Source"]
+        assert isinstance(source, SourcePanel)
+        xdotool(display, "key", "--clearmodifiers", keys(bindings.next_face))
+        qtbot.waitUntil(
+            lambda: source.faces is not None and source.faces.path.absolute() == OTHER_FACE,
+            timeout=TIMEOUT_MS,
+        )
+        assert window.stream.config.swap.face == str(OTHER_FACE)
     finally:
         other.terminate()
         other.wait(10)
@@ -250,10 +267,11 @@ def test_a_global_hotkey_typed_in_another_app_flips_the_swap_button_and_badge(
 
 # --- the REC indicator ----------------------------------------------------------------------
 def test_rec_shows_the_elapsed_time_and_the_file_really_written(
-    qtbot: QtBot, settings: UiSettings, tmp_path: Path
+    qtbot: QtBot, settings: UiSettings, tmp_path: Path, testdata: Path
 ) -> None:
     chosen = tmp_path / "show.mp4"
-    chosen.write_bytes(b"an older recording")  # taken: the recorder picks a new name
+    shutil.copy(testdata / "video" / "liveportrait_d6.mp4", chosen)  # an older recording
+    older = chosen.read_bytes()  # the name is taken: the recorder picks a new one
     window = started(qtbot, settings, config(sinks=["null", str(chosen)]))
     try:
         qtbot.waitUntil(lambda: window.rec_label.isVisible(), timeout=TIMEOUT_MS)
@@ -267,7 +285,7 @@ def test_rec_shows_the_elapsed_time_and_the_file_really_written(
     finally:
         window.close()
     assert window.rec_label.isHidden()
-    assert chosen.read_bytes() == b"an older recording"  # never replaced
+    assert chosen.read_bytes() == older  # never replaced
     assert written.stat().st_size > 1000  # the file the panel named is the recording
 
 
