@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -234,7 +234,7 @@ class App:
         slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, play.lossless)
         self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
         capture = self._capture(cfg, play, source, ring, undo)  # source -> ring
-        size = self._first_frame(cfg, capture, stages)
+        size = self._first_frame(cfg, capture, stages, sinks)
         fps = cfg.output.fps or source.fps
         self.sinks = self._open(capture, stages, sinks, size, fps)
         inference = self._inference(cfg, play, stages, ring, slot)  # ring -> stages -> slot
@@ -255,6 +255,7 @@ class App:
                 causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output, self.provenance)
             )
         if causes or source is None or stages is None or sinks is None:
+            causes += _other_causes(source, sinks or [])  # every cause, not only the first
             self._close_all(stages or [], [])
             raise StartupError(causes)
         return source, stages, sinks
@@ -300,9 +301,10 @@ class App:
         return capture
 
     def _first_frame(
-        self, cfg: Config, capture: CaptureWorker, stages: list[Stage]
+        self, cfg: Config, capture: CaptureWorker, stages: list[Stage], sinks: list[Sink]
     ) -> tuple[int, int]:
-        """The frame size, once the source delivered its first frame (else StartupError)."""
+        """The frame size, once the source delivered its first frame (else StartupError,
+        with what the sinks would fail on too)."""
         causes: list[LivecamError] = []
         if not capture.ready.wait(FIRST_FRAME_TIMEOUT_S):
             causes.append(
@@ -315,6 +317,7 @@ class App:
         elif capture.startup_error is not None:
             causes.append(capture.startup_error)
         if causes or capture.size is None:
+            causes += _other_causes(None, sinks)
             self._abort(capture, stages, [])
             raise StartupError(causes)
         self.frame_size = capture.size
@@ -496,6 +499,25 @@ def _close_quietly(part: Sink | Stage) -> None:
         part.close()
     except Exception as e:
         log.warning("closing %s failed: %r", part.name, e)
+
+
+def _other_causes(source: Source | None, sinks: Sequence[Sink]) -> list[LivecamError]:
+    """Once one part failed at start-up, what the others would fail on: ``source`` opened
+    and closed again, each sink checked (``Sink.check``: nothing written or shown), so the
+    error lists every cause (no camera, no virtual camera, no face), not only the first."""
+    causes: list[LivecamError] = []
+    if source is not None:
+
+        def open_source() -> None:
+            try:
+                source.open()
+            finally:
+                source.close()
+
+        _collect(causes, "source", open_source)
+    for sink in sinks:
+        _collect(causes, f"output {sink.name}", sink.check)
+    return causes
 
 
 def _collect(causes: list[LivecamError], where: str, action: Callable[[], T]) -> T | None:

@@ -15,15 +15,16 @@ import numpy as np
 
 
 @contextlib.contextmanager
-def xvfb_display() -> Iterator[str | None]:
-    """Start a private Xvfb and yield its DISPLAY (``:N``), or None when Xvfb is absent."""
+def xvfb_display(size: str = "640x480") -> Iterator[str | None]:
+    """Start a private Xvfb of ``size`` (``WxH``) and yield its DISPLAY (``:N``), or None
+    when Xvfb is absent."""
     exe = shutil.which("Xvfb")
     if exe is None or not sys.platform.startswith("linux"):
         yield None
         return
     r, w = os.pipe()
     proc = subprocess.Popen(
-        [exe, "-displayfd", str(w), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        [exe, "-displayfd", str(w), "-screen", "0", f"{size}x24", "-nolisten", "tcp"],
         pass_fds=(w,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -17,8 +17,15 @@ import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QKeySequence, QPalette
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QColor,
+    QGuiApplication,
+    QKeySequence,
+    QPalette,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -58,6 +65,8 @@ from ui.wheel_guard import install_wheel_guard
 log = logging.getLogger(__name__)
 
 TITLE = "LiveCam"
+DEFAULT_SIZE = QSize(1280, 760)  # the first window, shrunk to fit smaller screens
+FRAME_MARGIN = QSize(16, 48)  # px the window manager adds around it (title bar, borders)
 VIRTUALCAM = "virtualcam"
 
 
@@ -161,6 +170,22 @@ def no_virtualcam_text(problem: LivecamError) -> str:
     )
 
 
+def fit_rect(rect: QRect, free: QRect, centre: bool = False) -> QRect:
+    """``rect`` (a window's client area) shrunk and moved so that it and the window
+    manager's frame (``FRAME_MARGIN``) lie inside ``free``; ``centre``: centred in it."""
+    width = max(1, min(rect.width(), free.width() - FRAME_MARGIN.width()))
+    height = max(1, min(rect.height(), free.height() - FRAME_MARGIN.height()))
+    side, bottom = FRAME_MARGIN.width() // 2, FRAME_MARGIN.width() // 2
+    top = FRAME_MARGIN.height() - bottom  # the title bar
+    lo_x, hi_x = free.left() + side, free.right() + 1 - side - width
+    lo_y, hi_y = free.top() + top, free.bottom() + 1 - bottom - height
+    if centre:
+        x, y = (lo_x + hi_x) // 2, (lo_y + hi_y) // 2
+    else:
+        x, y = min(max(rect.x(), lo_x), hi_x), min(max(rect.y(), lo_y), hi_y)
+    return QRect(x, y, width, height)
+
+
 def apply_theme(app: QApplication) -> None:
     """The panel's look: Qt's Fusion style with a dark palette (easy on a streamer's eyes
     next to OBS, and the same on every OS)."""
@@ -182,6 +207,14 @@ def apply_theme(app: QApplication) -> None:
     }
     for role, colour in colours.items():
         palette.setColor(role, QColor(colour))
+    # a control disabled because it has no effect (Processing tab) must look it
+    for role, colour in (
+        (QPalette.ColorRole.WindowText, "#7c7c88"),
+        (QPalette.ColorRole.Text, "#7c7c88"),
+        (QPalette.ColorRole.ButtonText, "#7c7c88"),
+        (QPalette.ColorRole.Highlight, "#4a4a55"),
+    ):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(colour))
     app.setPalette(palette)
 
 
@@ -297,7 +330,8 @@ class MainWindow(QMainWindow):
             widget = load_panel(spec, stream, settings)
             self.panels[spec.title] = widget
             scroll = QScrollArea()  # a tall panel scrolls instead of growing the window
-            scroll.setWidgetResizable(True)
+            scroll.setWidgetResizable(True)  # and fits the tab's width: never sideways
+            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
             scroll.setWidget(widget)
             self.tabs.addTab(scroll, spec.title)
@@ -306,6 +340,8 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)
+        self.splitter = splitter  # its position is saved at close (panel.toml)
         self.setCentralWidget(splitter)
         install_wheel_guard(self)  # the wheel scrolls a tab; it changes a value only when focused
 
@@ -575,11 +611,19 @@ class MainWindow(QMainWindow):
 
     # --- geometry and close --------------------------------------------------------------
     def _restore_geometry(self) -> None:
+        """The saved geometry and splitter, else ``DEFAULT_SIZE``; either fitted into the
+        screen's free area (a 1366x768 laptop with its taskbar and the title bar)."""
         geometry = self.settings.panel.geometry
+        free = self.screen().availableGeometry()
         if len(geometry) == 4 and geometry[2] > 0 and geometry[3] > 0:
-            self.setGeometry(QRect(*geometry))
+            saved = QRect(*geometry)
+            there = QGuiApplication.screenAt(saved.center())  # the monitor it was on, if any
+            self.setGeometry(fit_rect(saved, there.availableGeometry() if there else free))
         else:
-            self.resize(1280, 760)
+            self.setGeometry(fit_rect(QRect(QPoint(0, 0), DEFAULT_SIZE), free, centre=True))
+        sizes = self.settings.panel.splitter
+        if len(sizes) == 2 and min(sizes) > 0:
+            self.splitter.setSizes(sizes)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         """Stop the stream (threads joined), save the config and the geometry, close."""
@@ -588,6 +632,7 @@ class MainWindow(QMainWindow):
             log.warning("threads still running after the stop: %s", ", ".join(self.stuck_threads))
         g = self.geometry()
         self.settings.panel.geometry = [g.x(), g.y(), g.width(), g.height()]
+        self.settings.panel.splitter = list(self.splitter.sizes())
         try:
             self.settings.save_config(self.stream.config)
             self.settings.save_panel()

@@ -4,7 +4,8 @@
 * ``config.toml``: the stream's settings, the same TOML ``livecam run --config`` reads
   (first run: ``first_run_config``).
 * ``panel.toml``: the panel's own state: recent source faces (newest first), whether the
-  responsible-use notice was acknowledged, the window geometry.
+  responsible-use notice was acknowledged, the window geometry and the splitter between
+  the preview and the side tabs.
 
 Both are written to a temporary file and renamed; a damaged file is kept aside
 (``NAME.bad``) with a warning and defaults are used, so the panel always starts.
@@ -70,12 +71,14 @@ class PanelState:
     recent_faces: list[str] = field(default_factory=list)
     notice_acknowledged: bool = False
     geometry: list[int] = field(default_factory=list)  # x, y, width, height
+    splitter: list[int] = field(default_factory=list)  # preview and side tabs widths, px
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "recent_faces": list(self.recent_faces),
             "notice_acknowledged": self.notice_acknowledged,
             "geometry": list(self.geometry),
+            "splitter": list(self.splitter),
         }
 
 
@@ -105,7 +108,9 @@ class UiSettings:
             data = tomllib.loads(self.panel_path.read_text(encoding="utf-8"))
             faces = [str(f) for f in data.get("recent_faces", [])][:MAX_RECENT_FACES]
             geometry = [int(v) for v in data.get("geometry", [])]
-            return PanelState(faces, bool(data.get("notice_acknowledged", False)), geometry)
+            splitter = [int(v) for v in data.get("splitter", [])]
+            acknowledged = bool(data.get("notice_acknowledged", False))
+            return PanelState(faces, acknowledged, geometry, splitter)
         except (tomllib.TOMLDecodeError, TypeError, ValueError, UnicodeDecodeError) as e:
             _set_aside(self.panel_path, str(e))
             return PanelState()

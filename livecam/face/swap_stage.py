@@ -220,11 +220,13 @@ def check_swap_config(cfg: SwapConfig) -> None:
         raise ConfigError(
             "the swap stage needs the source face photo (config field 'swap.face')",
             "add --face PHOTO: a photo of the face to swap in",
+            panel_hint="pick a face photo in the Source tab (Choose photo…)",
         )
     if cfg.select == "reference" and cfg.reference is None:
         raise ConfigError(
             "face selection 'reference' needs the reference photo (config field 'swap.reference')",
             "add --reference PHOTO: a photo of the person whose face is replaced",
+            panel_hint="pick the reference photo in the Processing tab, or another selection",
         )
 
 

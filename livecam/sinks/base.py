@@ -46,6 +46,11 @@ class Sink(ABC):
         one output period apart. Either way only differences between frames matter.
         """
 
+    def check(self) -> None:  # noqa: B027 - optional hook
+        """Raise SinkError when ``open`` would fail for a reason found without opening for
+        real (nothing written, no window shown): start-up calls it, when another part has
+        already failed, to report every cause at once. Default: nothing to check."""
+
     def take_audio_from(self, path: Path) -> None:  # noqa: B027 - optional hook
         """The run converts the media file ``path`` (every frame, at the file's own
         timestamps): a sink that can carry sound copies its audio. Called before ``open``."""

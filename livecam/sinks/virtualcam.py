@@ -103,6 +103,11 @@ class VirtualCamSink(Sink):
             fps,
         )
 
+    def check(self) -> None:
+        """VirtualCameraUnavailable when no virtual camera opens (a 64x48 one, briefly)."""
+        if self._cam is None:
+            probe_virtualcam(self._want_backend, self._want_device)
+
     def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
         if self._cam is None:
             raise SinkError("virtual camera sink: send() before open()")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -38,7 +39,21 @@ ACCEPTED_FORMS = (
 
 
 def _bad(spec: str, why: str) -> SourceError:
-    return SourceError(f"source {spec!r}: {why}", f"use one of: {ACCEPTED_FORMS}")
+    return SourceError(
+        f"source {spec!r}: {why}",
+        f"use one of: {ACCEPTED_FORMS}",
+        panel_hint="choose the input again in the Input tab",
+    )
+
+
+def _file_not_found(text: str) -> SourceError:
+    """The error for a source that names a file (a folder part or a file suffix) that is
+    not there: "file not found", not the whole source syntax."""
+    return SourceError(
+        f"file not found: {text}",
+        "check the path (a typo, or the file was moved or deleted)",
+        panel_hint="choose the video again in the Input tab (Video file: Choose…)",
+    )
 
 
 def parse_screen_spec(spec: str) -> tuple[int, tuple[int, int, int, int] | None]:
@@ -69,6 +84,8 @@ def make_source(cfg: SourceConfig) -> Source:
     try:
         mode = path.stat().st_mode
     except (OSError, ValueError):
+        if path.suffix or "/" in spec.text or os.sep in spec.text:
+            raise _file_not_found(spec.text) from None
         raise _bad(spec.text, "not a known source and no such file") from None
     if stat.S_ISFIFO(mode):
         return CameraSource(str(path), cfg)  # a stream written by another program

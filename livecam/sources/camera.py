@@ -61,10 +61,19 @@ def camera_api(backend: str = "auto", platform: str = sys.platform) -> int:
     return int(getattr(cv2, _BACKENDS[backend]))
 
 
-def camera_hint(device: int | str, platform: str = sys.platform) -> str:
-    """What to try when camera ``device`` cannot be opened, for ``platform``."""
+OTHER_CAMERA_CLI = "try another camera with --source camera:1 (`livecam doctor` lists cameras)"
+OTHER_CAMERA_PANEL = (
+    "choose another camera in the Input tab (Refresh lists them), or another input there "
+    "(a video file, the screen, the test pattern with a moving face)"
+)
+
+
+def camera_hint(
+    device: int | str, platform: str = sys.platform, others: str = OTHER_CAMERA_CLI
+) -> str:
+    """What to try when camera ``device`` cannot be opened, for ``platform``; ``others``:
+    how to pick another camera (the CLI's option, or ``OTHER_CAMERA_PANEL``)."""
     common = "close other apps that use the camera (Zoom, Teams, OBS, browser tabs)"
-    others = "try another camera with --source camera:1 (`livecam doctor` lists cameras)"
     if platform.startswith("win"):
         os_part = (
             "allow camera access in Settings > Privacy & security > Camera "
@@ -167,7 +176,11 @@ class CameraSource(CvCaptureSource):
             cap = self._capture()
             if not cap.isOpened():
                 cap.release()
-                raise SourceError(f"cannot open {self.label}", camera_hint(self.device))
+                raise SourceError(
+                    f"cannot open {self.label}",
+                    camera_hint(self.device),
+                    panel_hint=camera_hint(self.device, others=OTHER_CAMERA_PANEL),
+                )
             if self.is_device:
                 self._configure(cap)
             for _ in range(_OPEN_ATTEMPTS):
@@ -178,6 +191,7 @@ class CameraSource(CvCaptureSource):
         raise SourceError(
             f"{self.label} opened but delivers no frames (busy or not a video device)",
             camera_hint(self.device),
+            panel_hint=camera_hint(self.device, others=OTHER_CAMERA_PANEL),
         )
 
     def _convert(self, raw: RawFrame) -> Frame:

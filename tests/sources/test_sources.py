@@ -664,7 +664,12 @@ def test_make_source_parses_every_form(video01: Path, portrait: Path) -> None:
     assert isinstance(make_source(SourceConfig(spec="synthetic")), SyntheticSource)
     assert isinstance(make_source(SourceConfig(spec=str(portrait))), ImageSource)
     assert isinstance(make_source(SourceConfig(spec=str(video01))), VideoSource)
-    for bad in ["webcam", "screen:a", "screen:1,2,3", "camera:-1", "/no/such/file.mp4"]:
+    for bad in ["webcam", "screen:a", "screen:1,2,3", "camera:-1"]:
         with pytest.raises(SourceError) as err:
             make_source(SourceConfig(spec=bad))
         assert "screen:x,y,w,h" in err.value.hint and "synthetic" in err.value.hint
+    # a missing file is "file not found", not the whole source syntax (issue 18.7)
+    with pytest.raises(SourceError) as err:
+        make_source(SourceConfig(spec="/no/such/file.mp4"))
+    assert err.value.message == "file not found: /no/such/file.mp4"
+    assert "check the path" in err.value.hint and "screen:x,y,w,h" not in err.value.hint

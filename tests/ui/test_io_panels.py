@@ -17,7 +17,7 @@ from livecam.config.schema import Config
 from livecam.sinks.virtualcam import virtualcam_fix
 from livecam.sources.screen import list_monitors
 from ui.panels.input_panel import KINDS, InputPanel, spec_kind
-from ui.panels.output_panel import OutputPanel
+from ui.panels.output_panel import ERROR_STYLE, OutputPanel
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -247,7 +247,7 @@ def test_the_output_panel_shows_both_marks_and_the_ai_mark_is_on_in_the_panel_co
     shown = OutputPanel(StreamController(off), settings)
     qtbot.addWidget(shown)
     assert "Invisible AI mark: OFF" in shown.marking.text()
-    assert "Article 50" in shown.marking.text() and "b00020" in shown.marking.styleSheet()
+    assert "Article 50" in shown.marking.text() and shown.marking.styleSheet() == ERROR_STYLE
 
 
 def test_the_output_panel_verifies_a_file(

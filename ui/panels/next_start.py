@@ -13,6 +13,7 @@ A control whose change waits for a restart says so beside it (``restart_row``: a
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -36,16 +37,19 @@ TAG_NAME = "applies_at_restart"  # the tag's object name, and the property of it
 TAG_STYLE = "color: #a8a8b4; font-size: 8pt; font-style: italic;"
 
 
-def restart_row(*controls: QWidget, stretch: int = 0) -> QWidget:
+def restart_row(*controls: QWidget, stretch: int = 0, actions: Sequence[QWidget] = ()) -> QWidget:
     """``controls`` in one row with the "applies at restart" tag at its end; each control
     gets the property ``applies_at_restart`` (True). ``stretch``: the index of the control
-    that takes the free width."""
+    that takes the free width; ``actions``: buttons that change no setting (Check,
+    Choose…), after the controls."""
     box = QWidget()
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
     for i, control in enumerate(controls):
         control.setProperty(TAG_NAME, True)
         row.addWidget(control, 1 if i == stretch else 0)
+    for action in actions:
+        row.addWidget(action)
     tag = QLabel(RESTART_TAG)
     tag.setObjectName(TAG_NAME)
     tag.setToolTip(RESTART_TIP)

@@ -19,7 +19,7 @@
   runs ``livecam verify`` on a video or image (a worker thread) and shows its report.
 
 Sinks are opened at start: a change made while running applies at the next start
-(``next_start``).
+(``next_start``), and each setting says "applies at restart" beside it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -49,7 +48,7 @@ from livecam.cli.verify import report_text, verify
 from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
-from ui.panels.next_start import NextStartChanges
+from ui.panels.next_start import NextStartChanges, restart_row
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -136,11 +135,13 @@ class OutputPanel(QWidget):
         self.record_path.setPlaceholderText("recording.mp4")
         self.record_browse = QPushButton("Choose…")
         self.record_browse.clicked.connect(self.choose_recording)
-        self.overwrite = QCheckBox("Replace an existing file (else a new name with the time)")
+        self.overwrite = QCheckBox("Replace an existing file")
+        self.overwrite.setToolTip("Off: the recording gets a new name with the time instead")
         self.preview_only = QCheckBox("Preview only (no virtual camera, no recording)")
         self.rate = QComboBox()
         self.rate.addItems([title for title, _ in RATES])
-        self.label_on = QCheckBox("Label the output (the virtual camera and recordings carry it)")
+        self.label_on = QCheckBox("Label the output frames")
+        self.label_on.setToolTip("The virtual camera, recordings and the preview carry it")
         self.label_text = QLineEdit()
         self.label_text.setPlaceholderText(DEFAULT_LABEL)
         self.label_position = QComboBox()
@@ -161,27 +162,19 @@ class OutputPanel(QWidget):
         self.message = QLabel()
         self.message.setWordWrap(True)
 
-        device_row = QHBoxLayout()
-        device_row.addWidget(self.device, 1)
-        device_row.addWidget(self.backend)
-        device_row.addWidget(self.check_button)
-        record_row = QHBoxLayout()
-        record_row.addWidget(self.record_path, 1)
-        record_row.addWidget(self.record_browse)
-        form = QFormLayout()
-        form.addRow(self.virtualcam)
+        form = QFormLayout()  # a long row puts its field under its label: never sideways
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        form.addRow(restart_row(self.virtualcam))
+        device_row = restart_row(self.device, self.backend, actions=(self.check_button,))
         form.addRow("Device / backend", device_row)
         form.addRow(self.vcam_status)
-        form.addRow(self.record)
-        form.addRow("File", record_row)
-        form.addRow(self.overwrite)
-        form.addRow(self.preview_only)
-        form.addRow("Output rate", self.rate)
-        label_row = QHBoxLayout()
-        label_row.addWidget(self.label_text, 1)
-        label_row.addWidget(self.label_position)
-        form.addRow(self.label_on)
-        form.addRow("Label text / corner", label_row)
+        form.addRow(restart_row(self.record))
+        form.addRow("File", restart_row(self.record_path, actions=(self.record_browse,)))
+        form.addRow(restart_row(self.overwrite))
+        form.addRow(restart_row(self.preview_only))
+        form.addRow("Output rate", restart_row(self.rate))
+        form.addRow(restart_row(self.label_on))
+        form.addRow("Label text / corner", restart_row(self.label_text, self.label_position))
         form.addRow(self.marking)
         form.addRow(self.verify_button)
         form.addRow(self.verify_report)

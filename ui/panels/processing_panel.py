@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -33,10 +34,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from livecam.config.schema import Config, field_choices, split_pair
+from livecam.config.schema import Config, SwapConfig, field_choices, split_pair
 from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
-from livecam.face.presets import PRESETS, models_present
+from livecam.face.presets import PRESETS, is_neural, models_present, resolve_preset
 from livecam.models.store import ModelStore
 from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
@@ -47,6 +48,39 @@ from ui.stream import StreamController
 log = logging.getLogger(__name__)
 
 PRESET_PART = "(preset's)"  # swapper/enhancer: the preset's own choice
+VALUE_WIDTH = 44  # px of a slider's value label ("100 %")
+MAPPING_HEIGHT = 90  # px of the face mapping list
+COMBO_CHARS = 12  # a combo box's minimum width in characters: long names do not widen the tab
+NOTE_STYLE = "color: #a8a8b4; font-style: italic;"
+CLASSIC_REASON = (
+    "No effect with the classic swap (the lite preset's): it makes its own feathered, "
+    "skin-gated mask. Masks, mouth mask, blur and padding shape a neural swapper's paste-back "
+    "(standard or quality preset, or a Swapper above)."
+)
+BOX_REASON = "Blur and padding shape the box mask: tick 'box' above to use them."
+ENHANCER_REASON = "No enhancer runs: choose one (Enhancer above) to use the blend and every Nth."
+
+
+def inactive_controls(swap: SwapConfig, store: ModelStore) -> dict[str, str]:
+    """The swap settings that have no effect under ``swap`` (its preset as resolved with
+    ``store``), each with the reason the panel shows: ``enhance_blend``, ``enhance_every``
+    (no enhancer), ``masks``, ``mouth_mask``, ``mask_blur``, ``mask_padding`` (the classic
+    swap; blur and padding also without the box mask)."""
+    row = resolve_preset(swap.preset, store, swap)
+    parts = row.parts_for(swap, store.manifest)
+    off: dict[str, str] = {}
+    if "enhancer" not in parts:
+        off.update(enhance_blend=ENHANCER_REASON, enhance_every=ENHANCER_REASON)
+    if not is_neural(parts["swapper"], store.manifest):
+        for name in ("masks", "mouth_mask", "mask_blur", "mask_padding"):
+            off[name] = CLASSIC_REASON
+    elif "box" not in row.masks_for(swap, store.manifest, swapper=parts["swapper"]):
+        off.update(mask_blur=BOX_REASON, mask_padding=BOX_REASON)
+    return off
+
+
+def _percent(value: int) -> str:
+    return f"{value} %"
 
 
 def provider_text(providers: Mapping[str, Mapping[str, Any]]) -> tuple[str, str | None]:
@@ -63,14 +97,33 @@ def provider_text(providers: Mapping[str, Mapping[str, Any]]) -> tuple[str, str 
 
 
 class _Slider(QSlider):
-    """A 0-100 slider that reports a value only when released (or moved by keys)."""
+    """A 0-100 slider that reports a value only when released (or moved by keys), with a
+    label beside it (``value_label``, in ``row``) that follows it while it moves."""
 
-    def __init__(self, on_value: Callable[[int], None], parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        on_value: Callable[[int], None],
+        parent: QWidget | None = None,
+        text: Callable[[int], str] = _percent,
+    ) -> None:
         super().__init__(Qt.Orientation.Horizontal, parent)
         self.setRange(0, 100)
         self._on_value = on_value
+        self._text = text
+        self.value_label = QLabel(text(self.value()))
+        self.value_label.setMinimumWidth(VALUE_WIDTH)
+        self.value_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.row = QWidget()
+        line = QHBoxLayout(self.row)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self, 1)
+        line.addWidget(self.value_label)
         self.sliderReleased.connect(lambda: on_value(self.value()))
+        self.valueChanged.connect(self._show_text)
         self.valueChanged.connect(self._changed)
+
+    def _show_text(self, value: int) -> None:
+        self.value_label.setText(self._text(value))
 
     def _changed(self, value: int) -> None:
         if not self.isSliderDown() and not self.signalsBlocked():
@@ -80,6 +133,7 @@ class _Slider(QSlider):
         self.blockSignals(True)
         self.setValue(value)
         self.blockSignals(False)
+        self._show_text(self.value())
 
 
 class ProcessingPanel(QWidget):
@@ -105,8 +159,8 @@ class ProcessingPanel(QWidget):
         layout.addWidget(self.swap_on)
 
         models = QGroupBox("Models")
-        form = QFormLayout(models)
-        self.preset = QComboBox()
+        form = _form(models)
+        self.preset = _compact(QComboBox())
         for name in field_choices("swap.preset"):
             self.preset.addItem(name, name)
         self.preset.activated.connect(lambda _: self._on_preset())
@@ -116,13 +170,15 @@ class ProcessingPanel(QWidget):
         self.enhancer = self._choices((PRESET_PART, *field_choices("swap.enhancer")), "enhancer")
         form.addRow("Enhancer", self.enhancer)
         self.enhance_blend = _Slider(lambda v: self.apply("enhance_blend", enhance_blend=v / 100))
-        form.addRow("Enhancer blend", self.enhance_blend)
+        form.addRow("Enhancer blend", self.enhance_blend.row)
         self.enhance_every = QSpinBox()
         self.enhance_every.setRange(1, 30)
         self.enhance_every.editingFinished.connect(
             lambda: self.apply("enhance every", enhance_every=self.enhance_every.value())
         )
         form.addRow("Enhance every Nth frame", self.enhance_every)
+        self.enhancer_note = _note()  # why the blend and every Nth are off, when they are
+        form.addRow(self.enhancer_note)
         self.provider = self._choices(field_choices("swap.provider"), "provider")
         form.addRow("Provider", self.provider)
         # auto: adaptive (the ladder of livecam.control.quality_ladder); a level pins it
@@ -140,8 +196,8 @@ class ProcessingPanel(QWidget):
         layout.addWidget(models)
 
         faces = QGroupBox("Faces")
-        form = QFormLayout(faces)
-        self.select = QComboBox()
+        form = _form(faces)
+        self.select = _compact(QComboBox())
         for mode in field_choices("swap.select"):
             self.select.addItem(mode, mode)
         self.select.activated.connect(lambda _: self._on_select())
@@ -151,6 +207,7 @@ class ProcessingPanel(QWidget):
         pick.clicked.connect(self._pick_reference)
         form.addRow(pick, self.reference)
         self.mapping = QListWidget()
+        self.mapping.setMaximumHeight(MAPPING_HEIGHT)  # a few pairs; more scroll
         form.addRow("Mapping (source = target)", self.mapping)
         buttons = QHBoxLayout()
         add, remove = QPushButton("Add pair…"), QPushButton("Remove")
@@ -162,31 +219,40 @@ class ProcessingPanel(QWidget):
         layout.addWidget(faces)
 
         blend = QGroupBox("Blending")
-        form = QFormLayout(blend)
+        form = _form(blend)
         self.opacity = _Slider(lambda v: self.apply("opacity", opacity=v / 100))
-        form.addRow("Face opacity", self.opacity)
-        self.mouth_mask = _Slider(lambda v: self.apply("mouth mask", mouth_mask=v))
-        form.addRow("Mouth mask", self.mouth_mask)
+        form.addRow("Face opacity", self.opacity.row)
+        self.mouth_mask = _Slider(
+            lambda v: self.apply("mouth mask", mouth_mask=v),
+            text=lambda v: f"{v} %" if v else "off",
+        )
+        form.addRow("Mouth mask", self.mouth_mask.row)
         self.masks: dict[str, QCheckBox] = {}
-        row = QHBoxLayout()
-        for kind in field_choices("swap.masks"):
+        self.masks_box = QWidget()  # two a line: the tab stays narrow
+        grid = QGridLayout(self.masks_box)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for i, kind in enumerate(field_choices("swap.masks")):
             box = QCheckBox(kind)
             box.toggled.connect(lambda _on: self._on_masks())
             self.masks[kind] = box
-            row.addWidget(box)
-        form.addRow("Masks (none: the preset's)", row)
+            grid.addWidget(box, i // 2, i % 2)
+        form.addRow("Masks (none: the preset's)", self.masks_box)
         self.mask_blur = _Slider(lambda v: self.apply("mask blur", mask_blur=v / 100))
-        form.addRow("Mask blur", self.mask_blur)
+        form.addRow("Mask blur", self.mask_blur.row)
         self.padding: list[QSpinBox] = []
-        row = QHBoxLayout()
-        for side in ("top", "right", "bottom", "left"):
+        self.padding_box = QWidget()
+        grid = QGridLayout(self.padding_box)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for i, side in enumerate(("top", "right", "bottom", "left")):
             spin = QSpinBox()
             spin.setRange(0, 100)
             spin.setSuffix(f" % {side}")
             spin.editingFinished.connect(self._on_padding)
             self.padding.append(spin)
-            row.addWidget(spin)
-        form.addRow("Mask padding", row)
+            grid.addWidget(spin, i // 2, i % 2)
+        form.addRow("Mask padding", self.padding_box)
+        self.mask_note = _note()  # why the masks are off, when they are
+        form.addRow(self.mask_note)
         layout.addWidget(blend)
 
         self.message = QLabel("")
@@ -204,7 +270,7 @@ class ProcessingPanel(QWidget):
 
     # --- building ------------------------------------------------------------------------
     def _choices(self, values: tuple[str, ...], field: str) -> QComboBox:
-        box = QComboBox()
+        box = _compact(QComboBox())
         for value in values:
             box.addItem(value, value)
         box.activated.connect(lambda _: self._on_choice(field, box.currentData()))
@@ -239,6 +305,7 @@ class ProcessingPanel(QWidget):
             for spin, value in zip(self.padding, swap.mask_padding, strict=True):
                 spin.setValue(value)
             self.reference.setText(Path(swap.reference).name if swap.reference else "(none)")
+            self._show_active(swap)
             self.mapping.clear()
             self.mapping.addItems(list(swap.map))
             controls = self.stream.controls
@@ -255,6 +322,38 @@ class ProcessingPanel(QWidget):
         self.swap_on.blockSignals(True)
         self.swap_on.setChecked(on)
         self.swap_on.blockSignals(False)
+
+    def settings_widgets(self) -> dict[str, QWidget]:
+        """The widget of each swap setting that can be without effect (``inactive_controls``)."""
+        return {
+            "enhance_blend": self.enhance_blend.row,
+            "enhance_every": self.enhance_every,
+            "masks": self.masks_box,
+            "mouth_mask": self.mouth_mask.row,
+            "mask_blur": self.mask_blur.row,
+            "mask_padding": self.padding_box,
+        }
+
+    def _show_active(self, swap: SwapConfig) -> None:
+        """Disable the settings that do nothing under ``swap``, with the reason as their
+        tooltip and on the note under them; enable the others again."""
+        try:
+            off = inactive_controls(swap, self.store)
+        except LivecamError:  # an unknown preset: its error is shown when it is used
+            off = {}
+        for name, widget in self.settings_widgets().items():
+            reason = off.get(name)
+            for w in (widget, _form_label(widget)):
+                if w is not None:
+                    w.setEnabled(reason is None)
+                    w.setToolTip(reason or "")
+        for note, names in (
+            (self.enhancer_note, ("enhance_blend", "enhance_every")),
+            (self.mask_note, ("masks", "mouth_mask", "mask_blur", "mask_padding")),
+        ):
+            reasons = list(dict.fromkeys(off[n] for n in names if n in off))
+            note.setText(" ".join(reasons))
+            note.setVisible(bool(reasons))
 
     def _preset_label(self, name: str) -> str:
         row = PRESETS.get(name)
@@ -403,6 +502,37 @@ class ProcessingPanel(QWidget):
     def _error(self, error: LivecamError, what: str = "") -> None:
         lead = f"{what}: " if what else ""
         self.message.setText(f"{lead}{error_line(error)}")
+
+
+def _form(group: QGroupBox) -> QFormLayout:
+    """A form whose long rows put the field under its label (a narrow tab never scrolls
+    sideways)."""
+    form = QFormLayout(group)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    return form
+
+
+def _compact(box: QComboBox) -> QComboBox:
+    """``box`` no wider than it must be: a long item name does not widen the tab."""
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(COMBO_CHARS)
+    return box
+
+
+def _note() -> QLabel:
+    note = QLabel("")
+    note.setWordWrap(True)
+    note.setStyleSheet(NOTE_STYLE)
+    note.hide()
+    return note
+
+
+def _form_label(field: QWidget) -> QWidget | None:
+    """The label of ``field``'s form row, if it is in one."""
+    parent = field.parentWidget()
+    form = parent.layout() if parent is not None else None
+    return form.labelForField(field) if isinstance(form, QFormLayout) else None
 
 
 def _name(value: Any) -> str:

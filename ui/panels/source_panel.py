@@ -42,6 +42,7 @@ from livecam.errors import LivecamError, as_livecam_error
 from livecam.sources.image import IMAGE_EXTENSIONS
 from livecam.types import Frame
 from ui.main_window import error_text
+from ui.notice import ERROR_TEXT_STYLE
 from ui.panels.photo_faces import PhotoFaceFinder, PhotoFaces, thumbnail
 from ui.preview_window import bgr_image
 from ui.settings import UiSettings
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 
 ICON_SIDE = 64
 PHOTO_FILTER = "Images (" + " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS)) + ");;All files (*)"
-ERROR_STYLE = "color: #b00020;"
+ERROR_STYLE = ERROR_TEXT_STYLE  # readable on the dark window (ui.notice: contrast >= 4.5)
 CHANGE_PREFIX = "face "  # what the panel's live changes are called (``stream.change``)
 
 

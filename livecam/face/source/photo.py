@@ -31,6 +31,7 @@ from livecam.userfiles import write_atomically
 log = logging.getLogger(__name__)
 
 NO_FACE_HINT = "use a frontal, well-lit photo where the face is at least ~80 px wide"
+PICK_FACE_PANEL = "click the face to use under the photo in the Source tab"
 SMALL_FACE_PX = 120  # a source face narrower than this is warned about
 BLURRY_SHARPNESS = 7.0  # and one less sharp than this (``sharpness``)
 CACHE_FORMAT = 1
@@ -194,6 +195,7 @@ class SourceFaceCache:
                     f"(indices from the largest face{self._sheet_note(p, image, faces)}):\n"
                     f"{describe_faces(faces)}",
                     f"add --face-index N (0 to {n - 1}) to pick one face",
+                    panel_hint=PICK_FACE_PANEL,
                 )
             face_index = 0
         if not 0 <= face_index < n:
@@ -203,6 +205,7 @@ class SourceFaceCache:
                 f"{self._sheet_note(p, image, faces) if n > 1 else ''}):\n"
                 f"{describe_faces(faces)}",
                 f"use --face-index between 0 and {n - 1}",
+                panel_hint=PICK_FACE_PANEL,
             )
         return SourceFace(
             path=p,
