@@ -162,7 +162,8 @@ def run_pipeline(
     if hung:
         log.warning("threads that did not stop in time: %s", ", ".join(hung))
     summary = app.snapshot().to_summary()
-    summary["files"] = [str(s.written) for s in app.sinks if s.written is not None]
+    # files on disk now (a still whose folder went is not claimed)
+    summary["files"] = [str(s.written) for s in app.sinks if s.written and s.written.exists()]
     summary["signal"] = signal.Signals(received[0]).name if received else None
     summary["errors"] = ([app.failure] if app.failure else []) + app.crashes
     summary["overlap"] = app.overlap  # tracking beside the swap (pipeline.overlap)

@@ -61,12 +61,22 @@ def record(sink: RecorderSink, frames: list[np.ndarray], fps_in: float | None) -
     sink.close()
 
 
+#: a recording's timestamps sit on its 30 fps grid: within half a period of capture
+HALF_PERIOD = 1 / 60 + 0.001
+
+
+def on_the_grid(times_s: list[float], fps: float) -> bool:
+    """Every timestamp is a whole number of frame periods (to 1 ms)."""
+    return all(abs(t * fps - round(t * fps)) * 1000 / fps < 1 for t in times_s)
+
+
 def no_leftovers(folder: Path) -> bool:
     return not [p for p in folder.iterdir() if p.name.startswith(".")]
 
 
 def test_h264_timed_by_capture_times(tmp_path: Path) -> None:
-    """36 frames captured at 12 fps into a 30 fps recording: 3 s, 36 frames, at their times."""
+    """36 frames captured at 12 fps into a 30 fps recording: 3 s, 36 frames, at their times
+    (on the 30 fps grid: each within half a period of its capture time)."""
     sent = smooth_frames(36)
     sink = RecorderSink(tmp_path / "clip.mp4")
     assert sink.wants_repeats is False
@@ -74,8 +84,9 @@ def test_h264_timed_by_capture_times(tmp_path: Path) -> None:
     assert sink.encoder == "libx264" and sink.frames_written == 36
     video = read_back(tmp_path / "clip.mp4")
     assert video.codec == "h264"
-    assert video.duration_s == pytest.approx(35 / 12 + 1 / 30, abs=0.002)
-    assert video.times_s == pytest.approx([i / 12 for i in range(36)], abs=0.001)
+    assert video.duration_s == pytest.approx(35 / 12 + 1 / 30, abs=HALF_PERIOD + 0.002)
+    assert video.times_s == pytest.approx([i / 12 for i in range(36)], abs=HALF_PERIOD)
+    assert on_the_grid(video.times_s, 30.0)
     assert len(video.frames) == 36
     for got, want in zip(video.frames, sent, strict=True):
         assert psnr(got, want) > 30
@@ -270,7 +281,7 @@ def test_a_stream_records_at_its_capture_times(tmp_path: Path) -> None:
     video = read_back(out)
     assert video.codec == "h264"
     assert len(video.frames) == 90 == len(times.capture_ns)
-    assert video.times_s == pytest.approx(times.relative_s(), abs=0.001)
+    assert video.times_s == pytest.approx(times.relative_s(), abs=HALF_PERIOD)
     assert ends_within_a_period_of_the_last_frame(video, 30.0)
 
 
@@ -291,7 +302,7 @@ def test_a_slow_pipeline_still_records_real_time(tmp_path: Path) -> None:
     unique = len(times.capture_ns)
     assert len(video.frames) == unique < 100, "far fewer unique frames than the 150 captured"
     # timed by capture times, not one output period apart: the gaps of the drops stay
-    assert video.times_s == pytest.approx(times.relative_s(), abs=0.001)
+    assert video.times_s == pytest.approx(times.relative_s(), abs=HALF_PERIOD)
     assert max(np.diff(video.times_s)) > 1.5 / 30
     assert ends_within_a_period_of_the_last_frame(video, 30.0)
 

@@ -95,7 +95,9 @@ class ImageWriterSink(Sink):
         content = self._signed(data.tobytes())
         try:
             self._out.write_bytes(content)
-        except OSError as e:
+        except OSError as e:  # the sink is done: close does not try (and report) again
+            out, self._out, self._last, self.written = self._out, None, None, None
+            out.discard()
             raise SinkError(
                 f"cannot write {self.target}: {e.strerror or e}",
                 "check that the folder still exists and the disk has room",

@@ -53,6 +53,7 @@ from livecam.config.specs import SourceSpec
 from livecam.errors import LivecamError, one_line
 from livecam.face.presets import FACE_PARSER, given_files, resolve_preset
 from livecam.models.store import ModelStore
+from livecam.sinks.recording.watched import FFmpegFile, open_watched
 
 log = logging.getLogger(__name__)
 
@@ -443,7 +444,9 @@ class Provenance:
     def finish_file(self, src: Path, dst: Path, facts: FileFacts) -> bool:
         """Write ``src`` (a finished temporary recording) to ``dst`` with its manifest or
         tag; False when its format carries neither or there is nothing to state (``dst``
-        is then not written). ProvenanceError on failure (``dst`` removed)."""
+        is then not written). ProvenanceError on failure (``dst`` removed); OSError when
+        a file could not be read or written (a full disk: c2pa only says that a write
+        failed, the error is the one the file raised)."""
         suffix = src.suffix.lower()
         try:
             if suffix in TAG_SUFFIXES:
@@ -454,24 +457,44 @@ class Provenance:
             builder = self._builder(facts)
             if builder is None:
                 return False
-            with src.open("rb") as source, dst.open("w+b") as dest:
-                builder.sign(self.signer, C2PA_TYPES[suffix], source, dest)
+            with src.open("rb") as source:
+                dest = open_watched(dst)
+                try:
+                    builder.sign(self.signer, C2PA_TYPES[suffix], source, dest)
+                except Exception:
+                    dest.discard()
+                    if dest.error is not None:
+                        raise dest.error from None
+                    raise
+                dest.finish()
             return True
+        except OSError:
+            dst.unlink(missing_ok=True)
+            raise
         except Exception as e:
             dst.unlink(missing_ok=True)
             raise ProvenanceError(f"cannot sign {facts.title}: {one_line(str(e))}") from e
 
 
 def _remux_with_tag(src: Path, dst: Path, text: str) -> None:
-    """Copy every packet of ``src`` into ``dst`` (same container) with the tag set."""
-    with av.open(str(src)) as inp, av.open(str(dst), "w", format="matroska") as out:
-        out.metadata[TAG_KEY] = text
-        streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
-        for packet in inp.demux():
-            if packet.size == 0 or packet.stream.index not in streams:
-                continue  # a demuxer's flush packet
-            packet.stream = streams[packet.stream.index]
-            out.mux(packet)
+    """Copy every packet of ``src`` into ``dst`` (same container) with the tag set;
+    OSError when ``dst`` cannot be written whole."""
+    file = open_watched(dst)
+    try:
+        with av.open(str(src)) as inp, av.open(FFmpegFile(file), "w", format="matroska") as out:
+            out.metadata[TAG_KEY] = text
+            streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
+            for packet in inp.demux():
+                if packet.size == 0 or packet.stream.index not in streams:
+                    continue  # a demuxer's flush packet
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+    except Exception:
+        file.discard()
+        if file.error is not None:
+            raise file.error from None
+        raise
+    file.finish()
 
 
 # --------------------------------------------------------------------- reading

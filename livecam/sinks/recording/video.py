@@ -25,7 +25,9 @@ from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import AudioTrack, has_audio
 from livecam.sinks.recording.provenance import CARRIES, FileFacts, Provenance, ProvenanceError
+from livecam.sinks.recording.recovery import Lock, hold, recover
 from livecam.sinks.recording.timeline import TIME_BASE, Timeline
+from livecam.sinks.recording.watched import FFmpegFile, open_watched
 from livecam.types import Frame
 from livecam.userfiles import OutputFile
 
@@ -42,6 +44,17 @@ VIDEO_CODECS: dict[str, tuple[RecordCodec, ...]] = {
 }
 #: FFmpeg container names for PyAV
 _AV_FORMATS = {".mp4": "mp4", ".mov": "mov", ".mkv": "matroska", ".avi": "avi"}
+#: muxer options: .mp4 and .mov are written as fragmented MP4 (a moov with no samples
+#: first, then a fragment at each keyframe or second, each flushed to the file at once),
+#: so a recording cut short by a crash plays up to its last second or so
+_AV_OPTIONS: dict[str, dict[str, str]] = {
+    fmt: {
+        "movflags": "frag_keyframe+empty_moov+default_base_moof",
+        "frag_duration": "1000000",
+        "flush_packets": "1",
+    }
+    for fmt in ("mp4", "mov")
+}
 #: FFmpeg H.264 encoders tried in order (libx264 ships in PyAV's wheels)
 H264_ENCODERS = ("libx264", "libopenh264", "h264_videotoolbox", "h264_mf", "h264_nvenc")
 MP4V_FALLBACK_NOTE = (
@@ -63,6 +76,9 @@ class _PyAVWriter:
     H.264 is timed to ``TIME_BASE``; mp4v and MJPEG to the frame period (MPEG-4 part 2
     takes no time base finer than 1/65535 s, and AVI has a fixed frame rate), with the
     rate control of OpenCV's FFmpeg writer (at most 1.5 bits per pixel and frame, qmin 3).
+    A keyframe comes at least once a second (``gop_size``: the nominal rate), so a
+    fragmented recording cut short loses at most about a second; libx264 is told the
+    nominal rate (``force-cfr``: its stream header says 30 fps, not 90000).
 
     ``audio_from``: a media file whose sound goes into the recording too (see
     ``livecam.sinks.recording.audio``); when it cannot be carried, the video is recorded
@@ -110,7 +126,9 @@ class _PyAVWriter:
     def _open(
         self, tmp: Path, fmt: str, name: str, rate: Fraction, audio_from: Path | None
     ) -> None:
-        container = av.open(str(tmp), "w", format=fmt)
+        file = open_watched(tmp)  # FFmpeg drops the error of its last flush: this keeps it
+        options = _AV_OPTIONS.get(fmt, {})
+        container = av.open(FFmpegFile(file), "w", format=fmt, options=options)
         audio = None
         try:
             stream: Any = container.add_stream(name, rate=rate)
@@ -118,8 +136,11 @@ class _PyAVWriter:
             stream.pix_fmt = self.pix_fmt
             stream.time_base = self.time_base
             stream.codec_context.time_base = self.time_base
+            stream.codec_context.gop_size = max(1, round(rate))
             if name == "libx264":
-                stream.options = {"preset": "veryfast", "crf": "21"}
+                stream.options = {"preset": "veryfast", "crf": "21", "x264-params": "force-cfr=1"}
+                if fmt in _AV_OPTIONS:  # B-frames would delay a fragment's first frame
+                    stream.options |= {"bf": "0"}
             elif self.time_base != TIME_BASE:
                 stream.codec_context.bit_rate = round(1.5 * self.size[0] * self.size[1] * rate)
                 stream.codec_context.qmin = 3
@@ -131,8 +152,9 @@ class _PyAVWriter:
             if audio is not None:
                 _quietly(audio.close)
             _quietly(container.close)
+            file.discard()
             raise
-        self.container, self.stream, self.audio = container, stream, audio
+        self.container, self.stream, self.audio, self.file = container, stream, audio, file
 
     def write(self, frame: Frame, pts: int) -> bool:
         """Encode ``frame`` at ``pts`` (``TIME_BASE`` units); False when it was left out:
@@ -156,11 +178,13 @@ class _PyAVWriter:
         if self.audio is not None:
             self.audio.finish(end_s)
         self.container.close()
+        self.file.finish()  # raises the error of any write, the last flush's too
 
     def abort(self) -> None:
         if self.audio is not None:
             _quietly(self.audio.close)
         _quietly(self.container.close)
+        self.file.discard()
 
 
 class RecorderSink(Sink):
@@ -224,6 +248,7 @@ class RecorderSink(Sink):
         self.frames_swapped = 0  # frames written that the swap changed
         self.provenance_kind: str | None = None  # what the finished file carries
         self._writer: _PyAVWriter | None = None
+        self._locks: list[Lock] = []  # on the temporary files while they are written
         self._out: OutputFile | None = None
         self._tmp: Path | None = None
         self._size = (0, 0)
@@ -239,16 +264,22 @@ class RecorderSink(Sink):
         out = OutputFile(self.path, overwrite=self.overwrite)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            keep = self.path.absolute() if self.overwrite else None
+            recover(self.path.absolute().parent, tuple(VIDEO_CODECS), keep=keep)
             self.target = out.claim()
+            tmp = out.temp_path("recording")
+            self._locks.append(hold(tmp))  # tells a later run this recording is alive
         except OSError as e:
+            out.discard()
             raise SinkError(
                 f"cannot record to {self.path}: {e.strerror or e}", "record into a writable folder"
             ) from e
-        tmp = out.temp_path("recording")
         self._size = (width, height)
         try:
             self._writer = self._open_writer(tmp, _even((width, height)), fps)
         except BaseException:
+            tmp.unlink(missing_ok=True)
+            self._release()
             out.discard()
             raise
         self._out, self._tmp = out, tmp
@@ -335,6 +366,7 @@ class RecorderSink(Sink):
             self._writer = self._tmp = self._out = None
             writer.abort()
             tmp.unlink(missing_ok=True)
+            self._release()
             out.discard()
             log.info("no frame reached the recorder: %s was not written", self.target)
             return
@@ -342,11 +374,19 @@ class RecorderSink(Sink):
             writer.finish(self._timeline.duration_s)
             if not tmp.exists() or tmp.stat().st_size == 0:
                 raise FileNotFoundError(f"{tmp} is missing or empty after writing")
-            out.commit(self._sign(tmp, out))
+            final, unsigned = self._sign(tmp, out)
+            out.commit(final)
         except Exception as e:
             self._fail(e)
-        self.written = self.target
         self._writer = self._tmp = self._out = None
+        self._release()
+        if unsigned is not None:  # the disk filled up while signing: the file is whole
+            raise SinkError(
+                f"recording to {self.target}: its copy with provenance could not be "
+                f"written ({unsigned.strerror or unsigned}); {self.target} is kept UNSIGNED",
+                "check that the disk has room",
+            )
+        self.written = self.target
         log.info(
             "recorded %d frames (%.1f s) to %s (%s%s; provenance: %s)",
             self.frames_written,
@@ -357,39 +397,59 @@ class RecorderSink(Sink):
             self.provenance_kind or "none",
         )
 
-    def _sign(self, tmp: Path, out: OutputFile) -> Path:
+    def _sign(self, tmp: Path, out: OutputFile) -> tuple[Path, OSError | None]:
         """The finished file to commit: a signed copy of ``tmp`` (which is removed), or
-        ``tmp`` itself when there is no provenance to write or signing failed."""
+        ``tmp`` itself when there is no provenance to write or signing failed; with the
+        write error when the signed copy could not be written (a full disk)."""
         if self.provenance is None:
-            return tmp
+            return tmp, None
         signed = out.temp_path("signed")
+        try:
+            self._locks.append(hold(signed))
+        except OSError as e:
+            return tmp, e
         facts = FileFacts(self.target.name, self.frames_written, self.frames_swapped)
         try:
             done = self.provenance.finish_file(tmp, signed, facts)
         except ProvenanceError as e:
+            signed.unlink(missing_ok=True)
             log.warning("%s is kept WITHOUT signed provenance: %s", self.target, e.message)
-            return tmp
+            return tmp, None
+        except OSError as e:
+            signed.unlink(missing_ok=True)
+            return tmp, e
         if not done:
-            return tmp
+            signed.unlink(missing_ok=True)
+            return tmp, None
         self._tmp = signed  # removed by _fail if the rename fails
         tmp.unlink(missing_ok=True)
         self.provenance_kind = CARRIES[self.target.suffix.lower()]
-        return signed
+        return signed, None
+
+    def _release(self) -> None:
+        """Let go of the temporary files' locks (after they were renamed or removed)."""
+        locks, self._locks = self._locks, []
+        for lock in locks:
+            lock.release()
 
     def _fail(self, error: Exception) -> NoReturn:
         """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
         writer, tmp, out = self._writer, self._tmp, self._out
         self.recording = None
         self._writer = self._tmp = self._out = None
+        cause: BaseException = error
         if writer is not None:
+            cause = writer.file.error or error  # the disk's own error, not FFmpeg's
             _quietly(writer.abort)
         if tmp is not None:
             _quietly(lambda: tmp.unlink(missing_ok=True))
+        self._release()
         if out is not None:
             out.discard()
+        why = cause.strerror if isinstance(cause, OSError) and cause.strerror else cause
         raise SinkError(
             f"recording to {self.target} failed after {self.frames_written} frames: "
-            f"{error}; nothing was saved",
+            f"{why}; nothing was saved",
             "check that the folder still exists and the disk has room",
         ) from error
 
