@@ -49,7 +49,7 @@ class ConfigError(LivecamError):
     def bad_value(cls, field: str, value: Any, allowed: str) -> ConfigError:
         """The error for config field ``field`` holding the invalid ``value``."""
         return cls(
-            f"config field '{field}' has the invalid value {value!r}",
+            f"config field '{field}' has the invalid value {cut(repr(value))}",
             f"allowed: {allowed}",
             field=field,
             value=value,
@@ -114,9 +114,23 @@ def panel_fix(error: LivecamError) -> str:
     return error.panel_hint or error.hint
 
 
+#: the most characters of a value (a path, an option's argument) an error line echoes
+SHOWN_CHARS = 200
+#: the most characters of one error line: the last guard against a huge echoed value
+LINE_CHARS = 1000
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as an error line echoes it: at most ``limit`` characters, a longer one cut
+    with how long it was (``aaaa... (1000000 characters)``). Every message that echoes a
+    value the user gave passes it through this."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(text.split())
+    """``text`` with every run of whitespace (newlines included) made one space, at most
+    ``LINE_CHARS`` long (see ``cut``)."""
+    return cut(" ".join(text.split()), LINE_CHARS)
 
 
 def format_error(error: LivecamError) -> str:

@@ -20,19 +20,89 @@ settings, face caches, downloaded and generated models.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import secrets
+import stat
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from livecam.errors import LivecamError
+from livecam.errors import LivecamError, cut
 
 log = logging.getLogger(__name__)
 
 #: mode for new files; the process umask takes away what the user does not allow
 FILE_MODE = 0o666
+
+
+#: how files of the kinds LiveCam writes begin, by suffix: alternatives, each a list of
+#: (offset, bytes) that must all match. An existing file of another content is never
+#: replaced by a file of its suffix's kind (``kind_problem``).
+_MP4 = (((4, b"ftyp"),),)
+_MATROSKA = (((0, b"\x1a\x45\xdf\xa3"),),)
+MAGIC: Mapping[str, tuple[tuple[tuple[int, bytes], ...], ...]] = {
+    ".mp4": _MP4,
+    ".m4v": _MP4,
+    ".mov": (*_MP4, ((4, b"moov"),), ((4, b"wide"),), ((4, b"mdat"),)),
+    ".mkv": _MATROSKA,
+    ".webm": _MATROSKA,
+    ".avi": (((0, b"RIFF"), (8, b"AVI ")),),
+    ".png": (((0, b"\x89PNG\r\n\x1a\n"),),),
+    ".jpg": (((0, b"\xff\xd8\xff"),),),
+    ".jpeg": (((0, b"\xff\xd8\xff"),),),
+    ".bmp": (((0, b"BM"),),),
+    ".json": (((0, b"{"),), ((0, b"["),)),  # after leading white space
+}
+
+
+def kind_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the file at ``path`` must not be replaced by a new file of its suffix's kind:
+    it is not a regular file, or its content is of another kind (a text file named
+    ``.mp4``, a photo named ``.json``); None when nothing is there, it is empty (a claim
+    a killed run left) or it is of that kind."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"{p} cannot be checked ({e.strerror or e})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{p} is not a regular file"
+    kinds = MAGIC.get(p.suffix.lower())
+    if st.st_size == 0 or kinds is None:
+        return None
+    try:
+        with open(p, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        return f"{p} cannot be read ({e.strerror or e})"
+    if p.suffix.lower() == ".json":
+        head = head.lstrip()
+    if any(all(head[at : at + len(b)] == b for at, b in kind) for kind in kinds):
+        return None
+    return f"{p} is not a {p.suffix[1:].upper()} file (its content is of another kind)"
+
+
+def make_folder_for(path: str | os.PathLike[str]) -> Path | None:
+    """Create the folder of ``path`` when it is missing but its own folder exists (one
+    level, logged); return it, or None when it was there. A deeper missing tree is a
+    FileNotFoundError: a typo in a path must not make folders."""
+    folder = Path(path).absolute().parent
+    if folder.is_dir():
+        return None
+    if not folder.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"the folder {folder.parent} does not exist (LiveCam creates only the last "
+            f"folder of a path, here {folder.name})",
+        )
+    folder.mkdir(exist_ok=True)
+    log.info("created the folder %s", folder)
+    return folder
 
 
 def _candidates(path: Path) -> list[Path]:
@@ -73,6 +143,9 @@ class OutputFile:
         Raises OSError when the folder cannot be written."""
         self._claimed = self._committed = False
         if self.overwrite:
+            problem = kind_problem(self.path)
+            if problem is not None:
+                raise FileExistsError(errno.EEXIST, f"{problem}: it is kept, not replaced")
             self.target = self.path
             self._claimed = _create_empty(self.path)
             return self.target
@@ -85,7 +158,7 @@ class OutputFile:
         if self.target != self.path:
             log.warning(
                 "%s ALREADY EXISTS and is kept: writing to %s instead "
-                "(use --overwrite / output.overwrite to replace it)",
+                "(use --overwrite to replace it)",
                 self.path,
                 self.target,
             )
@@ -183,6 +256,63 @@ def check_output_path(path: str | os.PathLike[str], option: str) -> None:
     problem = folder_problem(path)
     if problem is not None:
         raise LivecamError(
-            f"{option} {path}: cannot write there: {problem}",
+            f"{option} {cut(str(path))}: cannot write there: {problem}",
             "create the folder or choose a writable one",
         )
+
+
+def is_device(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a device or a pipe (``/dev/null``, ``/dev/stdout``): written to
+    in place, never replaced or renamed beside."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def stats_problem(path: str, overwrite: bool) -> str | None:
+    """Why the stats file cannot be written at ``path`` (``-``: standard output, and
+    devices are fine; a file must end in ``.json``, and with ``overwrite`` an existing
+    one must hold JSON), or None."""
+    if path == "-":
+        return None
+    if is_device(path):
+        return None if os.access(path, os.W_OK) else "the device is not writable"
+    if Path(path).suffix.lower() != ".json":
+        return "a stats file must end in .json"
+    if overwrite:
+        problem = kind_problem(path)
+        if problem is not None:
+            return f"{problem}: it is kept, not replaced"
+    return folder_problem(path)
+
+
+def check_stats_path(path: str, option: str, overwrite: bool) -> None:
+    """Raise LivecamError naming ``option`` when the stats cannot be written at ``path``."""
+    problem = stats_problem(path, overwrite)
+    if problem is not None:
+        raise LivecamError(
+            f"{option} {cut(path)}: cannot write the stats there: {problem}",
+            "give a .json file in a writable folder, - for standard output, or a device",
+        )
+
+
+def write_output(path: str, data: bytes, *, overwrite: bool) -> str:
+    """Write ``data`` (a whole file the user asked for, e.g. the run's stats) to ``path``:
+    ``-`` is standard output, a device or pipe is written in place, anything else goes
+    through ``write_atomically`` (an existing file of another kind is never replaced).
+    Return the name written; OSError on failure."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return path
+    if is_device(path):
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+    if overwrite:
+        problem = kind_problem(path)
+        if problem is not None:
+            raise FileExistsError(errno.EEXIST, f"{problem}: it is kept, not replaced")
+    return str(write_atomically(path, data, overwrite=overwrite))

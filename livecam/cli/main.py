@@ -13,10 +13,10 @@ from livecam.cli.options import add_config_options, check_options, config_from_a
 from livecam.cli.signals import exit_code, pending_stop, stop_behind, stop_signals
 from livecam.cli.terminal_run import exit_status, print_summary, run_pipeline
 from livecam.config.schema import field_choices
-from livecam.errors import LivecamError, format_error, one_line
+from livecam.errors import ConfigError, LivecamError, cut, format_error, one_line
 from livecam.runtime.providers import quiet_onnxruntime_logs
 from livecam.sources.cv_capture import quiet_ffmpeg_logs
-from livecam.userfiles import check_output_path
+from livecam.userfiles import check_stats_path
 
 log = logging.getLogger("livecam")
 
@@ -26,7 +26,8 @@ class Parser(argparse.ArgumentParser):
     ``error:`` line and a ``fix:`` line (no usage dump), exit status 2."""
 
     def error(self, message: str, prog: str | None = None) -> NoReturn:
-        print(f"error: {message}\n  fix: see `{prog or self.prog} --help`", file=sys.stderr)
+        text = cut(one_line(message), 300)  # argparse echoes the bad value whole
+        print(f"error: {text}\n  fix: see `{prog or self.prog} --help`", file=sys.stderr)
         raise SystemExit(2)
 
     def parse_args(  # type: ignore[override]
@@ -97,18 +98,24 @@ def add_run_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> No
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.save_config is not None and not args.save_config.strip():
+        raise ConfigError(
+            "--save-config was given an empty path", "give the path of the TOML file to write"
+        )
     cfg = config_from_args(args)
     given = given_fields(args)
-    if args.save_config:
+    if args.save_config is not None:
         given.pop("output.overwrite", None)  # it is for the config file itself
     check_options(cfg, given)
-    if args.save_config:
+    if args.save_config is not None:
+        # --overwrite is for the saved file itself; a config file never carries it
+        cfg = cfg.with_section("output", overwrite=False)
         cfg.save(args.save_config, overwrite=bool(args.overwrite))
         print(f"wrote {args.save_config}")
         return 0
     if cfg.run.stats_json is not None:  # checked now, not found out after the run
         where = "--stats-json" if "run.stats_json" in given else "config field 'run.stats_json'"
-        check_output_path(cfg.run.stats_json, where)
+        check_stats_path(cfg.run.stats_json, where, cfg.output.overwrite)
     if args.hotkeys:  # checked now, not found out after the stream started
         from livecam.control.hotkeys import HINT, HotkeyError, hotkeys_available
 

@@ -26,7 +26,7 @@ from livecam.config.setting import (
 )
 from livecam.config.specs import SinkSpec, SourceSpec
 from livecam.config.tomlfile import split_pair
-from livecam.errors import ConfigError
+from livecam.errors import ConfigError, cut
 
 log = logging.getLogger("livecam")
 
@@ -129,12 +129,28 @@ def as_option_error(error: ConfigError, given: Mapping[str, Any]) -> ConfigError
         return error
     option = FIELD_OPTIONS[name][0]
     return ConfigError(
-        f"{option} {option_text(error.value)} is invalid",
+        f"{option} {cut(option_text(error.value))} is invalid",
         f"allowed: {error.allowed}" if error.allowed else error.hint,
         field=error.field,
         value=error.value,
         allowed=error.allowed,
     )
+
+
+def config_file(path: str) -> Config:
+    """The config file ``path`` (``--config``) as the command line takes it: its
+    ``output.overwrite`` is ignored with a warning (replacing the user's files is asked on
+    the command line, ``--overwrite``, or in the panel, never by a file)."""
+    if not path.strip():
+        raise ConfigError("--config was given an empty path", "give the path of a TOML file")
+    cfg = Config.load(path)
+    if cfg.output.overwrite:
+        log.warning(
+            "config field 'output.overwrite' is ignored: only --overwrite on the command "
+            "line (or the panel's switch) replaces existing files"
+        )
+        cfg = cfg.with_section("output", overwrite=False)
+    return cfg
 
 
 def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Config:
@@ -143,7 +159,7 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
     A bad value is a ConfigError naming the option (``--fps 0``) when it came from the
     command line, the config field (``source.fps``) when it came from the file.
     """
-    cfg = base or (Config.load(args.config) if args.config else Config())
+    cfg = base or (config_file(args.config) if args.config is not None else Config())
     given = given_fields(args)
     sections: dict[str, dict[str, Any]] = {}
     for name, value in given.items():
@@ -313,13 +329,13 @@ def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
         ignored = any(name in s.fields and not s.applies(cfg) for s in SCOPES)
         problem = None if path is None or ignored else input_file_problem(path)
         if problem is not None:
-            raise ConfigError(f"{where(name)}: {what} {path} {problem}", fix)
+            raise ConfigError(f"{where(name)}: {what} {cut(str(path))} {problem}", fix)
     if "swap" in cfg.pipeline.stages:
         for pair in cfg.swap.map:
             for photo, what in zip(split_pair(pair) or (), ("source photo", "target photo")):
                 problem = input_file_problem(photo)
                 if problem is not None:
                     raise ConfigError(
-                        f"{where('swap.map')} {pair}: the {what} {photo} {problem}",
+                        f"{where('swap.map')} {cut(pair)}: the {what} {cut(photo)} {problem}",
                         "give SOURCE=TARGET pairs of photos (JPEG, PNG, ...), each with a face",
                     )

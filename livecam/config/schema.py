@@ -44,7 +44,14 @@ from livecam.config.swap import (
     preset_names,
     swapper_names,
 )
-from livecam.config.tomlfile import read_toml, split_pair, to_toml, with_paths_from, write_toml
+from livecam.config.tomlfile import (
+    check_output_paths,
+    read_toml,
+    split_pair,
+    to_toml,
+    with_paths_from,
+    write_toml,
+)
 from livecam.config.validation import Validated, from_dict
 from livecam.control.keycombo import ALLOWED as KEYCOMBO_ALLOWED
 from livecam.control.keycombo import canonical, find_conflict
@@ -425,6 +432,7 @@ class Config(Validated):
             raise ConfigError(
                 f"{p}: {e.message}", e.hint, field=e.field, value=e.value, allowed=e.allowed
             ) from None
+        check_output_paths(cfg, p)  # a relative output path stays in the file's folder
         return cfg.with_paths_from(p.absolute().parent)
 
     def with_paths_from(self, base: Path) -> Config:

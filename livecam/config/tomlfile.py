@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import tomli_w
 
 from livecam.config.setting import setting_of
-from livecam.errors import ConfigError
+from livecam.errors import ConfigError, cut
 from livecam.userfiles import write_atomically
 
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes
@@ -95,7 +95,7 @@ def write_toml(path: str | os.PathLike[str], text: str, overwrite: bool) -> None
         )
     if p.is_dir():
         raise ConfigError(f"cannot write the config file {p}: it is a folder")
-    if p.exists() and not overwrite:
+    if os.path.lexists(p) and not overwrite:  # a dangling or looping link is there too
         raise ConfigError(
             f"config file {p} already exists and is kept",
             "add --overwrite to replace it, or choose another name",
@@ -115,10 +115,35 @@ def split_pair(value: str) -> tuple[str, str] | None:
 def _rebase(value: str, base: Path) -> str:
     """``value`` as an absolute path, a relative one taken from ``base`` (a blank value is
     left as it is: it names no file)."""
-    if not value.strip():
+    if not value.strip() or value == "-":  # "-": standard output (--stats-json -)
         return value
     expanded = os.path.expanduser(value)
     return expanded if os.path.isabs(expanded) else os.path.join(base, expanded)
+
+
+#: config fields naming files LiveCam writes: a relative one in a config file stays in
+#: the file's folder (no ``..``), so a shared config cannot write anywhere else
+OUTPUT_FIELDS = ("output.sinks", "run.stats_json")
+
+
+def check_output_paths(cfg: Any, file: Path) -> None:
+    """ConfigError when a relative output path of config file ``file`` climbs out of its
+    folder (``../../.bashrc``)."""
+    for name in OUTPUT_FIELDS:
+        section, _, key = name.partition(".")
+        part = getattr(cfg, section)
+        info = setting_of(next(f for f in fields(part) if f.name == key))
+        value = getattr(part, key)
+        for v in value if isinstance(value, tuple) else (value,):
+            path = info.path(v) if v is not None and info.path is not None else None
+            if path is None or os.path.isabs(os.path.expanduser(path)):
+                continue
+            if ".." in Path(path).parts:
+                raise ConfigError(
+                    f"{file}: config field '{name}' {cut(path)!r} climbs out of the config "
+                    "file's folder (..)",
+                    "give an absolute path, or one inside the config file's folder",
+                )
 
 
 def with_paths_from(cfg: T, base: Path) -> T:

@@ -295,7 +295,12 @@ class PartsBuilder:
         ]
         if needed:
             self.files.update(
-                self.store.require(needed, download=True, accept_licence=self.cfg.accept_licence)
+                self.store.require(
+                    needed,
+                    download=True,
+                    accept_licence=self.cfg.accept_licence,
+                    replace_bad=False,  # a corrupt file is said, not downloaded over
+                )
             )
         for role, path in given.items():
             entry = self.plan[role].entry

@@ -83,6 +83,25 @@ class ModelStore:
         self.download_dir = folders[0][1]
         self.hashes = FileHashes()
 
+    def env_problem(self) -> ModelError | None:
+        """Why ``$LIVECAM_MODELS_DIR`` cannot be the models folder (a file, a device, a
+        folder that cannot be written into), or None (unset or usable; a missing folder
+        is made by the first download)."""
+        where, folder = self.folders[0]
+        if where != "env":
+            return None
+        if folder.exists() and not folder.is_dir():
+            why = "is not a folder"
+        elif folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            why = "is a folder LiveCam cannot write into"
+        else:
+            return None
+        return ModelError(
+            f"{ENV_DIR}={folder} {why}",
+            f"set {ENV_DIR} to a writable folder for model files, or unset it (then "
+            f"{self.data_dir / 'models'} is used)",
+        )
+
     # ------------------------------------------------------------------ lookup
 
     def entry(self, name: str) -> ModelEntry:
@@ -240,10 +259,13 @@ class ModelStore:
         accept_licence: bool,
         progress: bool = True,
         ask: Callable[[ModelEntry], bool] | None = None,
+        replace_bad: bool = True,
     ) -> dict[str, Path]:
         """A verified file for each model in ``names``, downloading the missing or bad
         ones when ``download``. Every problem is collected into one ModelError that names
-        each missing file, its URL(s) and the folder to put it in."""
+        each missing file, its URL(s) and the folder to put it in. Without
+        ``replace_bad`` (a run starting or changing its preset) a corrupt file is not
+        downloaded again: a ModelError says it is corrupt and how to get a good copy."""
         entries = [self.entry(n) for n in dict.fromkeys(names)]
         self.check_licences(entries, accept=accept_licence, ask=ask)
         found: dict[str, Path] = {}
@@ -254,6 +276,18 @@ class ModelStore:
                 found[entry.name] = path
             else:
                 missing.append((entry, f" (bad copy: {bad[0]})" if bad else ""))
+        problem = self.env_problem()
+        if missing and problem is not None:  # the folder to look in or download to is bad
+            raise problem
+        corrupt = [(e, why) for e, why in missing if why]
+        if corrupt and not replace_bad:
+            names = " ".join(e.name for e, _ in corrupt)
+            raise ModelError(
+                f"{len(corrupt)} model file(s) corrupt: "
+                + "; ".join(f"{e.file} ({e.name}){why}" for e, why in corrupt),
+                f"`livecam models verify` checks every model file; `livecam models fetch "
+                f"{names}` downloads a good copy",
+            )
         if missing and download:
             failed = []
             for entry, _ in missing:
@@ -273,6 +307,9 @@ class ModelStore:
         ``on_progress(bytes, total)`` is called per chunk (it may raise ``Cancelled``)."""
         if not entry.urls:
             raise ModelError(f"{entry.name} has no download URL")
+        problem = self.env_problem()
+        if problem is not None:
+            raise problem
         target = self.download_dir / entry.file
 
         def check(part: Path) -> None:

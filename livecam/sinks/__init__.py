@@ -6,7 +6,7 @@ import logging
 
 from livecam.config.schema import OutputConfig
 from livecam.config.specs import SinkSpec
-from livecam.errors import SinkError, VirtualCameraUnavailable
+from livecam.errors import SinkError, VirtualCameraUnavailable, cut
 from livecam.sinks.base import Sink
 from livecam.sinks.null import NullSink
 from livecam.sinks.preview import PreviewWindowSink
@@ -114,7 +114,7 @@ def make_sink(spec: str, cfg: OutputConfig, provenance: Provenance | None = None
         return RecorderSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
     if parsed.text and parsed.suffix in IMAGE_SUFFIXES:
         return ImageWriterSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
-    raise SinkError(f"unknown output sink {spec!r}", f"use {ACCEPTED}")
+    raise SinkError(f"unknown output sink {cut(repr(spec))}", f"use {ACCEPTED}")
 
 
 def make_sinks(

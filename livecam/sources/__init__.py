@@ -8,7 +8,7 @@ from pathlib import Path
 
 from livecam.config.schema import SourceConfig
 from livecam.config.specs import SourceSpec
-from livecam.errors import SourceError
+from livecam.errors import SourceError, cut
 from livecam.sources.base import Pacer, Source
 from livecam.sources.camera import CameraSource, list_cameras
 from livecam.sources.image import IMAGE_EXTENSIONS, ImageSource, load_image_bgr, to_bgr8
@@ -40,7 +40,7 @@ ACCEPTED_FORMS = (
 
 def _bad(spec: str, why: str) -> SourceError:
     return SourceError(
-        f"source {spec!r}: {why}",
+        f"source {cut(repr(spec))}: {why}",
         f"use one of: {ACCEPTED_FORMS}",
         panel_hint="choose the input again in the Input tab",
     )
@@ -50,7 +50,7 @@ def _file_not_found(text: str) -> SourceError:
     """The error for a source that names a file (a folder part or a file suffix) that is
     not there: "file not found", not the whole source syntax."""
     return SourceError(
-        f"file not found: {text}",
+        f"file not found: {cut(text)}",
         "check the path (a typo, or the file was moved or deleted)",
         panel_hint="choose the video again in the Input tab (Video file: Choose…)",
     )

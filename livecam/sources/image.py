@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.config.schema import SourceConfig
-from livecam.errors import FrameFormatError, SourceError
+from livecam.errors import FrameFormatError, SourceError, cut
 from livecam.sources.base import Source
 from livecam.types import Frame
 
@@ -53,6 +53,85 @@ READABLE_FORMATS = "JPEG, PNG (8/16-bit, grayscale, RGBA, palette), BMP, TIFF, W
 
 MAX_LONG_SIDE = 1920
 """Longest side of a still used as frames when no size is asked for (``limit_size``)."""
+
+MAX_DECODE_PIXELS = 64_000_000
+"""The most pixels an image is decoded at (8000x8000; 192 MB as BGR). The size is read
+from the header first: a larger JPEG is decoded reduced (1/2, 1/4 or 1/8, in the
+decoder), any other kind is refused with its size (a 20000x20000 PNG would take seconds
+and gigabytes only to be scaled down)."""
+
+#: JPEG start-of-frame markers (they carry the size): C0-CF but DHT, JPG and DAC
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _jpeg_size(head: bytes) -> tuple[int, int] | None:
+    i = 2
+    while i + 9 <= len(head):
+        if head[i] != 0xFF:
+            return None
+        marker = head[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # no length
+            i += 2
+            continue
+        if marker in _JPEG_SOF:
+            h, w = int.from_bytes(head[i + 5 : i + 7]), int.from_bytes(head[i + 7 : i + 9])
+            return w, h
+        i += 2 + int.from_bytes(head[i + 2 : i + 4])
+    return None
+
+
+def header_size(data: npt.NDArray[np.uint8]) -> tuple[int, int] | None:
+    """(width, height) from the header of a PNG, JPEG, BMP or WebP file, without decoding
+    it; None for other kinds or a header that cannot be read."""
+    head = data[: 1 << 22].tobytes()  # JPEG: the size follows the EXIF and ICC segments
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":
+        return int.from_bytes(head[16:20]), int.from_bytes(head[20:24])
+    if head.startswith(b"\xff\xd8"):
+        return _jpeg_size(head)
+    if head.startswith(b"BM") and len(head) >= 26:
+        w = int.from_bytes(head[18:22], "little", signed=True)
+        h = int.from_bytes(head[22:26], "little", signed=True)
+        return abs(w), abs(h)
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP" and len(head) >= 30:
+        chunk = head[12:16]
+        if chunk == b"VP8X":
+            return int.from_bytes(head[24:27], "little") + 1, int.from_bytes(
+                head[27:30], "little"
+            ) + 1
+        if chunk == b"VP8 ":
+            w, h = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L":
+            bits = int.from_bytes(head[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    return None
+
+
+def _decode_flags(data: npt.NDArray[np.uint8], what: str) -> int:
+    """How to decode ``data``: whole (IMREAD_UNCHANGED), or a JPEG too large for
+    MAX_DECODE_PIXELS reduced while decoding (with a warning); SourceError naming ``what``
+    and its size for another kind of image too large to decode."""
+    size = header_size(data)
+    if size is None or size[0] * size[1] <= MAX_DECODE_PIXELS:
+        return cv2.IMREAD_UNCHANGED
+    w, h = size
+    if data[:2].tobytes() == b"\xff\xd8":
+        for factor, flag in (
+            (2, cv2.IMREAD_REDUCED_COLOR_2),
+            (4, cv2.IMREAD_REDUCED_COLOR_4),
+            (8, cv2.IMREAD_REDUCED_COLOR_8),
+        ):
+            if w * h // (factor * factor) <= MAX_DECODE_PIXELS:
+                log.warning("%s is %dx%d: decoding it at 1/%d of its size", what, w, h, factor)
+                return int(flag)
+    raise SourceError(
+        f"{what} is {w}x{h} ({w * h / 1e6:.0f} megapixels), too large to decode "
+        f"(at most {MAX_DECODE_PIXELS // 1_000_000} megapixels)",
+        f"scale it down (e.g. to {MAX_LONG_SIDE} pixels wide) and save it again",
+    )
 
 
 def _to_uint8(array: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
@@ -169,11 +248,19 @@ def limit_size(frame: Frame, what: str) -> Frame:
     return _resize(frame, size)
 
 
-def _decode(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.generic] | None:
-    """Decode with depth and alpha kept; apply the EXIF orientation of 8-bit colour images."""
-    img: npt.NDArray[np.generic] | None = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
-    if img is None:
-        return None
+def _decode(data: npt.NDArray[np.uint8], what: str) -> npt.NDArray[np.generic] | None:
+    """Decode with depth and alpha kept; apply the EXIF orientation of 8-bit colour images.
+    A huge image is decoded reduced or refused (``_decode_flags``)."""
+    flags = _decode_flags(data, what)
+    try:
+        img: npt.NDArray[np.generic] | None = cv2.imdecode(data, flags)
+    except cv2.error as e:  # OpenCV's own size checks (an absurd header) are assertions
+        why = str(e).strip().splitlines()[-1] if str(e).strip() else "the decoder refused it"
+        raise SourceError(
+            f"cannot decode {what}: {cut(why)}", "re-save the picture as PNG or JPEG"
+        ) from None
+    if img is None or flags != cv2.IMREAD_UNCHANGED:
+        return img
     plain_8bit = img.dtype == np.uint8 and (img.ndim == 2 or img.shape[2] in (1, 3))
     if plain_8bit and b"Exif" in data[:65536].tobytes():
         # IMREAD_UNCHANGED ignores EXIF orientation; IMREAD_COLOR applies it (phone photos).
@@ -199,7 +286,7 @@ def load_image_bgr(path: str | Path) -> Frame:
         raise SourceError(
             f"cannot read image file {p}: {e.strerror or e}", "check the path and permissions"
         ) from None
-    img = _decode(data) if data.size else None
+    img = _decode(data, f"image file {p}") if data.size else None
     if img is None:
         raise SourceError(
             f"cannot decode image file {p} (unknown format or corrupt)",

@@ -183,7 +183,11 @@ CASES = [
         lambda t: ["--face", str(FACE), "--select", "reference", "--reference", str(t)],
         ("the reference photo", "is a folder"),
     ),
-    Case("source name too long", lambda t: ["--source", LONG_NAME], (f"source '{LONG_NAME}'",)),
+    Case(  # echoed cut at 200 characters, with its length (livecam.errors.cut)
+        "source name too long",
+        lambda t: ["--source", LONG_NAME],
+        (f"source '{LONG_NAME[:199]}... (302 characters)",),
+    ),
     Case("source is a folder", lambda t: ["--source", str(t)], ("not a regular file",)),
     Case(
         "yunet is garbage",

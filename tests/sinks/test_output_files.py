@@ -163,9 +163,9 @@ def test_an_existing_stats_file_is_kept_and_a_new_name_printed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stats = tmp_path / "stats.json"
-    stats.write_text("last week's figures")
+    stats.write_text('{"frames_in": 1, "week": "last"}\n')  # JSON: --overwrite replaces it
     assert cli_main(synthetic("--sink", "null", "--frames", "5", "--stats-json", str(stats))) == 0
-    assert stats.read_text() == "last week's figures"
+    assert stats.read_text() == '{"frames_in": 1, "week": "last"}\n'
     (new,) = [p for p in tmp_path.iterdir() if p != stats]
     assert new.name.startswith("stats-") and new.suffix == ".json"
     assert json.loads(new.read_text())["frames_in"] == 5

@@ -65,14 +65,15 @@ def test_image_writer_keeps_an_existing_file_unless_overwrite(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "shot.png"
-    path.write_bytes(b"the user's own picture")
+    own = cv2.imencode(".png", np.full((8, 8, 3), 200, np.uint8))[1].tobytes()
+    path.write_bytes(own)  # the user's own picture (a PNG: --overwrite may replace it)
     frames = smooth_frames(2)
     sink = ImageWriterSink(path, interval_s=3600)
     with caplog.at_level(logging.WARNING, logger="livecam.userfiles"):
         sink.open(160, 120, 30.0)
     sink.send(frames[0])
     sink.close()
-    assert path.read_bytes() == b"the user's own picture"
+    assert path.read_bytes() == own
     assert sink.target != path and sink.target.parent == tmp_path
     assert sink.target.name.startswith("shot-") and sink.target.suffix == ".png"
     np.testing.assert_array_equal(imread(sink.target), frames[0])
