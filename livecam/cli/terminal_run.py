@@ -17,7 +17,7 @@ from livecam.config.schema import Config
 from livecam.errors import one_line
 from livecam.stream.playback import expected_frames
 from livecam.types import Event
-from livecam.userfiles import write_atomically
+from livecam.userfiles import write_output
 
 if TYPE_CHECKING:
     from livecam.app import App
@@ -172,8 +172,9 @@ def run_pipeline(
     if cfg.run.stats_json:
         try:
             data = json.dumps(summary, indent=2).encode("utf-8")
-            stats = write_atomically(cfg.run.stats_json, data, overwrite=cfg.output.overwrite)
-            summary["files"].append(str(stats))
+            stats = write_output(cfg.run.stats_json, data, overwrite=cfg.output.overwrite)
+            if stats != "-":  # "-": the stats went to standard output
+                summary["files"].append(stats)
         except OSError as e:
             summary["errors"].append(
                 f"the stats file {cfg.run.stats_json} (--stats-json) was not written: "

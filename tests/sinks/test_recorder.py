@@ -208,14 +208,15 @@ def test_nothing_is_written_without_frames(tmp_path: Path) -> None:
 
 
 def test_an_existing_recording_is_kept_unless_overwrite(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, testdata: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = tmp_path / "show.mp4"
-    path.write_bytes(b"last week's stream")
+    path = tmp_path / "show.mp4"  # last week's stream (an MP4: --overwrite may replace it)
+    shutil.copy(testdata / "video" / "openmpf_video_01_short_h264_aac.mp4", path)
+    last_week = path.read_bytes()
     sink = RecorderSink(path)
     with caplog.at_level(logging.WARNING, logger="livecam.userfiles"):
         record(sink, smooth_frames(5), fps_in=30.0)
-    assert path.read_bytes() == b"last week's stream"
+    assert path.read_bytes() == last_week
     assert sink.target.parent == tmp_path and sink.target.name.startswith("show-")
     assert len(read_back(sink.target).frames) == 5
     assert "ALREADY EXISTS" in caplog.text and str(sink.target) in caplog.text

@@ -14,7 +14,7 @@ from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.provenance import FileFacts, Provenance, ProvenanceError
 from livecam.types import Frame
-from livecam.userfiles import OutputFile
+from livecam.userfiles import OutputFile, make_folder_for
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ImageWriterSink(Sink):
         self.close()
         out = OutputFile(self.path, overwrite=self.overwrite)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder_for(self.path)  # the last folder level only, said in the log
             self.target = out.claim()
         except OSError as e:
             raise SinkError(

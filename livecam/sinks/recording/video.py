@@ -29,7 +29,7 @@ from livecam.sinks.recording.recovery import Lock, hold, recover
 from livecam.sinks.recording.timeline import TIME_BASE, Timeline
 from livecam.sinks.recording.watched import FFmpegFile, open_watched
 from livecam.types import Frame
-from livecam.userfiles import OutputFile
+from livecam.userfiles import OutputFile, make_folder_for
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +263,7 @@ class RecorderSink(Sink):
         self.close()
         out = OutputFile(self.path, overwrite=self.overwrite)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder_for(self.path)  # the last folder level only, said in the log
             keep = self.path.absolute() if self.overwrite else None
             recover(self.path.absolute().parent, tuple(VIDEO_CODECS), keep=keep)
             self.target = out.claim()
