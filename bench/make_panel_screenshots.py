@@ -1,8 +1,9 @@
 """Screenshots of the desktop panel for the README, taken on a private Xvfb display:
 idle, live with a swap (Grace Hopper's face on the animated astronaut), and a start error
-(no camera). Settings go to a temporary folder, never the user's.
+(no camera), and the Hotkeys tab with a desktop-shortcut warning (previous face on
+Ctrl+Alt+Left). Settings go to a temporary folder, never the user's.
 
-    python bench/make_panel_screenshots.py [--out docs/images] [--live-s 8]
+    python bench/make_panel_screenshots.py [--out docs/images] [--live-s 8] [--only hotkeys]
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def xvfb() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def take(out: Path, live_s: float) -> None:
-    """Open the panel three times and save panel_idle/live/error.png into ``out``."""
-    from PySide6.QtCore import QEventLoop, QTimer
+def take(out: Path, live_s: float, only: list[str] | None = None) -> None:
+    """Open the panel once per shot and save panel_idle/live/error/hotkeys.png into
+    ``out`` (``only``: those shots)."""
+    from PySide6.QtCore import QEventLoop, QRect, QTimer
     from PySide6.QtWidgets import QApplication
 
     from livecam.config.schema import Config
@@ -79,8 +81,11 @@ def take(out: Path, live_s: float) -> None:
         "idle": (live, None),
         "live": (live, "Stats"),
         "error": (Config.from_dict({"source": {"spec": "camera:0"}}), None),
+        "hotkeys": (live.with_section("hotkeys", previous_face="Ctrl+Alt+Left"), "Hotkeys"),
     }
     for name, (config, tab) in shots.items():
+        if only and name not in only:
+            continue
         with tempfile.TemporaryDirectory() as folder:
             settings = UiSettings(Path(folder))
             settings.save_config(config)
@@ -90,13 +95,18 @@ def take(out: Path, live_s: float) -> None:
             if tab is not None:
                 window.tabs.setCurrentIndex(list(window.panels).index(tab))
             wait(0.5)
-            if name != "idle":
+            if name in ("live", "error"):
                 window.start_button.click()
                 while window.stream.starting:  # the start runs on a worker thread
                     wait(0.1)
                 wait(live_s if window.stream.running else 0.5)
             path = out / f"panel_{name}.png"
-            if not window.grab().save(str(path)):
+            shot = window.grab()
+            if name == "hotkeys":  # the tab alone, down to its last line
+                tabs = window.tabs
+                height = tabs.tabBar().height() + window.panels["Hotkeys"].sizeHint().height()
+                shot = tabs.grab(QRect(0, 0, tabs.width(), min(tabs.height(), height + 16)))
+            if not shot.save(str(path)):
                 raise SystemExit(f"error: could not write {path}")
             print(f"wrote {path}")
             window.close()
@@ -106,13 +116,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     parser.add_argument("--live-s", type=float, default=8.0, help="seconds live before the shot")
+    parser.add_argument("--only", nargs="+", help="these shots (idle live error hotkeys)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with xvfb() as display:
         os.environ["DISPLAY"] = display
         os.environ["QT_QPA_PLATFORM"] = "xcb"
         os.environ["LIVECAM_CONFIG_DIR"] = tempfile.mkdtemp(prefix="livecam-shots-")
-        take(args.out, args.live_s)
+        take(args.out, args.live_s, args.only)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,7 @@ class HotkeysPanel(QWidget):
         self.error = QLabel()  # why the last edit was refused (the old binding kept)
         self.error.setWordWrap(True)
         self.error.setStyleSheet(FALLBACK_STYLE)
+        self.error.hide()
         self.warning = QLabel()  # bindings that desktops or overlays use too
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet(FALLBACK_STYLE)
@@ -261,6 +262,7 @@ class HotkeysPanel(QWidget):
 
     def _refuse(self, why: str) -> None:
         self.error.setText(why)
+        self.error.setVisible(bool(why))
         self._show_saved()
 
     def restore_defaults(self) -> None:
@@ -292,6 +294,7 @@ class HotkeysPanel(QWidget):
             self._refuse(error_line(e))
             return
         self.error.clear()
+        self.error.hide()
         if hotkeys == self.saved:
             self._show_saved()
             return
@@ -302,6 +305,7 @@ class HotkeysPanel(QWidget):
             self.settings.save_config(config)
         except OSError as e:
             self.error.setText(f"the hotkeys were not saved: {e.strerror or e}")
+            self.error.show()
         if not self.stream.running:
             self.stream.set_config(config)
         else:
