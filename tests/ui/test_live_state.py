@@ -154,10 +154,12 @@ def test_blank_and_freeze_buttons_switch_the_stream_and_show_their_badges(
 
     qtbot.mouseClick(window.blank_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(window.freeze_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not controls.state.blank and not controls.state.frozen)
+    qtbot.waitUntil(
+        lambda: not controls.state.blank and not controls.state.frozen, timeout=TIMEOUT_MS
+    )
     qtbot.waitUntil(lambda: window.preview.badges == (), timeout=TIMEOUT_MS)
     qtbot.waitUntil(
-        lambda: window.preview.frame is not None and window.preview.frame.any(),
+        lambda: window.preview.frame is not None and bool(window.preview.frame.any()),
         timeout=TIMEOUT_MS,
     )  # the camera again
     assert not window.blank_button.isChecked() and not window.freeze_button.isChecked()
