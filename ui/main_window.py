@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from livecam.config.schema import Config
+from livecam.config.specs import SourceSpec
 from livecam.errors import (
     LivecamError,
     VirtualCameraUnavailable,
@@ -65,6 +66,7 @@ from ui.wheel_guard import install_wheel_guard
 log = logging.getLogger(__name__)
 
 TITLE = "LiveCam"
+NO_CAMERA_NOTE = "No camera found"  # how the Input tab's no-camera note begins
 DEFAULT_SIZE = QSize(1280, 760)  # the first window, shrunk to fit smaller screens
 FRAME_MARGIN = QSize(16, 48)  # px the window manager adds around it (title bar, borders)
 VIRTUALCAM = "virtualcam"
@@ -514,6 +516,7 @@ class MainWindow(QMainWindow):
         self._sync_swap()
         self.check_virtualcam()  # only when its settings changed
         self._show_virtualcam()
+        self._forget_camera_note(config)
 
     # --- the virtual camera --------------------------------------------------------------
     @property
@@ -575,6 +578,12 @@ class MainWindow(QMainWindow):
     def _on_camera_missing(self, text: str) -> None:
         if not self.stream.running and not self.stream.starting:
             self.show_warning(text)
+
+    def _forget_camera_note(self, config: Config) -> None:
+        """The no-camera note goes once the input is not a camera any more."""
+        note = self.message.text().startswith(NO_CAMERA_NOTE) and not self.message.isHidden()
+        if note and SourceSpec.parse(config.source.spec).kind != "camera":
+            self.clear_message()
 
     def _on_applied(self, what: str) -> None:
         self._sync_swap()

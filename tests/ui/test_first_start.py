@@ -142,6 +142,7 @@ def test_no_camera_offers_the_moving_face_and_it_shows_a_swap(
     assert "swap" in config.pipeline.stages and window.swap_button.isChecked()
     assert settings.config.source.face_motion == config.source.face_motion  # saved
     assert panel.moving_face.isChecked()
+    assert window.message.isHidden()  # the no-camera note went with the camera input
 
     plain = source_frames(config)
     frames: list[np.ndarray] = []
