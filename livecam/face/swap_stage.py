@@ -220,7 +220,7 @@ def check_swap_config(cfg: SwapConfig) -> None:
         raise ConfigError(
             "the swap stage needs the source face photo (config field 'swap.face')",
             "add --face PHOTO: a photo of the face to swap in",
-            panel_hint="pick a face photo in the Source tab (Choose photo…)",
+            panel_hint="pick a face photo in the Source tab (Open photo…)",
         )
     if cfg.select == "reference" and cfg.reference is None:
         raise ConfigError(

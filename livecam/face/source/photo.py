@@ -154,7 +154,9 @@ class SourceFaceCache:
         p = Path(path)
         if not p.is_file():
             raise FaceSourceError(
-                f"source face image {p} does not exist", "check the path given to --face"
+                f"source face image {p} does not exist",
+                "check the path given to --face",
+                panel_hint="pick the face photo again in the Source tab (Open photo…)",
             )
         with self._lock:
             try:
