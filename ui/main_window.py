@@ -547,7 +547,10 @@ class MainWindow(QMainWindow):
                 found: str | LivecamError = probe_virtualcam(key[1], key[2])
             except Exception as e:  # VirtualCameraUnavailable, or a backend's own failure
                 found = as_livecam_error(e, "virtual camera")
-            self._vcam_probed.emit(key, found)
+            try:
+                self._vcam_probed.emit(key, found)
+            except RuntimeError:  # the window was closed and deleted meanwhile
+                log.debug("virtual camera checked after the window closed: %s", found)
 
         threading.Thread(target=work, name="panel-vcam-probe", daemon=True).start()
 
