@@ -362,17 +362,22 @@ class InputPanel(QWidget):
         if self.stream.running:
             self.stream.change(f"mirror {'on' if on else 'off'}", lambda c: c.set_mirror(on))
             return
-        self._apply(mirror=on)
+        self._apply(mirror=on, **self._format())
 
     def apply_format(self) -> None:
         """Put the chosen size and frame rate into the config (next start)."""
+        self._apply(**self._format())
+
+    def _format(self) -> dict[str, Any]:
+        """The size and frame rate the widgets show (a size or rate of the user's own,
+        from the config file, is left as it is)."""
         index = self.resolution.currentIndex()
         fields: dict[str, Any] = {}
         if index < len(SIZES):
             fields["size"] = SIZES[index][1]
         if self.fps.currentIndex() < len(RATES):
             fields["fps"] = RATES[self.fps.currentIndex()]
-        self._apply(**fields)
+        return fields
 
     def _apply(self, **fields: Any) -> None:
         try:
