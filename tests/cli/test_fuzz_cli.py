@@ -38,7 +38,8 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
     "--output-fps": (["30", "120", "240"], ["1e-10", "0", "nan", "1000", "y"]),
     "--size": (["160x120", "320x240", "64x48", "16x16"], ["15x15", "0x0", "abc", "7682x4320"]),
     "--sink": (["null", "{tmp}/o.png", "{tmp}/o.mp4"],
-               ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", ""]),
+               ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", "",
+                "{tmp}/no/deeper/o.mp4"]),
     "--stage": (["passthrough", "facebox"], ["blur", "swap"]),
     "--face": (["{face}"], ["{tmp}", "/dev/zero", "{tmp}/garbage.jpg", LONG, "{image}"]),
     "--face-index": (["0"], ["1", "-1", "1000", "x"]),
@@ -52,7 +53,8 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
     "--face-motion": (["{face}"], ["{tmp}", LONG, "/dev/zero"]),
     "--batch": (["1", "4"], ["9", "0"]),
     "--yunet": (["{yunet}"], ["{tmp}/garbage.jpg", "{tmp}"]),
-    "--stats-json": (["{tmp}/s.json"], ["{tmp}/nofolder/s.json", "{tmp}"]),
+    "--stats-json": (["{tmp}/s.json", "/dev/null", "-"],
+                     ["{tmp}/nofolder/s.json", "{tmp}", "{tmp}/s.txt", "", "{face}"]),
     "--camera-backend": ([], ["auto", "nope"]),  # no camera here: out of scope
     "--no-mjpg": ([], [None]),
     "--vcam-backend": ([], ["no-such-backend"]),
@@ -265,6 +267,7 @@ def fill(text: str, places: dict[str, str]) -> str:
     return text
 
 
+@pytest.mark.timeout(900)  # 250 examples: 1 to 3 minutes on a loaded machine
 @settings(
     max_examples=250,
     deadline=None,
