@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 from ui.main_window import MainWindow, apply_theme
 from ui.notice import acknowledge
 from ui.settings import UiSettings
-from ui.stream import StreamController
+from ui.stream import StreamController, limit_malloc_arenas
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def run_panel(argv: Sequence[str] = ()) -> int:
     """Run the panel until its window closes; the exit status (0, or 128 + a signal)."""
+    limit_malloc_arenas()  # before any stream thread: Stop/Start does not grow the memory
     app = QApplication.instance() or QApplication(["livecam", *argv])
     assert isinstance(app, QApplication)
     app.setApplicationName("LiveCam")
