@@ -11,14 +11,17 @@ leaving the field) cancels; the first other key ends the capture. A valid, free
 combination is saved at once to the user's config (``[hotkeys]`` of config.toml) and
 rebinds the running hotkeys; an invalid one, or one another action holds, keeps the old
 binding, says why (naming the action that holds it) and saves nothing. Backspace or Delete
-alone leaves the action without a hotkey. A binding that is a known desktop, OS or overlay
-shortcut (``livecam.control.desktop_shortcuts``) is saved but warned about, naming who uses it.
+alone leaves the action without a hotkey. While a field has the focus, the running hotkeys
+pause (the keys typed are a combination being entered). A binding that is a known desktop,
+OS or overlay shortcut (``livecam.control.desktop_shortcuts``) is saved but warned about,
+naming who uses it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QKeyCombination, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QFocusEvent, QKeyEvent, QKeySequence, QShortcut
@@ -120,6 +123,7 @@ class ComboEdit(QLineEdit):
         self.setPlaceholderText("no hotkey")
         self.combo = combo
         self.capturing = False  # keys pressed now are a combination being entered
+        self.focused = False  # read by the hotkey thread: the hotkeys pause meanwhile
         self.setText(combo)
 
     def show_combo(self, combo: str) -> None:
@@ -142,12 +146,14 @@ class ComboEdit(QLineEdit):
 
     def focusInEvent(self, event: QFocusEvent) -> None:  # noqa: N802 (Qt's name)
         super().focusInEvent(event)
+        self.focused = True
         self.capturing = True
         self.setText("")
         self.setPlaceholderText(PROMPT)
 
     def focusOutEvent(self, event: QFocusEvent) -> None:  # noqa: N802 (Qt's name)
         super().focusOutEvent(event)
+        self.focused = False
         self.cancel()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
@@ -327,7 +333,7 @@ class HotkeysPanel(QWidget):
             return
         faces = [*self.saved.faces, *self.settings.panel.recent_faces]
         actions = HotkeyActions(app.controls, faces, app.store, app.telemetry.event)
-        handlers = actions.handlers()
+        handlers = {a: self._unless_editing(h) for a, h in actions.handlers().items()}
         if self.global_ok:
             listener = HotkeyListener(self.saved.bindings(), handlers)
             try:
@@ -345,6 +351,16 @@ class HotkeysPanel(QWidget):
                 shortcut.setContext(Qt.ShortcutContext.ApplicationShortcut)
                 shortcut.activated.connect(handlers[action])
                 self.shortcuts[action] = shortcut
+
+    def _unless_editing(self, handler: Callable[[], None]) -> Callable[[], None]:
+        """``handler``, doing nothing while an editor has the focus: the keys typed there
+        are a combination being entered, not a command to the stream."""
+
+        def handle() -> None:
+            if not any(editor.focused for editor in self.editors.values()):
+                handler()
+
+        return handle
 
     def _unbind(self) -> None:
         if self.listener is not None:
