@@ -279,6 +279,8 @@ class ModelStore:
         problem = self.env_problem()
         if missing and problem is not None:  # the folder to look in or download to is bad
             raise problem
+        if problem is not None:
+            log.warning("%s: ignored, every model was found elsewhere", problem.message)
         corrupt = [(e, why) for e, why in missing if why]
         if corrupt and not replace_bad:
             names = " ".join(e.name for e, _ in corrupt)

@@ -175,7 +175,7 @@ def test_an_empty_path_is_an_error(option: str, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.parametrize("kind", ["a file", "/dev/null"])
 def test_an_unusable_models_dir_is_a_one_line_error(
-    tmp_path: Path, testdata: Path, kind: str
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = tmp_path / "models.txt" if kind == "a file" else Path("/dev/null")
     if kind == "a file":
@@ -190,3 +190,6 @@ def test_an_unusable_models_dir_is_a_one_line_error(
     store = ModelStore(models_dir=folder, data_dir=tmp_path / "data")
     with pytest.raises(ModelError, match="is not a folder"):
         store.require(["scrfd-500m"], download=False, accept_licence=True)
+    with caplog.at_level("WARNING"):  # found elsewhere (bundled): said, not silent
+        store.require(["mobilefacenet"], download=False, accept_licence=False)
+    assert f"LIVECAM_MODELS_DIR={folder} is not a folder: ignored" in caplog.text
