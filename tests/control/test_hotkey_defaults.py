@@ -4,6 +4,8 @@ are free everywhere the table knows, the old Ctrl+Alt+arrow defaults are caught,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from livecam.config.schema import Config, HotkeysConfig
@@ -73,3 +75,24 @@ def test_cli_start_line_warns_about_a_desktop_shortcut() -> None:
         + describe_uses("Ctrl+Alt+Left")
     ]
     assert len(describe_bindings(HotkeysConfig().bindings()).splitlines()) == 1  # defaults
+
+
+def test_livecam_run_hotkeys_warns_at_start(
+    xvfb: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from livecam.cli.main import main
+
+    monkeypatch.setenv("DISPLAY", xvfb)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("XDG_SESSION_TYPE", "x11")
+    config = tmp_path / "hotkeys.toml"
+    Config().with_section("hotkeys", next_face="Ctrl+Alt+Right").save(config)
+    argv = ["run", "--config", str(config), "--source", "synthetic", "--sink", "null"]
+    assert main([*argv, "--frames", "10", "--hotkeys", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "hotkeys: Ctrl+Alt+Shift+S swap" in err
+    warning = "warning: hotkeys.next_face Ctrl+Alt+Right is also a shortcut of GNOME ("
+    assert warning in err and "openbox (go to the desktop on the right)" in err
