@@ -156,6 +156,31 @@ def test_an_image_sink_whose_folder_is_removed_fails_the_run(
     assert "last.png" in err and not folder.exists()
 
 
+def test_a_still_written_before_its_folder_went_is_one_error_and_never_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The still is written at 1 s, its folder is removed at 1.5 s, the write at 2 s
+    fails: the sink is reported once (close does not try again) and no "wrote" names
+    the file that went with its folder."""
+    folder = tmp_path / "vanishing"
+    folder.mkdir()
+
+    def remove(n: int) -> None:
+        if n == 45:
+            shutil.rmtree(folder)
+
+    out = folder / "last.png"
+    with camera_calling(remove) as camera:
+        argv = ["--sink", str(out), "--sink", "virtualcam", "--vcam-backend", camera]
+        code = cli_main(synthetic(*argv, "--frames", "90"))
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].count("sink image") == 1, errors
+    assert f"cannot write {out}" in errors[0]
+
+
 # --- the stats JSON --------------------------------------------------------------------
 
 

@@ -1,0 +1,122 @@
+"""A full disk fails every writer of ``livecam run``: exit status 1, one error line naming
+the file and the cause, no "wrote" line and no hidden temporary file left.
+
+The full disk is a file-size limit (``RLIMIT_FSIZE``) set in the child process with
+SIGXFSZ ignored, so every write past the limit fails with EFBIG as a write to a full disk
+fails with ENOSPC (a tmpfs or loop mount would need root). Each writer is tried with the
+limit hit at its first writes ("early") and at its very last byte ("late": an .avi's index,
+the last fragment and index of a fragmented .mp4/.mov, the tag copy of an .mkv, a still's
+last block), the sizes taken from an unlimited conversion of a real clip (31 frames with
+AAC sound, converted frame by frame: the same bytes every run)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import pytest
+
+from livecam.sinks.recording.provenance import read_provenance, user_signing_key
+
+CLIP = "video/openmpf_video_01_short_h264_aac.mp4"
+FORMATS = (".mp4", ".mov", ".mkv", ".avi", ".png", ".jpg")
+
+
+def livecam(args: list[str], limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m livecam ARGS`` with files limited to ``limit`` bytes (None: no limit)."""
+
+    def full_disk(size: int) -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return subprocess.run(
+        [sys.executable, "-m", "livecam", *args],
+        preexec_fn=None if limit is None else lambda: full_disk(limit),
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def errors(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+@pytest.fixture(scope="module")
+def full_sizes(testdata: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+    """The size of each writer's file from one unlimited conversion of CLIP."""
+    folder = tmp_path_factory.mktemp("unlimited")
+    sinks = [a for s in FORMATS for a in ("--sink", str(folder / f"clip{s}"))]
+    done = livecam(["run", "--source", str(testdata / CLIP), "--quiet", *sinks])
+    assert done.returncode == 0, done.stderr
+    return {s: (folder / f"clip{s}").stat().st_size for s in FORMATS}
+
+
+#: a still is one write: its early and late limits would fail the same call
+STILLS_EARLY = {(".png", "early"), (".jpg", "early")}
+CASES = [(s, w) for s in FORMATS for w in ("early", "late") if (s, w) not in STILLS_EARLY]
+
+
+@pytest.mark.parametrize(("suffix", "when"), CASES)
+def test_a_full_disk_fails_every_writer_with_status_1(
+    testdata: Path, tmp_path: Path, full_sizes: dict[str, int], suffix: str, when: str
+) -> None:
+    out = tmp_path / f"clip{suffix}"
+    limit = 4096 if when == "early" else full_sizes[suffix] - 1
+    done = livecam(["run", "--source", str(testdata / CLIP), "--quiet", "--sink", str(out)], limit)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "wrote" not in done.stdout
+    [line] = errors(done.stderr)  # one line, the failed sink listed once
+    assert str(out) in line and "File too large" in line
+    assert line.count("File too large") == 1, line
+    assert leftovers(tmp_path) == []
+    if out.exists():  # only the .mkv, whole, when its tagged copy did not fit
+        assert suffix == ".mkv" and "kept UNSIGNED" in line
+        with av.open(str(out)) as container:
+            assert sum(1 for _ in container.decode(video=0)) == 31
+
+
+def test_a_full_disk_while_signing_keeps_the_recording_unsigned_with_status_1(
+    tmp_path: Path,
+) -> None:
+    """The signed copy of a finished .mp4 does not fit: the whole unsigned recording
+    keeps its name, and the run says so and fails (no "wrote")."""
+    user_signing_key()  # made beforehand: the key file must not be what hits the limit
+    args = ["run", "--source", "synthetic", "--size", "160x120", "--frames", "30", "--quiet"]
+    signed = tmp_path / "signed.mp4"
+    assert livecam([*args, "--sink", str(signed)]).returncode == 0
+    assert read_provenance(signed).signature_valid
+    out = tmp_path / "out.mp4"
+    # the manifest adds ~3.4 KB: the temporary file fits, the signed copy does not
+    done = livecam([*args, "--sink", str(out)], signed.stat().st_size - 500)
+    assert done.returncode == 1, done.stderr
+    assert "wrote" not in done.stdout
+    [line] = errors(done.stderr)
+    assert "copy with provenance could not be written (File too large)" in line
+    assert f"{out} is kept UNSIGNED" in line
+    assert not read_provenance(out).present
+    with av.open(str(out)) as container:
+        assert sum(1 for _ in container.decode(video=0)) >= 25
+    assert leftovers(tmp_path) == []
+
+
+def test_a_full_disk_fails_the_stats_file_with_status_1(tmp_path: Path) -> None:
+    stats = tmp_path / "stats.json"
+    args = ["run", "--source", "synthetic", "--size", "160x120", "--frames", "10", "--quiet"]
+    done = livecam([*args, "--sink", "null", "--stats-json", str(stats)], 200)
+    assert done.returncode == 1, done.stderr
+    assert "wrote" not in done.stdout
+    [line] = errors(done.stderr)
+    assert str(stats) in line and "File too large" in line
+    assert list(tmp_path.iterdir()) == []
