@@ -161,7 +161,8 @@ class ComboEdit(QLineEdit):
         modifiers = held_modifiers(event.modifiers())
         if key in MODIFIER_KEYS:
             self.capturing = True
-            self.setText(modifiers_text(modifiers | KEY_MODIFIER.get(key, modifiers)))
+            own = KEY_MODIFIER.get(key, Qt.KeyboardModifier.NoModifier)
+            self.setText(modifiers_text(modifiers | own))
             self.setPlaceholderText(PROMPT)
             return
         if key == Qt.Key.Key_Escape and not modifiers:
