@@ -90,6 +90,11 @@ def usage_hint(name: str) -> str:
     return f"`{usage}`"
 
 
+class CommandError(ControlError, ValueError):
+    """A line that is not a valid command: a word or number that does not fit (so a
+    ValueError too), or a missing argument; its fix is the command's syntax."""
+
+
 def _switch(word: str) -> bool:
     if word in ("on", "off"):
         return word == "on"
@@ -113,11 +118,12 @@ def execute(controls: Controls, line: str) -> Change | str | None:
     try:
         return _dispatch(controls, name, args)
     except IndexError:
-        raise ControlError(f"'{line.strip()}' is missing an argument", usage_hint(name)) from None
+        raise CommandError(f"'{line.strip()}' is missing an argument", usage_hint(name)) from None
+    except LivecamError as e:  # the control refused (its own type): its fix as a command
+        e.message, e.hint = live_text(e.message), live_text(e.hint) or usage_hint(name)
+        raise
     except ValueError as e:  # on/off, a number
-        raise ControlError(f"'{line.strip()}': {e}", usage_hint(name)) from None
-    except LivecamError as e:  # the control refused: its fix as a command
-        raise ControlError(live_text(e.message), live_text(e.hint) or usage_hint(name)) from None
+        raise CommandError(f"'{line.strip()}': {e}", usage_hint(name)) from None
 
 
 def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
@@ -149,7 +155,7 @@ def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
         return controls.update_swap(**{field: _value(value)})
     if name == "stage":
         return controls.set_stage_enabled(args[0], _switch(args[1]))
-    raise ControlError(f"unknown command {name!r}", COMMANDS_TEXT)
+    raise CommandError(f"unknown command {name!r}", COMMANDS_TEXT)
 
 
 class CommandReader(threading.Thread):
