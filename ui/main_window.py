@@ -3,7 +3,7 @@ panels in tabs and a status bar (fps, latency, providers with fallbacks, virtual
 
 The window changes the stream only through its ``StreamController``. It loads the saved
 config into it at start, saves the config on every change and at close, and remembers its
-geometry. Closing it stops the stream (threads joined within ``STOP_TIMEOUT_S``).
+geometry. Closing it stops the stream (threads joined within ``CLOSE_TIMEOUT_S``).
 
 Side panels plug in through ``PANELS``: one ``(tab title, module in ui.panels, class)``
 row each; a module not written yet is a placeholder tab.
@@ -60,7 +60,7 @@ from ui.notice import (
 )
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings
-from ui.stream import LiveView, StreamController
+from ui.stream import CLOSE_TIMEOUT_S, LiveView, StreamController
 from ui.wheel_guard import install_wheel_guard
 
 log = logging.getLogger(__name__)
@@ -639,7 +639,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         """Stop the stream (threads joined), save the config and the geometry, close."""
-        self.stuck_threads = self.stream.stop()
+        self.stuck_threads = self.stream.stop(CLOSE_TIMEOUT_S)
         if self.stuck_threads:
             log.warning("threads still running after the stop: %s", ", ".join(self.stuck_threads))
         g = self.geometry()
