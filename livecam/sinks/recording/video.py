@@ -8,6 +8,12 @@ file in the target folder and renamed on success (``livecam.userfiles``); an exi
 file is never replaced unless ``overwrite`` is set: a new name with a timestamp is chosen
 instead. A finished file is signed (``livecam.sinks.recording.provenance``: a C2PA
 manifest in .mp4, .mov and .avi, a container tag in .mkv) before it gets its name.
+
+Nothing is lost and nothing lies: every write goes through a file that keeps the disk's
+error (``livecam.sinks.recording.watched``), so a full disk fails the recording; .mp4 and
+.mov are fragmented MP4, so a recording killed with the process keeps all but about its
+last second, and the next recording into its folder gives it its name
+(``livecam.sinks.recording.recovery``).
 """
 
 from __future__ import annotations
