@@ -41,8 +41,8 @@ FRAME_POLL_MS = 15  # how often the newest output frame is taken (~66 Hz)
 STATS_MS = 500  # how often the stats are read
 STOP_TIMEOUT_S = 1.5  # the app joins its threads within this
 #: the same when the window closes: the process leaves right after (its threads are
-#: daemons; a recording still gets its finish grace), so Ctrl+Q ends it within 1 s even
-#: while a live change is being built
+#: daemons; while recording, ``STOP_TIMEOUT_S`` and the finish grace still apply), so
+#: Ctrl+Q ends it within 1 s even while a live change is being built
 CLOSE_TIMEOUT_S = 0.4
 PANEL_SINKS_IGNORED = ("window", "auto")  # the panel's own preview replaces these
 MALLOC_ARENAS = 4  # glibc's default, 8 per core, kept ~110 MB per Stop/Start (see below)
@@ -378,6 +378,8 @@ class StreamController(QObject):
         self._frames.stop()
         self._stats.stop()
         self._config = app.config.with_section("source", unpaced=self._config.source.unpaced)
+        if any(sink.records_video for sink in app.sinks):  # a quick close never cuts a file
+            timeout_s = max(timeout_s, STOP_TIMEOUT_S)
         stuck = app.stop(timeout_s)
         self._drop_subscription()
         self._app = None
