@@ -201,7 +201,7 @@ def apply_theme(app: QApplication) -> None:
         QPalette.ColorRole.Text: "#e4e4ea",
         QPalette.ColorRole.Button: "#2f2f38",
         QPalette.ColorRole.ButtonText: "#e4e4ea",
-        QPalette.ColorRole.Highlight: "#3d7be0",
+        QPalette.ColorRole.Highlight: "#336fd6",  # white on it: contrast 4.8:1
         QPalette.ColorRole.HighlightedText: "#ffffff",
         QPalette.ColorRole.ToolTipBase: "#2a2a33",
         QPalette.ColorRole.ToolTipText: "#e4e4ea",

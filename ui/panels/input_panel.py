@@ -1,12 +1,13 @@
 """The Input panel: what the stream captures (a camera, a monitor, a screen region, a
 video file or the synthetic test pattern), at which size and rate, mirrored or not.
 
-Writes ``source.spec``, ``source.size``, ``source.fps``, ``source.loop`` and ``source.mirror``. The
-mirror applies live (``Controls.set_mirror``: the capture thread flips from its next
-frame). The source itself is opened at start, so the other changes made while running
-apply at the next start (``next_start``: each says "applies at restart" beside it, and the
-panel offers Restart now). Cameras and monitors are listed on a worker thread (opening
-each camera takes a moment).
+Writes ``source.spec``, ``source.size``, ``source.fps``, ``source.loop`` (a video file's
+Loop, on by default) and ``source.mirror``. The mirror applies live
+(``Controls.set_mirror``: the capture thread flips from its next frame). The source
+itself is opened at start, so the other changes made while running apply at the next
+start (``next_start``: each says "applies at restart" beside it, and the panel offers
+Restart now). Cameras and monitors are listed on a worker thread (opening each camera
+takes a moment).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ from livecam.cli.verify import report_text, verify
 from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
 from ui.main_window import error_text
+from ui.notice import ERROR_TEXT_STYLE
 from ui.panels.next_start import NextStartChanges, restart_row
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -65,7 +66,7 @@ RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
 VERIFY_FILTER = (
     "Videos and images (*.mp4 *.mov *.mkv *.avi *.webm *.png *.jpg *.jpeg);;All files (*)"
 )
-ERROR_STYLE = "color: #b00020;"
+ERROR_STYLE = ERROR_TEXT_STYLE  # readable on the dark window (ui.notice: contrast >= 4.5)
 DEFAULT_LABEL = "AI-modified"
 MARK_ON = (
     "Invisible AI mark: on. Every swapped frame carries LiveCam's machine-readable mark "

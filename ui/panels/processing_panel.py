@@ -42,6 +42,7 @@ from livecam.models.store import ModelStore
 from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
 from ui.model_download import ModelDownloadDialog, models_to_get
+from ui.notice import WARNING_TEXT_STYLE
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -190,7 +191,7 @@ class ProcessingPanel(QWidget):
         form.addRow("Running on", self.provider_used)
         self.provider_warning = QLabel("")
         self.provider_warning.setWordWrap(True)
-        self.provider_warning.setStyleSheet("color: #c0392b; font-weight: bold")
+        self.provider_warning.setStyleSheet(WARNING_TEXT_STYLE)  # ui.notice: contrast >= 4.5
         self.provider_warning.hide()
         form.addRow(self.provider_warning)
         layout.addWidget(models)
