@@ -13,8 +13,11 @@ an event (``record`` / ``wait``), never a device-wide synchronise.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import importlib.util
 import logging
+import sys
 import threading
 from types import TracebackType
 from typing import Any
@@ -27,9 +30,22 @@ log = logging.getLogger(__name__)
 Event = Any  # torch.cuda.Event, or None without CUDA
 
 
+@functools.cache
+def nvidia_driver_present() -> bool:
+    """Whether NVIDIA's CUDA driver library loads (``libcuda.so.1``, ``nvcuda.dll``): no
+    CUDA provider and no torch CUDA device can run without it, whichever build is
+    installed."""
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def cuda_available() -> bool:
-    """Whether torch is installed and sees a CUDA device (never raises)."""
-    if importlib.util.find_spec("torch") is None:
+    """Whether torch is installed and sees a CUDA device (never raises). Without NVIDIA's
+    driver the answer is no without importing torch (seconds at start on a CPU machine)."""
+    if importlib.util.find_spec("torch") is None or not nvidia_driver_present():
         return False
     try:
         import torch

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import importlib.util
 import io
 import logging
@@ -26,6 +25,7 @@ from typing import Any, Literal
 import onnxruntime as ort
 
 from livecam.errors import ModelError
+from livecam.runtime.cuda import nvidia_driver_present
 
 log = logging.getLogger(__name__)
 
@@ -100,17 +100,6 @@ def full_name(short: str) -> str:
         if s == short:
             return name
     return short
-
-
-@functools.cache
-def nvidia_driver_present() -> bool:
-    """Whether NVIDIA's CUDA driver library loads (``libcuda.so.1``, ``nvcuda.dll``): no
-    CUDA provider can run without it, whichever ONNX Runtime build is installed."""
-    try:
-        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-    except OSError:
-        return False
-    return True
 
 
 def _usable(available: list[str] | None, prefer: Prefer) -> set[str]:
