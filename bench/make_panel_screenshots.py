@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "assets"
 SCREEN = "1920x1080x24"
-WINDOW = (1400, 820)
+WINDOW = (1360, 740)  # fits a 1366x768 laptop screen
 
 
 @contextmanager
@@ -79,7 +79,8 @@ def take(out: Path, live_s: float, only: list[str] | None = None) -> None:
     )
     shots = {
         "idle": (live, None),
-        "live": (live, "Stats"),
+        "live": (live.with_section("output", sinks=["null", "RECORDING"]), "Stats"),
+        "badges": (live, "Source"),
         "error": (Config.from_dict({"source": {"spec": "camera:0"}}), None),
         "hotkeys": (live.with_section("hotkeys", previous_face="Ctrl+Alt+Left"), "Hotkeys"),
     }
@@ -87,6 +88,11 @@ def take(out: Path, live_s: float, only: list[str] | None = None) -> None:
         if only and name not in only:
             continue
         with tempfile.TemporaryDirectory() as folder:
+            if "RECORDING" in config.output.sinks:  # a recording, so the REC line shows
+                sinks = [
+                    s if s != "RECORDING" else f"{folder}/show.mp4" for s in config.output.sinks
+                ]
+                config = config.with_section("output", sinks=sinks)
             settings = UiSettings(Path(folder))
             settings.save_config(config)
             window = MainWindow(StreamController(config), settings)
@@ -95,11 +101,16 @@ def take(out: Path, live_s: float, only: list[str] | None = None) -> None:
             if tab is not None:
                 window.tabs.setCurrentIndex(list(window.panels).index(tab))
             wait(0.5)
-            if name in ("live", "error"):
+            if name in ("live", "badges", "error"):
                 window.start_button.click()
                 while window.stream.starting:  # the start runs on a worker thread
                     wait(0.1)
                 wait(live_s if window.stream.running else 0.5)
+            controls = window.stream.controls
+            if name == "badges" and controls is not None:  # as a hotkey would: not the panel
+                controls.set_swap(False).wait(5)
+                controls.set_freeze(True).wait(5)
+                wait(1.0)
             path = out / f"panel_{name}.png"
             shot = window.grab()
             if name == "hotkeys":  # the tab alone, down to its last line
@@ -116,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     parser.add_argument("--live-s", type=float, default=8.0, help="seconds live before the shot")
-    parser.add_argument("--only", nargs="+", help="these shots (idle live error hotkeys)")
+    parser.add_argument("--only", nargs="+", help="these shots (idle live badges error hotkeys)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with xvfb() as display:
