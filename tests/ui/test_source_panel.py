@@ -179,3 +179,19 @@ def test_the_panel_finds_faces_through_the_apps_cache(
         assert stream.app is not None and stream.app.faces is stream.resources.faces
     finally:
         stream.stop()
+
+
+def test_the_saved_face_is_shown_at_start_and_nothing_is_applied(
+    qtbot: QtBot, testdata: Path, settings: UiSettings
+) -> None:
+    photo = testdata / TWO_PEOPLE
+    config = small_config().with_section("swap", face=str(photo), face_index=1)
+    stream = StreamController(config)
+    panel = make_panel(qtbot, stream, settings)
+    qtbot.waitUntil(lambda: panel.faces is not None, timeout=30000)
+    assert panel.faces is not None and panel.faces.path == photo.absolute()
+    assert len(panel.faces.boxes) == 2
+    assert panel.face_index == 1 and panel.picker.currentIndex() == 1  # the saved face
+    assert not panel.thumb.pixmap().isNull()
+    assert stream.config == config  # shown, not applied
+    assert UiSettings().config.swap.face is None  # and nothing saved

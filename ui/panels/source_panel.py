@@ -12,6 +12,7 @@ the API) is shown here too, within a frame poll (``follow``), without applying a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from pathlib import Path
@@ -173,8 +174,9 @@ class SourcePanel(QWidget):
         stream.config_changed.connect(self.follow)
         self.refresh_gallery()
         face = stream.config.swap.face
-        if face:
+        if face:  # show the saved face (found on a worker thread; nothing is applied)
             self.path_label.setText(f"In use: {face}")
+            self.load(face, show_only=stream.config.swap.face_index or 0)
 
     # --- choosing a photo ----------------------------------------------------------------
     def choose_file(self) -> None:
@@ -195,9 +197,14 @@ class SourcePanel(QWidget):
 
         def work() -> None:
             try:
-                self._found.emit(request, self.finder.find(path), None)
+                found: tuple[PhotoFaces | None, LivecamError | None] = (
+                    self.finder.find(path),
+                    None,
+                )
             except Exception as e:  # unreadable, no face, a detector problem: one message
-                self._found.emit(request, None, as_livecam_error(e, f"reading {path}"))
+                found = (None, as_livecam_error(e, f"reading {path}"))
+            with contextlib.suppress(RuntimeError):  # the panel was closed meanwhile
+                self._found.emit(request, *found)
 
         threading.Thread(target=work, name="panel-face-finder", daemon=True).start()
 
