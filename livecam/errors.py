@@ -13,6 +13,9 @@ class LivecamError(Exception):
     panel's words (its tabs and buttons); the panel shows it instead (``panel_fix``).
     """
 
+    #: the CLI's exit status for this error: 2, a problem with what was asked for
+    exit_status = 2
+
     def __init__(self, message: str, hint: str = "", *, panel_hint: str = "") -> None:
         super().__init__(message)
         self.message = message
@@ -91,6 +94,13 @@ class StartupError(LivecamError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class WriteFailed(LivecamError):
+    """A file could not be written (a full disk, a file-size limit, a lost folder): what was
+    asked for was fine, its result is not saved (exit status 1, as a failed recording)."""
+
+    exit_status = 1
 
 
 class ControlError(LivecamError):

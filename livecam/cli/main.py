@@ -245,10 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``livecam`` command; returns the exit status: 0 done, 1 a failed check or an
-    unexpected error (a bug), 2 a bad command line, config or start-up problem, 130 / 143
-    after Ctrl-C / SIGTERM. The user never sees a traceback (``-v`` logs an unexpected
-    error's)."""
+    """The ``livecam`` command; returns the exit status: 0 done, 1 a failed check, a file
+    that could not be written or an unexpected error (a bug), 2 a bad command line, config
+    or start-up problem, 130 / 143 after Ctrl-C / SIGTERM. The user never sees a traceback
+    (``-v`` logs an unexpected error's)."""
     with stop_signals():
         try:
             return _main(argv)
@@ -287,7 +287,7 @@ def _main(argv: list[str] | None) -> int:
             raise stop from None
         if isinstance(e, LivecamError):
             print(format_error(e), file=sys.stderr)
-            return 2
+            return e.exit_status
         log.debug("unexpected error", exc_info=True)
         print(
             f"error: unexpected {type(e).__name__}: {one_line(str(e))}\n"

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import tomli_w
 
 from livecam.config.setting import setting_of
-from livecam.errors import ConfigError, cut
+from livecam.errors import ConfigError, WriteFailed, cut
 from livecam.userfiles import write_atomically
 
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes
@@ -103,7 +103,7 @@ def write_toml(path: str | os.PathLike[str], text: str, overwrite: bool) -> None
     try:
         write_atomically(p, data)  # after the check above: an existing file is replaced
     except OSError as e:
-        raise ConfigError(f"cannot write the config file {p}: {e.strerror or e}") from None
+        raise WriteFailed(f"cannot write the config file {p}: {e.strerror or e}") from None
 
 
 def split_pair(value: str) -> tuple[str, str] | None:

@@ -433,7 +433,8 @@ class Controls:
         old, state.stages = state.stages, stages
         names = {s.name for s in stages}
         state.disabled &= names
-        self._config = config
+        # a rebuild changes the swap: live switches set while it was built (the mirror) stay
+        self._config = config.with_section("source", mirror=self._config.source.mirror)
         report_stages(stages, self._telemetry)
         # the render thread may still be running a batch through them (overlap)
         self._inference.after_inflight(

@@ -120,3 +120,13 @@ def test_a_full_disk_fails_the_stats_file_with_status_1(tmp_path: Path) -> None:
     [line] = errors(done.stderr)
     assert str(stats) in line and "File too large" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_fails_save_config_with_status_1(tmp_path: Path) -> None:
+    saved = tmp_path / "show.toml"
+    done = livecam(["run", "--source", "synthetic", "--save-config", str(saved)], 100)
+    assert done.returncode == 1, done.stderr
+    assert "wrote" not in done.stdout
+    [line] = errors(done.stderr)
+    assert str(saved) in line and "File too large" in line
+    assert list(tmp_path.iterdir()) == []
