@@ -141,6 +141,8 @@ class Event:
     message: str
     hint: str = ""
     t_ns: int = field(default_factory=time.perf_counter_ns)
+    #: the fix in the panel's words (its tabs), where ``hint`` names CLI options
+    panel_hint: str = ""
 
     def __str__(self) -> str:
         text = f"[{self.level}] {self.origin}: {self.message}"

@@ -599,7 +599,8 @@ class MainWindow(QMainWindow):
 
     def _on_event(self, event: Event) -> None:
         if event.level in ("warning", "error"):
-            hint = f" (fix: {one_line(event.hint)})" if event.hint else ""
+            fix = event.panel_hint or event.hint  # the panel's words where they differ
+            hint = f" (fix: {one_line(fix)})" if fix else ""
             self.statusBar().showMessage(f"{event.origin}: {one_line(event.message)}{hint}", 10000)
 
     def _on_stopped(self, reason: str) -> None:

@@ -16,6 +16,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 from recording_backend import register_failing_backend, unregister
+from synthetic_stream import small_config
 
 import ui
 from livecam.app import App
@@ -189,5 +190,24 @@ def test_a_missing_video_is_file_not_found(
             f"Could not start: file not found: {gone}\n"
             "fix: choose the video again in the Input tab (Video file: Choose…)"
         )
+    finally:
+        window.close()
+
+
+def test_a_running_warning_gives_the_panels_fix(
+    qtbot: QtBot, settings: UiSettings, testdata: Path
+) -> None:
+    """No face in the picture for 5 s: the status bar's fix is the panel's ("move closer"),
+    not the CLI's option (--detect-size)."""
+    settings.save_config(small_config(testdata / "faces/astronaut_eileen_collins.png"))
+    window = MainWindow(StreamController(settings.config), settings)
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "no face" in window.statusBar().currentMessage(), timeout=60000)
+        text = window.statusBar().currentMessage()
+        assert "fix: " in text and "move closer to the camera" in text, text
+        assert "--" not in text, text  # no CLI option (--detect-size)
     finally:
         window.close()

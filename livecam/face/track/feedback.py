@@ -21,6 +21,7 @@ SMALL_FACE = 0.08  # a face last seen narrower than this share of the frame widt
 EDGE = 0.02  # a box this close to a border (share of the frame size) touches the edge
 DARK_LUMA = 40.0  # mean brightness (0-255) below which the picture is too dark
 SMALL_HINT = "move closer to the camera, or raise --detect-size (e.g. 800; faces from ~3 %)"
+PANEL_SMALL_HINT = "move closer to the camera (faces narrower than ~6 % of the picture are lost)"
 
 
 def mean_luma(frame: Frame) -> float:
@@ -75,9 +76,18 @@ class NoFaceWatch:
                 f"no face swapped for {gone_s:.1f} s: {found} face(s) found, none selected",
                 "with --select reference, none matches the reference photo: use another "
                 "reference photo or --select one",
+                panel_hint="none matches the reference photo: pick another reference photo "
+                "or set Replace to one in the Processing tab",
             )
         cause, hint = self._cause(frame)
-        return Event("warning", ORIGIN, f"no face found for {gone_s:.1f} s: {cause}", hint)
+        panel_hint = hint.replace(SMALL_HINT, PANEL_SMALL_HINT)
+        return Event(
+            "warning",
+            ORIGIN,
+            f"no face found for {gone_s:.1f} s: {cause}",
+            hint,
+            panel_hint=panel_hint if panel_hint != hint else "",
+        )
 
     def _cause(self, frame: Frame) -> tuple[str, str]:
         luma = mean_luma(frame)

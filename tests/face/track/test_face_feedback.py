@@ -77,6 +77,7 @@ def test_a_face_that_got_small_is_named_with_the_option_that_helps(
     assert warning.level == "warning" and warning.message.startswith("no face found for 1.")
     assert "the face got too small (last seen" in warning.message
     assert "--detect-size" in warning.hint and "move closer" in warning.hint
+    assert "move closer" in warning.panel_hint and "--" not in warning.panel_hint  # panel words
 
 
 def test_a_dark_picture_says_too_dark(
@@ -145,6 +146,7 @@ def test_faces_found_but_not_selected_are_told_apart(
     (warning,) = feed(stage, [compose(portrait, background(*SIZE), 0.15).frame] * 15)
     assert warning.message.startswith("no face swapped for 1.0 s: 1 face(s) found, none selected")
     assert "reference photo" in warning.hint
+    assert "Processing tab" in warning.panel_hint and "--" not in warning.panel_hint
 
 
 def test_the_watch_checks_its_periods() -> None:
