@@ -25,6 +25,7 @@ HELP = """commands (one per line):
   blank on|off|toggle [IMAGE]
                               privacy: black frames (or IMAGE) instead of the camera
   freeze on|off|toggle        repeat the current frame
+  mirror on|off               flip the camera picture left-right (a selfie view)
   face IMAGE [INDEX]          another source face (INDEX for group photos)
   select one|all|reference [IMAGE]   which faces to replace
   preset NAME                 another model set (offline, auto, ...)
@@ -138,6 +139,8 @@ def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
         return controls.set_blank(_switch(args[0]), args[1] if len(args) > 1 else None)
     if name == "freeze":
         return controls.set_freeze(_switch(args[0]))
+    if name == "mirror":
+        return controls.set_mirror(_switch(args[0]))
     if name == "face":
         return controls.set_face(args[0], int(args[1]) if len(args) > 1 else None)
     if name == "select":

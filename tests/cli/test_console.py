@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cv2
+import numpy as np
 from waiting import poll
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -67,3 +68,44 @@ def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path
     assert "controls: swap off" in err and "controls: blank on" in err
     frame = cv2.imread(str(last))
     assert frame is not None and not frame.any(), "the last frame sent is the black blank"
+
+
+def test_mirror_command_flips_the_running_picture(tmp_path: Path, testdata: Path) -> None:
+    photo = testdata / "faces" / "obama_small_320x240.jpg"
+    picture = cv2.imread(str(photo))
+    assert picture is not None
+    last = tmp_path / "last.png"
+
+    def shown_like(expected: np.ndarray) -> bool:
+        frame = cv2.imread(str(last))  # None while the file is being replaced
+        return (
+            frame is not None
+            and frame.shape == picture.shape
+            and (float(cv2.absdiff(frame, expected).mean()) < 3)
+        )
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "livecam", "run", "--source", str(photo), "--sink", str(last)]
+        + ["--commands", "--quiet"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None
+    try:
+        wait_for(proc, lambda: shown_like(picture), "the picture never reached the sink")
+        proc.stdin.write("mirror maybe\nmirror on\n")
+        proc.stdin.flush()
+        wait_for(proc, lambda: shown_like(cv2.flip(picture, 1)), "the picture never flipped")
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "expected on or off" in err and "`mirror on|off`" in err
+    assert "controls: mirror on" in err
