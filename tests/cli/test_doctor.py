@@ -28,12 +28,12 @@ from livecam.cli.doctor import (
 from livecam.cli.doctor import _Package as Package
 from livecam.errors import ModelError
 from livecam.models import store as store_module
+from livecam.runtime.cuda import nvidia_driver_present
 from livecam.runtime.providers import (
     CPU,
     CUDA,
     TENSORRT,
     create_session,
-    nvidia_driver_present,
     probe_providers,
     provider_chain,
     short_name,

@@ -14,6 +14,7 @@ from conftest import missing, other_hardware
 
 from livecam.benchmark.synthetic_models import inswapper_like
 from livecam.errors import ConfigError
+from livecam.runtime.cuda import nvidia_driver_present
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.runtime.providers import (
     COREML,
@@ -22,7 +23,6 @@ from livecam.runtime.providers import (
     DIRECTML,
     PREFERENCES,
     TENSORRT,
-    nvidia_driver_present,
     open_session,
     provider_chain,
     wanted_provider,
