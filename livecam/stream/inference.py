@@ -139,10 +139,12 @@ class LiveState:
         with self._finishing:
             blank = self.blank if self.blank is not None else plan.blank if plan else None
             frozen = self.frozen or (plan is not None and plan.frozen)
-            if blank is not None:
-                packet.frame, packet.faces = blank, []
+            if blank is not None:  # not the swap's frame: no faces, no swap count
+                packet.frame, packet.faces, packet.faces_swapped = blank, [], None
+                packet.faces_reused = 0
             elif frozen and self.last_packet is not None:
-                packet.frame, packet.faces = self.last_packet.frame, []
+                packet.frame, packet.faces, packet.faces_swapped = self.last_packet.frame, [], None
+                packet.faces_reused = 0
             self.last_packet = packet
 
 

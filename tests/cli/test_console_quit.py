@@ -82,7 +82,7 @@ def test_quit_ends_the_run_and_wrong_lines_get_the_command_syntax(testdata: Path
     assert run.end() == 0, run.err
     err = run.err
     assert "unknown command 'bogus'" in err
-    assert "commands: swap, blank, freeze, face, select, preset, target, set, stage" in err
+    assert "commands: swap, blank, freeze, mirror, face, select, preset, target, set, stage" in err
     assert "detect_size" not in err, "an unknown command lists commands, not setting names"
     assert "'face' is missing an argument\n  fix: `face IMAGE` or `face IMAGE N`" in err
     assert "invalid literal for int() with base 10: 'one'\n  fix: `face IMAGE`" in err

@@ -334,8 +334,11 @@ def test_blank_or_freeze_planned_for_a_batch_holds_when_switched_off_before_it_r
     assert after.frame is shown.frame, "frozen when planned: the last frame again"
     state.blank = black
     rendered = packet(8, 12)
+    rendered.faces_swapped, rendered.faces_reused = 1, 1  # the swap ran before blank came on
     state.finish(rendered, Plan((), frozenset(), None, False))
     assert rendered.frame is black, "blank switched on after planning: blank at once"
+    # the black frame is not a swapped one (no AI mark drawn on it, no swap counted)
+    assert rendered.faces_swapped is None and rendered.faces_reused == 0
 
 
 def test_a_crash_of_the_render_thread_ends_the_stream_and_is_reported() -> None:
