@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 
 def one_line_error(err: str) -> str:
@@ -27,3 +30,16 @@ def subcommand_parser(name: str) -> argparse.ArgumentParser:
     )
     parser: argparse.ArgumentParser = subparsers.choices[name]
     return parser
+
+
+def livecam_with_commands(args: list[str], stdout: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """``python -m livecam run ARGS --commands --quiet``, its stdin a pipe for the commands
+    (text, unbuffered output, stderr piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "livecam", "run", *args, "--commands", "--quiet"],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )

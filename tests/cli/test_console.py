@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import cv2
 import numpy as np
+from cli_output import livecam_with_commands
 from waiting import poll
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -29,27 +28,9 @@ def black(path: Path) -> bool:
 
 def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path) -> None:
     last = tmp_path / "last.png"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "livecam",
-            "run",
-            "--source",
-            str(testdata / "faces" / "obama_small_320x240.jpg"),
-            "--face",
-            str(ASSETS / "grace_hopper.jpg"),
-            "--sink",
-            str(last),
-            "--commands",
-            "--quiet",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    photo = testdata / "faces" / "obama_small_320x240.jpg"
+    face = ASSETS / "grace_hopper.jpg"
+    proc = livecam_with_commands(["--source", str(photo), "--face", str(face), "--sink", str(last)])
     assert proc.stdin is not None
     try:
         wait_for(proc, last.exists, f"{last} never appeared")  # the stream runs
@@ -84,15 +65,7 @@ def test_mirror_command_flips_the_running_picture(tmp_path: Path, testdata: Path
             and (float(cv2.absdiff(frame, expected).mean()) < 3)
         )
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "livecam", "run", "--source", str(photo), "--sink", str(last)]
-        + ["--commands", "--quiet"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = livecam_with_commands(["--source", str(photo), "--sink", str(last)])
     assert proc.stdin is not None
     try:
         wait_for(proc, lambda: shown_like(picture), "the picture never reached the sink")

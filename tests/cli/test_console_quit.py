@@ -4,12 +4,11 @@ unknown command lists the commands), and a control's own fix is worded as a comm
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
+from cli_output import livecam_with_commands
 from waiting import poll
 
 CLIP = Path("video") / "openmpf_video_01_short_h264_aac.mp4"
@@ -20,25 +19,8 @@ class Run:
     its stderr lines collected on a thread."""
 
     def __init__(self, testdata: Path) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "livecam",
-                "run",
-                "--source",
-                str(testdata / CLIP),
-                "--loop",
-                "--sink",
-                "null",
-                "--commands",
-                "--quiet",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        self.proc = livecam_with_commands(
+            ["--source", str(testdata / CLIP), "--loop", "--sink", "null"], subprocess.DEVNULL
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
