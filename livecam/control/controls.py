@@ -301,9 +301,8 @@ class Controls:
             raise ControlError("this stream has no capture to mirror", "start it with the app")
         self.capture.set_mirror(on)
 
-        def apply(_state: LiveState) -> None:
+        def apply(_state: LiveState) -> None:  # a rebuild keeps it (``_install``)
             self._config = self._config.with_section("source", mirror=on)
-            self._built = self._built.with_section("source", mirror=on)  # rebuilds keep it
 
         return self._live(f"mirror {'on' if on else 'off'}", apply)
 

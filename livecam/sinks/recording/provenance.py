@@ -53,7 +53,7 @@ from livecam.config.specs import SourceSpec
 from livecam.errors import LivecamError, one_line
 from livecam.face.presets import FACE_PARSER, given_files, resolve_preset
 from livecam.models.store import ModelStore
-from livecam.sinks.recording.watched import FFmpegFile, open_watched
+from livecam.sinks.recording.watched import FFmpegFile, written
 
 log = logging.getLogger(__name__)
 
@@ -457,16 +457,8 @@ class Provenance:
             builder = self._builder(facts)
             if builder is None:
                 return False
-            with src.open("rb") as source:
-                dest = open_watched(dst)
-                try:
-                    builder.sign(self.signer, C2PA_TYPES[suffix], source, dest)
-                except Exception:
-                    dest.discard()
-                    if dest.error is not None:
-                        raise dest.error from None
-                    raise
-                dest.finish()
+            with src.open("rb") as source, written(dst) as dest:
+                builder.sign(self.signer, C2PA_TYPES[suffix], source, dest)
             return True
         except OSError:
             dst.unlink(missing_ok=True)
@@ -479,22 +471,18 @@ class Provenance:
 def _remux_with_tag(src: Path, dst: Path, text: str) -> None:
     """Copy every packet of ``src`` into ``dst`` (same container) with the tag set;
     OSError when ``dst`` cannot be written whole."""
-    file = open_watched(dst)
-    try:
-        with av.open(str(src)) as inp, av.open(FFmpegFile(file), "w", format="matroska") as out:
-            out.metadata[TAG_KEY] = text
-            streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
-            for packet in inp.demux():
-                if packet.size == 0 or packet.stream.index not in streams:
-                    continue  # a demuxer's flush packet
-                packet.stream = streams[packet.stream.index]
-                out.mux(packet)
-    except Exception:
-        file.discard()
-        if file.error is not None:
-            raise file.error from None
-        raise
-    file.finish()
+    with (
+        written(dst) as file,
+        av.open(str(src)) as inp,
+        av.open(FFmpegFile(file), "w", format="matroska") as out,
+    ):
+        out.metadata[TAG_KEY] = text
+        streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
+        for packet in inp.demux():
+            if packet.size == 0 or packet.stream.index not in streams:
+                continue  # a demuxer's flush packet
+            packet.stream = streams[packet.stream.index]
+            out.mux(packet)
 
 
 # --------------------------------------------------------------------- reading

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import io
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,22 @@ class WatchedFile(io.BufferedRandom):
 def open_watched(path: Path) -> WatchedFile:
     """``path`` opened for reading and writing, emptied (created when missing)."""
     return WatchedFile(io.FileIO(path, "w+"))
+
+
+@contextmanager
+def written(path: Path) -> Iterator[WatchedFile]:
+    """``path`` opened watched for one whole write in the ``with`` block: finished when it
+    ends (synced; the disk's error raised), discarded when it raises (the disk's own error
+    raised instead of what a library made of it)."""
+    file = open_watched(path)
+    try:
+        yield file
+    except Exception:
+        file.discard()
+        if file.error is not None:
+            raise file.error from None
+        raise
+    file.finish()
 
 
 class FFmpegFile:
