@@ -80,13 +80,12 @@ class NoFaceWatch:
                 "or set Replace to one in the Processing tab",
             )
         cause, hint = self._cause(frame)
-        panel_hint = hint.replace(SMALL_HINT, PANEL_SMALL_HINT)
         return Event(
             "warning",
             ORIGIN,
             f"no face found for {gone_s:.1f} s: {cause}",
             hint,
-            panel_hint=panel_hint if panel_hint != hint else "",
+            panel_hint=hint.replace(SMALL_HINT, PANEL_SMALL_HINT),  # the panel has no option
         )
 
     def _cause(self, frame: Frame) -> tuple[str, str]:
