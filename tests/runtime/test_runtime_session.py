@@ -4,7 +4,9 @@ CUDA request really falls back), real testdata models, IO binding against plain 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -205,11 +207,33 @@ def test_an_fp16_model_gets_float16_inputs_from_every_kind_of_feed(tmp_path: Pat
     assert float(np.std(from_plain.astype(np.float32))) > 1e-3  # a real image
 
 
-def test_warmup_runs_and_close(testdata: Path) -> None:
-    model = OnnxModel(
-        testdata / "models/landmarks_68_pfld.onnx", RuntimeOptions(provider="cpu", warmup_runs=2)
+class RecordingModel(OnnxModel):
+    """The real model, with the feeds of every ``run`` kept (to see the warm-up's runs)."""
+
+    def __init__(self, path: Path, options: RuntimeOptions) -> None:
+        self.feeds: list[dict[str, np.ndarray]] = []
+        super().__init__(path, options)
+
+    def run(self, feeds: Mapping[str, Any]) -> list[Any]:
+        self.feeds.append({k: np.asarray(v) for k, v in feeds.items()})
+        return super().run(feeds)
+
+
+@pytest.mark.parametrize("runs", [0, 2])
+def test_warmup_runs_and_close(testdata: Path, runs: int) -> None:
+    """``warmup`` runs the session ``warmup_runs`` times on zeros of the declared input
+    shapes; ``close`` drops the session."""
+    model = RecordingModel(
+        testdata / "models/landmarks_68_pfld.onnx",
+        RuntimeOptions(provider="cpu", warmup_runs=runs),
     )
+    assert model.feeds == []
     model.warmup()
+    assert len(model.feeds) == runs
+    (spec,) = model.inputs
+    for feeds in model.feeds:
+        (blob,) = feeds.values()
+        assert blob.shape == tuple(spec.shape) and not blob.any()
     model.close()
     assert model.session is None
 

@@ -15,6 +15,7 @@ import weakref
 from pathlib import Path
 
 import onnxruntime as ort
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from livecam.config.schema import Config
@@ -66,7 +67,7 @@ def test_a_stopped_stream_keeps_no_session_or_thread(qtbot: QtBot, testdata: Pat
     stream = StreamController(swap_clip_config(testdata))
     for _ in range(2):  # and the second start does not keep the first's either
         used = [ref for ref in run_once(qtbot, stream) if ref not in before]
-        qtbot.wait(50)  # queued signals that carried the app
+        QApplication.sendPostedEvents()  # deliver the queued signals that carried the app
         gc.collect()
         assert [ref() for ref in used if ref() is not None] == []  # the App, its sessions
         assert stream_threads() == []

@@ -54,10 +54,22 @@ def probe() -> dict[str, Any]:  # the child process, on the real display
     apply_theme(app)
 
     def settle(widget: QWidget) -> None:
+        """Shown, and laid out: posted events delivered until the geometry of every
+        child stays the same through one more round (a real state, no fixed wait)."""
         QTest.qWaitForWindowExposed(widget)
-        for _ in range(5):
+
+        def layout() -> list[tuple[int, int, int, int]]:
+            return [rect(w.geometry()) for w in (widget, *widget.findChildren(QWidget))]
+
+        last = None
+        for _ in range(200):
+            QApplication.sendPostedEvents()
             app.processEvents()
-            QTest.qWait(20)
+            now = layout()
+            if now == last:
+                return
+            last = now
+        raise AssertionError("the layout did not settle in 200 rounds of events")
 
     def on_screen(widget: QWidget) -> Rect:
         top_left = widget.mapToGlobal(widget.rect().topLeft())

@@ -3,8 +3,10 @@ in process) and the whole path on Xvfb (``livecam run --sink window`` in a child
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -326,21 +328,61 @@ def test_window_problem_on_linux(xvfb: str) -> None:
     assert window_problem(both) is None
 
 
-def test_missing_plugin_libraries_are_named_with_their_apt_packages() -> None:
+def resolved_system_libraries(library: Path) -> dict[str, Path]:
+    """The system libraries ``library`` needs that the loader finds, with the apt package
+    LiveCam names for each: {soname: path}."""
+    out = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True)
+    found = re.findall(r"^\s*(\S+) => (/\S+)", out.stdout, flags=re.MULTILINE)
+    return {name: Path(path) for name, path in found if name in APT_PACKAGES}
+
+
+#: run in a private user and mount namespace: an overlay on the folder of one library hides
+#: it (a whiteout), then ``window_problem`` is asked as a Wayland session would ask it
+HIDE_AND_ASK = """
+import json, os, subprocess, sys
+folder, name = sys.argv[1], sys.argv[2]
+subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+    f"lowerdir={folder},upperdir={sys.argv[3]},workdir={sys.argv[4]}", folder], check=True)
+os.remove(os.path.join(folder, name))
+from livecam.sinks.preview import window_problem
+print(json.dumps(window_problem({"WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "wayland"})))
+"""
+
+
+def test_missing_plugin_libraries_are_named_with_their_apt_packages(tmp_path: Path) -> None:
+    """One system library of Qt's Wayland plugin is hidden (whatever this machine has
+    installed): the window problem names it and the apt package that brings it."""
     if not LINUX:
         missing("Linux (ldd and apt are Linux things)")
+    unshare = shutil.which("unshare") or missing(
+        "util-linux's unshare (to hide a library in a private mount namespace)"
+    )
     qt = pyside6_dir()
     assert qt is not None
     xcb = qt / "Qt" / "plugins" / "platforms" / "libqxcb.so"
     assert missing_libraries(xcb) == [], "CI installs what Qt's xcb plugin needs"
     wayland = qt / "Qt" / "plugins" / "platforms" / "libqwayland.so"
-    absent = missing_libraries(wayland)
-    if not absent:
-        missing("a Wayland plugin library that is not installed (every one is, here)")
-    problem = window_problem({"WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "wayland"})
-    assert problem is not None and "sudo apt-get install" in problem
-    for lib in absent:
-        assert lib in problem and APT_PACKAGES[lib] in problem
+    present = resolved_system_libraries(wayland)
+    assert present, "the Wayland plugin links to libraries LiveCam has apt packages for"
+    name = "libwayland-client.so.0" if "libwayland-client.so.0" in present else sorted(present)[0]
+    folder = present[name].parent
+    for d in ("upper", "work"):
+        (tmp_path / d).mkdir()
+    done = subprocess.run(
+        [unshare, "--user", "--map-root-user", "--mount", sys.executable, "-c", HIDE_AND_ASK]
+        + [str(folder), name, str(tmp_path / "upper"), str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0 and "unshare" in done.stderr:
+        missing(f"a private mount namespace ({done.stderr.strip()})")
+    assert done.returncode == 0, done.stderr
+    problem = json.loads(done.stdout.strip().splitlines()[-1])
+    assert isinstance(problem, str) and "sudo apt-get install" in problem, problem
+    assert name in problem and APT_PACKAGES[name] in problem, problem
+    # outside the namespace nothing was hidden
+    assert name not in missing_libraries(wayland)
 
 
 # ------------------------------------------------ the whole path on Xvfb (child processes)

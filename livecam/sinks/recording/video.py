@@ -355,7 +355,8 @@ class RecorderSink(Sink):
         try:
             if not tmp.parent.is_dir():
                 raise FileNotFoundError(f"the folder {tmp.parent} was removed")
-            written = writer.write(_crop_even(frame), self._timeline.next_pts(t_capture_ns))
+            pts = self._timeline.next_pts(t_capture_ns)
+            written = pts is not None and writer.write(_crop_even(frame), pts)
         except Exception as e:
             self._fail(e)
         self.frames_written += written

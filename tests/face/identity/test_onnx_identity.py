@@ -186,4 +186,11 @@ def test_face_without_embedding_gets_one(mobilefacenet, faces) -> None:
     face = Face(works[0].face.bbox, 1.0, works[0].face.kps)
     out = mobilefacenet.embed(frames, [FaceWork(0, 0, face)])
     assert face.embedding is None  # the input record's face is not changed in place
-    assert out[0].face.embedding is not None
+    vector = out[0].face.embedding
+    assert vector is not None and vector.shape == (mobilefacenet.dim,)
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    # it is this face's embedding: the detected face's own, far from another person's
+    (same,) = mobilefacenet.embed(frames, [FaceWork(0, 0, works[0].face)])
+    np.testing.assert_allclose(vector, same.face.embedding, atol=1e-6)
+    other = mobilefacenet.embed(frames, [works[-1]])[0].face.embedding
+    assert float(np.linalg.norm(vector - other)) > MOBILEFACENET_SAME_PERSON_DISTANCE
