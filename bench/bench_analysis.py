@@ -20,12 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from livecam.config.schema import SourceConfig, SwapConfig  # noqa: E402
 from livecam.face.build import build_parts  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
-from livecam.face.presets import PRESETS  # noqa: E402
 from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402
 from livecam.face.track.tracking import FaceTracker  # noqa: E402
+from livecam.models.presets import PRESETS  # noqa: E402
 from livecam.sources.synthetic.pattern import SyntheticSource  # noqa: E402
-from livecam.types import FaceWork, Frame  # noqa: E402
+from livecam.types import FaceWork, Frame, FrameContext  # noqa: E402
 
 
 def clip(face: Path, frames: int) -> list[Frame]:

@@ -28,9 +28,9 @@ from scenes import background, compose, load_portraits, match  # noqa: E402
 
 from livecam.face.detect.patches import PatchDetector  # noqa: E402
 from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
-from livecam.sources.image import load_image_bgr  # noqa: E402
+from livecam.types import FrameContext  # noqa: E402
+from livecam.userfiles.images import load_image_bgr  # noqa: E402
 
 SIZES = ((640, 480), (1920, 1080))
 WIDTHS = (0.08, 0.12, 0.2, 0.3, 0.4)

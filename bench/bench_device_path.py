@@ -23,10 +23,9 @@ import platformdirs
 from bench_swapper import default_face, model_file, portrait
 
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.parts import FrameContext
 from livecam.face.swap.neural import InSwapper
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 
 def timed(

@@ -61,7 +61,6 @@ from livecam.benchmark.live_face import (  # noqa: E402
     ClipMeter,
     FaceMesh,
     WebcamPlacement,
-    largest_face,
 )
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet  # noqa: E402
@@ -69,11 +68,17 @@ from livecam.face.identity.onnx import (  # noqa: E402
     MOBILEFACENET_SAME_PERSON_DISTANCE,
     OnnxRecognizer,
 )
-from livecam.face.parts import FrameContext  # noqa: E402
+from livecam.face.landmarks.measures import largest_face  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import build_swap_stage  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
-from livecam.types import Face, FaceWork, Frame, FramePacket  # noqa: E402
+from livecam.types import (  # noqa: E402
+    Face,
+    FaceWork,
+    Frame,
+    FrameContext,
+    FramePacket,
+)
 
 CLIPS = ("d6", "d13", "s18", "s29", "s32")
 FRAMINGS = ("own", "webcam")

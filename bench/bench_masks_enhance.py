@@ -30,16 +30,11 @@ from timing import median_ms  # noqa: E402
 
 from livecam.face.crops import align  # noqa: E402
 from livecam.face.enhance import FaceEnhancer  # noqa: E402
-from livecam.face.masks import (  # noqa: E402
-    BoxMasker,
-    EllipseMasker,
-    MouthMasker,
-    RegionMasker,
-)
-from livecam.face.parts import FrameContext, Masker  # noqa: E402
+from livecam.face.masks import BoxMasker, EllipseMasker, MouthMasker, RegionMasker  # noqa: E402
+from livecam.face.parts import Masker  # noqa: E402
 from livecam.face.paste.blenders import AffineBlender  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
-from livecam.types import Face, FaceWork, Frame  # noqa: E402
+from livecam.types import Face, FaceWork, Frame, FrameContext  # noqa: E402
 
 PORTRAITS = (
     "obama_official_portrait_2012.jpg",

@@ -29,10 +29,9 @@ from livecam.face.detect.scrfd import ScrfdDetector  # noqa: E402
 from livecam.face.detect.yunet import YuNetDetector  # noqa: E402
 from livecam.face.identity.onnx import OnnxRecognizer  # noqa: E402
 from livecam.face.landmarks.onnx import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions  # noqa: E402
-from livecam.sources.image import load_image_bgr  # noqa: E402
-from livecam.types import FaceWork, Frame  # noqa: E402
+from livecam.types import FaceWork, Frame, FrameContext  # noqa: E402
+from livecam.userfiles.images import load_image_bgr  # noqa: E402
 
 Call = Callable[[Frame], object]
 Row = Callable[[Path, RuntimeOptions], Call]

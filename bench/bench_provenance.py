@@ -22,14 +22,10 @@ import cv2
 import numpy as np
 from timing import REPO, median_ms
 
+from livecam.app import swap_details
 from livecam.config.schema import Config
 from livecam.models.store import ModelStore
-from livecam.sinks.recording.provenance import (
-    FileFacts,
-    Provenance,
-    read_provenance,
-    swap_details,
-)
+from livecam.sinks.recording.provenance import FileFacts, Provenance, read_provenance
 from livecam.sinks.recording.video import RecorderSink
 
 

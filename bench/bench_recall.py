@@ -50,10 +50,9 @@ from scenes import (  # noqa: E402
 )
 
 from livecam.config.schema import SwapConfig  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
-from livecam.types import FramePacket  # noqa: E402
+from livecam.types import FrameContext, FramePacket  # noqa: E402
 
 SOURCE = REPO / "assets" / "grace_hopper.jpg"
 PLACEMENTS = (((0.5, 0.45), 0.0), ((0.3, 0.4), 8.0), ((0.7, 0.55), -8.0), ((0.45, 0.6), 4.0))

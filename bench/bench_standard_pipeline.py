@@ -39,12 +39,11 @@ from scenes import PORTRAITS, background  # noqa: E402
 from livecam.benchmark.naive import naive_loop  # noqa: E402
 from livecam.benchmark.synthetic_models import arcface_like, inswapper_like  # noqa: E402
 from livecam.config.schema import SwapConfig  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
 from livecam.face.source.photo import SourceFaceCache  # noqa: E402
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage  # noqa: E402
 from livecam.models.store import ModelStore  # noqa: E402
-from livecam.sources.image import load_image_bgr  # noqa: E402
-from livecam.types import FramePacket  # noqa: E402
+from livecam.types import FrameContext, FramePacket  # noqa: E402
+from livecam.userfiles.images import load_image_bgr  # noqa: E402
 
 TESTDATA = REPO.parent / "shared" / "testdata"
 SOURCE = REPO / "assets" / "grace_hopper.jpg"

@@ -24,12 +24,11 @@ from pathlib import Path
 from timing import REPO, median_ms
 
 from livecam.config.schema import SourceConfig, SwapConfig
-from livecam.face.parts import FrameContext
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.models.store import ModelStore
 from livecam.sources.synthetic.pattern import SyntheticSource
-from livecam.types import FaceWork, Frame, FramePacket
+from livecam.types import FaceWork, Frame, FrameContext, FramePacket
 
 ASSETS = REPO / "assets"
 

@@ -49,11 +49,11 @@ from livecam.face.identity.metrics import (  # noqa: E402
     cosine,
     identity_metrics,
 )
-from livecam.face.parts import FaceParts, FrameContext  # noqa: E402
-from livecam.face.presets import ALIASES, PRESETS  # noqa: E402
+from livecam.face.parts import FaceParts  # noqa: E402
 from livecam.face.source.analysis import FaceAnalyzer  # noqa: E402
 from livecam.face.swap.classic import ClassicOptions, ClassicSwapper, SourceModel  # noqa: E402
-from livecam.types import Face, FaceWork, Frame  # noqa: E402
+from livecam.models.presets import ALIASES, PRESETS  # noqa: E402
+from livecam.types import Face, FaceWork, Frame, FrameContext  # noqa: E402
 
 IMAGE_EXT = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 

@@ -24,10 +24,9 @@ from timing import default_face
 
 from livecam.benchmark import synthetic_models as sm
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.parts import FrameContext
 from livecam.face.swap.neural import InSwapper
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import FaceWork, Frame
+from livecam.types import FaceWork, Frame, FrameContext
 
 
 def portrait(path: Path, max_side: int = 640) -> Frame:

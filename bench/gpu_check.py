@@ -328,7 +328,7 @@ class Checker:
     def scene(self, size: str, faces: int, frames: int) -> tuple[list[Any], list[int], list[Any]]:
         """``frames`` noise frames of ``size`` with ``faces`` face boxes each: (frame
         contexts, frame index per face, crop affine per face)."""
-        from livecam.face.parts import FrameContext
+        from livecam.types import FrameContext
 
         w, h = SIZES[size]
         rng = np.random.default_rng(1)

@@ -19,10 +19,9 @@ sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
-from livecam.face.parts import FrameContext  # noqa: E402
-from livecam.face.presets import PRESETS  # noqa: E402
 from livecam.face.swap.classic import ClassicSwapper  # noqa: E402
-from livecam.types import Face, FaceWork  # noqa: E402
+from livecam.models.presets import PRESETS  # noqa: E402
+from livecam.types import Face, FaceWork, FrameContext  # noqa: E402
 
 # (name of the jpg, source file, target file)
 PAIRS = [

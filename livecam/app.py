@@ -26,6 +26,7 @@ from typing import TypeVar
 import platformdirs
 
 from livecam.config.schema import Config
+from livecam.config.specs import SourceSpec
 from livecam.control.controls import Controls
 from livecam.control.loader import LoaderWorker
 from livecam.control.quality_controller import QualityController, QualityOptions, QualityWorker
@@ -42,11 +43,12 @@ from livecam.face.debug_stages import FaceBoxStage, PassThroughStage
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFaceCache
+from livecam.models.presets import FACE_PARSER, given_files, resolve_preset
 from livecam.models.store import ModelStore
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import has_audio
-from livecam.sinks.recording.provenance import Provenance, swap_details
+from livecam.sinks.recording.provenance import IPTC, ModelRef, Provenance, SwapDetails
 from livecam.sources import make_source
 from livecam.sources.base import Source
 from livecam.stream.capture import CaptureWorker
@@ -74,6 +76,47 @@ def default_cache_dir() -> Path:
     """Where analysed source faces are kept: ``$LIVECAM_CACHE_DIR`` or the user cache dir."""
     env = os.environ.get("LIVECAM_CACHE_DIR")
     return Path(env) if env else Path(platformdirs.user_cache_dir("livecam")) / "faces"
+
+
+def source_type_of(spec: str) -> str | None:
+    """The IPTC digital source type of the frames of source ``spec`` (None: a file)."""
+    kind = SourceSpec.parse(spec).kind
+    return {
+        "camera": IPTC + "digitalCapture",
+        "screen": IPTC + "screenCapture",
+        "synthetic": IPTC + "algorithmicMedia",
+    }.get(kind)
+
+
+def swap_details(config: Config, store: ModelStore) -> SwapDetails:
+    """The preset and parts the swap of ``config`` runs (names and hashes from the model
+    manifest, the store's recorded hashes, or the files the user gave: never the photo)."""
+    source_type = source_type_of(config.source.spec)
+    if "swap" not in config.pipeline.stages:
+        return SwapDetails(None, (), source_type)
+    swap = config.swap
+    row = resolve_preset(swap.preset, store, swap)
+    manifest = store.manifest
+    parts = dict(row.parts_for(swap, manifest))
+    if FACE_PARSER in row.model_names(swap, manifest) and FACE_PARSER not in parts.values():
+        parts["masker"] = FACE_PARSER
+    given = given_files(swap)
+    models: list[ModelRef] = []
+    for role, name in parts.items():
+        if role in given:
+            path = Path(given[role]).expanduser()
+            try:
+                digest = store.hashes.sha256(path)
+            except OSError:
+                digest = ""
+            models.append(ModelRef(role, path.name, path.name, digest))
+        elif name in manifest:
+            entry = manifest[name]
+            digest = entry.sha256 or store.recorded_hash(name)
+            models.append(ModelRef(role, name, entry.file, digest))
+        else:
+            models.append(ModelRef(role, name))
+    return SwapDetails(row.name, tuple(models), source_type)
 
 
 def build_stages(

@@ -22,12 +22,12 @@ def validate_frame(frame: object, where: str) -> Frame:
     if not isinstance(frame, np.ndarray):
         raise FrameFormatError(
             f"{where}: expected a {expected}, got {type(frame).__name__}",
-            "convert the image with livecam.sources.image.to_bgr8 first",
+            "convert the image with livecam.userfiles.images.to_bgr8 first",
         )
     if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
         raise FrameFormatError(
             f"{where}: expected a {expected}, got dtype {frame.dtype} shape {frame.shape}",
-            "convert the image with livecam.sources.image.to_bgr8 first",
+            "convert the image with livecam.userfiles.images.to_bgr8 first",
         )
     if frame.shape[0] < 2 or frame.shape[1] < 2:
         raise FrameFormatError(f"{where}: frame of shape {frame.shape} is too small")
@@ -147,3 +147,39 @@ class Event:
     def __str__(self) -> str:
         text = f"[{self.level}] {self.origin}: {self.message}"
         return f"{text} (fix: {self.hint})" if self.hint else text
+
+
+class FrameContext:
+    """One frame as the parts see it.
+
+    ``image`` follows the frame contract (uint8 BGR (H, W, 3)); ``seq`` is the packet's
+    sequence number and ``t_s`` its time in seconds (a video file's own timestamp, else the
+    capture time). Built per frame by whoever
+    runs the parts and used on one thread only.
+    """
+
+    def __init__(self, image: Frame, seq: int = 0, t_s: float = 0.0) -> None:
+        self.image = image
+        self.seq = seq
+        self.t_s = t_s
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.image.shape)
+
+
+@dataclass(frozen=True)
+class PrepareFailed:
+    """What ``prepare`` raised, kept on a packet for ``process`` to raise."""
+
+    error: Exception
+
+
+def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
+    """Each packet's ``analysis[name]``, taken off it; None unless every packet has one.
+    Raises the error of a failed ``prepare`` (``PrepareFailed``)."""
+    found = [p.analysis.pop(name, None) for p in batch]
+    for item in found:
+        if isinstance(item, PrepareFailed):
+            raise item.error
+    return found if all(item is not None for item in found) else None

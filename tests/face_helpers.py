@@ -11,8 +11,8 @@ import functools
 from livecam.config.schema import SwapConfig
 from livecam.face.build import build_parts
 from livecam.face.parts import Detector, FaceParts, RefitLandmarker
-from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
+from livecam.models.presets import PRESETS
 
 DETECT_SIDE = SwapConfig().detect_size  # the live detector's default size
 

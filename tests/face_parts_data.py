@@ -17,9 +17,8 @@ from onnx import TensorProto, helper
 
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.identity.metrics import psnr as psnr  # one PSNR for the tests (re-exported)
-from livecam.face.parts import FrameContext
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 
 def read_color(path: Path) -> Frame:

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.source.analysis import FaceAnalyzer
-from livecam.sources.image import load_image_bgr
 from livecam.types import Face
+from livecam.userfiles.images import load_image_bgr
 
 Points = npt.NDArray[np.float32]
 

@@ -1,5 +1,6 @@
-"""The package layout holds: no import cycle among livecam and ui modules (type-only
-imports under ``if TYPE_CHECKING:`` included), small folders, and no Qt outside ui/.
+"""The package layout holds: the packages' layer order (every import points down it), no
+import cycle among livecam and ui modules (type-only imports under ``if TYPE_CHECKING:``
+included), small folders, and no Qt outside ui/.
 
 The import graph is read from the sources with ``ast`` (nothing is imported). An edge
 goes from a module to each livecam/ui module it imports: ``import a.b``, ``from a.b import
@@ -9,8 +10,15 @@ imports inside functions are deferred on purpose and are checked separately: the
 not close a cycle either, except the CLI's entry points that start the panel or the
 preview window (``livecam.cli`` -> ``ui``).
 
-Run as a script (``python tests/test_layout.py``) it prints the graph's cycles and the
-folder sizes.
+The packages are layered (``LAYERS``, lowest first): a module imports only from its own
+package and from packages of a lower layer, at module level, under ``TYPE_CHECKING`` or
+inside a function alike; two packages of one layer (sources and sinks, cli and benchmark)
+may not import each other both ways. The one exception: the CLI's entry points start the
+panel or the preview window (``livecam.cli`` -> ``ui``, inside a function).
+
+Run as a script (``python tests/test_layout.py``) it prints the graph's cycles, the package
+pairs that import each other, the imports that point up the order, the number of modules
+``livecam.stream.output`` loads, and the folder sizes.
 """
 
 from __future__ import annotations
@@ -28,6 +36,26 @@ MAX_FOLDER_MODULES = 12
 QT = ("PySide6", "shiboken6", "PyQt5", "PyQt6")
 #: modules allowed to import ui lazily (inside a function): the commands that open it
 UI_LAUNCHERS = ("livecam.cli.",)
+#: the packages' layers, lowest first: each imports only from its own and lower layers
+LAYERS = (
+    ("errors",),
+    ("types",),
+    ("userfiles",),
+    ("models",),
+    ("config",),
+    ("runtime",),
+    ("face",),
+    ("sources", "sinks"),
+    ("telemetry",),
+    ("stream",),
+    ("control",),
+    ("app",),
+    ("cli", "benchmark"),
+    ("ui",),
+)
+#: the most modules (itself included) that loading the output thread's module may load:
+#: it moves frames to sinks and needs neither the face pipeline nor the config tree
+OUTPUT_CLOSURE_MAX = 16
 
 
 @dataclass(frozen=True)
@@ -174,6 +202,113 @@ def _launches_ui(imp: Import) -> bool:
     return imp.deferred and imp.source.startswith(UI_LAUNCHERS) and imp.target.startswith("ui")
 
 
+def package_of(module: str) -> str:
+    """The layered package of ``module``: ``ui`` for ui's modules, else the part of livecam
+    after ``livecam.`` (``livecam.face.detect.yunet`` -> ``face``, ``livecam.app`` -> ``app``;
+    ``livecam.__main__`` is the CLI's entry point, ``livecam`` itself holds the version)."""
+    parts = module.split(".")
+    if parts[0] == "ui":
+        return "ui"
+    if len(parts) == 1:
+        return "errors"  # livecam/__init__.py: the version string, importable from anywhere
+    return "cli" if parts[1] == "__main__" else parts[1]
+
+
+def layer_of(package: str) -> int:
+    for i, names in enumerate(LAYERS):
+        if package in names:
+            return i
+    raise AssertionError(f"package {package!r} has no layer: add it to LAYERS")
+
+
+def cross_package(imports: list[Import]) -> list[Import]:
+    """The imports from one layered package into another, the CLI's launches of ui left out."""
+    return [
+        i for i in imports if package_of(i.source) != package_of(i.target) and not _launches_ui(i)
+    ]
+
+
+def upward(imports: list[Import]) -> list[Import]:
+    """The imports that point up the layer order."""
+    return [
+        i
+        for i in cross_package(imports)
+        if layer_of(package_of(i.target)) > layer_of(package_of(i.source))
+    ]
+
+
+def mutual_pairs(imports: list[Import]) -> dict[tuple[str, str], list[Import]]:
+    """Package pairs that import each other (either way, in any import), with the imports."""
+    edges: dict[tuple[str, str], list[Import]] = {}
+    for i in cross_package(imports):
+        edges.setdefault((package_of(i.source), package_of(i.target)), []).append(i)
+    return {
+        (a, b): found + edges[(b, a)]
+        for (a, b), found in edges.items()
+        if a < b and (b, a) in edges
+    }
+
+
+def closure(module: str, imports: list[Import]) -> set[str]:
+    """``module`` and every livecam/ui module it loads, directly or not (any import)."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        graph.setdefault(imp.source, set()).add(imp.target)
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += graph.get(name, ())
+    return seen
+
+
+def _lines(imports: list[Import]) -> str:
+    return "\n".join(
+        f"  {i.source}:{i.line} -> {i.target}{' (in a function)' if i.deferred else ''}"
+        for i in sorted(imports, key=lambda i: (i.source, i.line, i.target))
+    )
+
+
+def test_every_import_points_down_the_layers() -> None:
+    imports, _ = scan()
+    found = upward(imports)
+    order = " < ".join("/".join(names) for names in LAYERS)
+    assert not found, f"imports that point up the layer order ({order}):\n" + _lines(found)
+
+
+def test_no_two_packages_import_each_other() -> None:
+    imports, _ = scan()
+    pairs = mutual_pairs(imports)
+    assert not pairs, "packages that import each other:\n" + "\n".join(
+        f"{a} <-> {b}:\n{_lines(found)}" for (a, b), found in sorted(pairs.items())
+    )
+
+
+def test_every_package_has_a_layer() -> None:
+    modules = module_files()
+    missing = sorted({package_of(m) for m in modules} - {p for names in LAYERS for p in names})
+    assert not missing, f"packages without a layer (add them to LAYERS): {missing}"
+
+
+def test_the_layer_checks_see_an_upward_and_a_mutual_import() -> None:
+    """A deferred import of a higher layer is upward; an import each way between two
+    packages of one layer is a mutual pair; the CLI launching ui is neither."""
+    edges = [
+        Import("livecam.config.schema", "livecam.control.keycombo", 3, True),
+        Import("livecam.sources.image", "livecam.sinks.base", 1, False),
+        Import("livecam.sinks.preview", "livecam.sources.base", 9, True),
+        Import("livecam.cli.main", "ui.panel_app", 5, True),
+        Import("livecam.face.parts", "livecam.types", 2, False),
+    ]
+    assert [(i.source, i.target) for i in upward(edges)] == [
+        ("livecam.config.schema", "livecam.control.keycombo")
+    ]
+    assert list(mutual_pairs(edges)) == [("sinks", "sources")]
+    assert closure("livecam.face.parts", edges) == {"livecam.face.parts", "livecam.types"}
+
+
 def test_no_import_cycle_at_module_level() -> None:
     imports, _ = scan()
     found = cycles([i for i in imports if not i.deferred])
@@ -238,6 +373,17 @@ def test_the_scan_sees_type_only_and_relative_imports(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     all_imports, _ = scan()
+    pairs = mutual_pairs(all_imports)
+    print(f"{len(pairs)} package pair(s) importing each other")
+    for (a, b), found in sorted(pairs.items()):
+        print(f"{a} <-> {b}:\n{_lines(found)}")
+    ups = upward(all_imports)
+    print(f"{len(ups)} import(s) pointing up the layer order")
+    if ups:
+        print(_lines(ups))
+    print(
+        f"livecam.stream.output loads {len(closure('livecam.stream.output', all_imports))} modules"
+    )
     for deferred in (False, True):
         kept = [i for i in all_imports if (deferred or not i.deferred) and not _launches_ui(i)]
         knots = cycles(kept)

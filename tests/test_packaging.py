@@ -179,7 +179,7 @@ def test_the_default_install_picks_one_onnxruntime_per_platform_as_the_doctor_sa
 
     from packaging.requirements import Requirement
 
-    from livecam.cli.doctor import ORT_DISTS, ort_choice
+    from livecam.telemetry.doctor import ORT_DISTS, ort_choice
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     env = {"sys_platform": platform_name, "platform_machine": machine, "python_version": "3.11"}
@@ -197,7 +197,7 @@ def test_the_default_install_picks_one_onnxruntime_per_platform_as_the_doctor_sa
 
 
 def test_the_readme_names_the_directml_swap_the_doctor_gives() -> None:
-    from livecam.cli.doctor import DIRECTML_SWAP
+    from livecam.telemetry.doctor import DIRECTML_SWAP
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert DIRECTML_SWAP in readme and "onnxruntime-gpu>=1.27" in readme

@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError, as_livecam_error
-from livecam.face.presets import AUTO, resolve_preset
 from livecam.models.download import Cancelled
 from livecam.models.manifest import ModelEntry
+from livecam.models.presets import AUTO, resolve_preset
 from livecam.models.store import ModelStore
 from ui.main_window import error_line
 

@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
-from livecam.cli.options import as_option_error
+from livecam.config.option_map import as_option_error
 from livecam.config.schema import MemoryStrategy, Provider, SourceConfig
 from livecam.errors import ConfigError
 from livecam.userfiles import check_output_path, write_atomically

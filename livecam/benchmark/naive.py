@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from livecam.face.build import photo_analyzer
-from livecam.face.parts import FaceParts, FrameContext
+from livecam.face.parts import FaceParts
 from livecam.face.source.photo import SourceFace
-from livecam.sources.image import load_image_bgr
-from livecam.types import FaceWork, Frame
+from livecam.types import FaceWork, Frame, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,15 @@ from livecam.app import App, build_stages
 from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink, watermark_ms
 from livecam.benchmark.naive import NaiveResult, naive_loop
 from livecam.benchmark.synthetic import SyntheticSize, require_present, synthetic_models
-from livecam.cli.demo import demo_portraits
 from livecam.config.schema import Config
 from livecam.errors import ConfigError
-from livecam.face.presets import resolve_preset
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
+from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
 from livecam.sources.synthetic.multi_face import portrait_grid
 from livecam.sources.synthetic.pattern import SyntheticSource
+from livecam.sources.synthetic.portraits import demo_portraits
 from livecam.telemetry.snapshot import Snapshot
 from livecam.types import Frame
 

@@ -35,15 +35,14 @@ from typing import get_args
 import numpy as np
 
 from livecam import __version__
-from livecam.benchmark.live_face import largest_face
 from livecam.config.schema import Provider, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, LivecamError, one_line
 from livecam.face.identity.metrics import nearest_face
 from livecam.face.identity.swap_check import SwapCheck, SwapReading
-from livecam.face.parts import FrameContext
-from livecam.face.presets import AUTO, PRESETS, models_present, preset_names, resolve_preset
+from livecam.face.landmarks.measures import largest_face
 from livecam.face.swap_stage import FaceSwapStage
-from livecam.types import Face, FaceWork, Frame, FramePacket
+from livecam.models.presets import AUTO, PRESETS, models_present, preset_names, resolve_preset
+from livecam.types import Face, FaceWork, Frame, FrameContext, FramePacket
 
 SIZE = (640, 480)
 """The webcam frame of the stills and the clip."""
@@ -109,7 +108,7 @@ class PresetReport:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from livecam.cli.demo import SOURCE_FACE, TARGET, demo_portraits
+    from livecam.sources.synthetic.portraits import SOURCE_FACE, TARGET, demo_portraits
 
     given = {
         f"{role}_model": str(getattr(args, f"{role}_model"))
@@ -195,7 +194,7 @@ def check_preset(
     name: str, base: SwapConfig, source: Path, target: Path, frames: int
 ) -> PresetReport:
     """Build ``name``'s swap stage for each bundled portrait as the source and measure."""
-    from livecam.sources.image import fit_frame, load_image_bgr
+    from livecam.userfiles.images import fit_frame, load_image_bgr
 
     report = PresetReport(name)
     pairs = [(source, target), (target, source)]
@@ -287,7 +286,7 @@ def still_strength(stage: FaceSwapStage, camera: Frame) -> float | None:
 def measure_clip(report: PresetReport, stage: FaceSwapStage, portrait: Path, frames: int) -> None:
     """Run the moving clip of ``portrait`` through ``stage``: fps, coverage, strength and
     the 68-point expression and stability figures."""
-    from livecam.benchmark.live_face import dlib68_measures, pearson, swim
+    from livecam.face.landmarks.measures import dlib68_measures, pearson, swim
     from livecam.sources.synthetic.pattern import SyntheticSource
 
     clip = SyntheticSource(

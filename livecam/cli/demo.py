@@ -3,46 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.resources
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 from livecam.cli.terminal_run import exit_status, print_summary, run_pipeline
 from livecam.config.schema import Config
-from livecam.errors import ConfigError, LivecamError
+from livecam.errors import ConfigError
+from livecam.sources.synthetic.portraits import SOURCE_FACE, TARGET, demo_portraits
 
 log = logging.getLogger(__name__)
 
-#: the package data that holds the portraits (the repository's assets/ folder)
-ASSETS_PACKAGE = "livecam.assets"
-SOURCE_FACE = "grace_hopper.jpg"
-TARGET = "astronaut.png"
 HEADLESS_FRAMES = 90
-
-
-@contextlib.contextmanager
-def demo_portraits() -> Iterator[tuple[Path, Path]]:
-    """(source face, target portrait) as files on disk, from the installed package data."""
-    fix = (
-        "reinstall LiveCam (`pip install --force-reinstall livecam`; "
-        "in a checkout `pip install -e .`)"
-    )
-    try:
-        root = importlib.resources.files(ASSETS_PACKAGE)
-    except ModuleNotFoundError:
-        raise LivecamError(
-            f"the demo portraits ({ASSETS_PACKAGE}) are not installed", fix
-        ) from None
-    with contextlib.ExitStack() as stack:
-        paths = []
-        for name in (SOURCE_FACE, TARGET):
-            resource = root / name
-            if not resource.is_file():
-                raise LivecamError(f"demo portrait {name} is missing from {ASSETS_PACKAGE}", fix)
-            paths.append(stack.enter_context(importlib.resources.as_file(resource)))
-        yield paths[0], paths[1]
 
 
 def demo_config(

@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from livecam.cli.doctor import format_checks, run_doctor
+    from livecam.telemetry.doctor import format_checks, run_doctor
 
     checks = run_doctor(args.vcam_backend, args.vcam_device)
     ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"

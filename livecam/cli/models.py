@@ -14,7 +14,7 @@ from livecam.models.store import ModelStore, ask_on_terminal
 def preset_models(preset: str) -> list[str] | None:
     """The model names of ``preset`` (with the default settings), or None when it is not a
     preset with models."""
-    from livecam.face.presets import PRESETS, preset_model_names
+    from livecam.models.presets import PRESETS, preset_model_names
 
     return (preset_model_names(preset) or None) if preset in PRESETS else None
 
@@ -77,7 +77,7 @@ def _expand(store: ModelStore, names: Sequence[str]) -> list[str]:
             continue
         models = preset_models(name)
         if models is None:
-            from livecam.face.presets import PRESETS
+            from livecam.models.presets import PRESETS
 
             presets = ", ".join(n for n in PRESETS if preset_models(n))
             raise ModelError(

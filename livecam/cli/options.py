@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, get_type_hints
+from typing import Any
 
 from livecam.config.inputs import input_file_problem
+from livecam.config.option_map import FIELD_OPTIONS, as_option_error, config_settings
 from livecam.config.schema import NEURAL, Config, SwapConfig
 from livecam.config.setting import (
     Setting,
@@ -21,8 +22,6 @@ from livecam.config.setting import (
     literal_choices,
     option_text,
     plain_type,
-    sections,
-    setting_of,
 )
 from livecam.config.specs import SinkSpec, SourceSpec
 from livecam.config.tomlfile import split_pair
@@ -43,22 +42,6 @@ GROUPS = {
     "run": "run",
 }
 DEBUG_GROUP = "test and bench knobs (left out of --help)"
-
-
-def config_settings() -> Iterator[tuple[str, dataclasses.Field[Any], Any, Setting]]:
-    """``(section.field, field, type hint, Setting)`` of every field with an option."""
-    for section, cls in sections(Config):
-        hints = get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            info = setting_of(f)
-            if info.option is not None:
-                yield f"{section}.{f.name}", f, hints[f.name], info
-
-
-#: config field -> (the option that sets it, its argparse dest); derived from the fields
-FIELD_OPTIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {name: (info.option, info.dest) for name, _, _, info in config_settings() if info.option}
-)
 
 
 def _help(f: dataclasses.Field[Any], info: Setting, debug_shown: bool) -> str:
@@ -115,26 +98,6 @@ def given_fields(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             given[name] = tuple(value) if isinstance(value, list) else value
     return given
-
-
-def _field_of(error: ConfigError) -> str | None:
-    """The ``section.field`` a ConfigError is about (``pipeline.stages[1]`` -> its list)."""
-    return error.field.partition("[")[0] if error.field else None
-
-
-def as_option_error(error: ConfigError, given: Mapping[str, Any]) -> ConfigError:
-    """``error`` about a field set by an option, reworded to name the option."""
-    name = _field_of(error)
-    if name is None or name not in given or name not in FIELD_OPTIONS:
-        return error
-    option = FIELD_OPTIONS[name][0]
-    return ConfigError(
-        f"{option} {cut(option_text(error.value))} is invalid",
-        f"allowed: {error.allowed}" if error.allowed else error.hint,
-        field=error.field,
-        value=error.value,
-        allowed=error.allowed,
-    )
 
 
 def config_file(path: str) -> Config:

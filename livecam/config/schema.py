@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_type_hints
 
+from livecam.config.keycombo import ALLOWED as KEYCOMBO_ALLOWED
+from livecam.config.keycombo import canonical, find_conflict
 from livecam.config.setting import (
     FPS_RANGE,
     FPS_WORDS,
@@ -53,8 +55,6 @@ from livecam.config.tomlfile import (
     write_toml,
 )
 from livecam.config.validation import Validated, from_dict
-from livecam.control.keycombo import ALLOWED as KEYCOMBO_ALLOWED
-from livecam.control.keycombo import canonical, find_conflict
 from livecam.errors import ConfigError
 
 __all__ = [
@@ -356,7 +356,7 @@ class RunConfig(Validated):
 @dataclass(frozen=True)
 class HotkeysConfig(Validated):
     """Global hotkeys (``livecam run --hotkeys``, the panel): one key combination per action,
-    written like ``Ctrl+Alt+S`` (see ``livecam.control.keycombo``); empty: no hotkey."""
+    written like ``Ctrl+Alt+S`` (see ``livecam.config.keycombo``); empty: no hotkey."""
 
     SECTION: ClassVar[str] = "hotkeys"
     # Ctrl+Alt+Shift+letter: no desktop, OS or overlay uses these by default (Ctrl+Alt+arrows

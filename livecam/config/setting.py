@@ -2,8 +2,9 @@
 range and choices as dataclass field metadata (``setting(...)``).
 
 Everything else is derived from it: the options of ``livecam run`` (livecam.cli.options),
-the option-to-field mapping, the range and choice checks with their error texts
-(livecam.config.validation), the fuzz test's options and the panel's choice lists.
+the option-to-field mapping (livecam.config.option_map), the range and choice checks with
+their error texts (livecam.config.validation), the fuzz test's options and the panel's
+choice lists.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ QualityLevel = Literal[
     "auto", "full", "small-batch", "enhance-half", "no-enhancer", "small-detector", "cpu"
 ]
 # names from their tables (checked against them: field_choices): the preset table
-# (livecam.face.presets) and the model manifest (models/manifest.toml)
+# (livecam.models.presets) and the model manifest (models/manifest.toml)
 Preset = str
 SwapperModel = str
 EnhancerModel = str
@@ -40,7 +40,7 @@ NEURAL = "neural presets (lite, standard, quality)"
 def preset_names() -> tuple[str, ...]:
     """Every name ``swap.preset`` accepts: ``auto``, the rows of the preset table and their
     aliases."""
-    from livecam.face.presets import preset_names as table_names  # loaded when first asked
+    from livecam.models.presets import preset_names as table_names  # loaded when first asked
 
     return table_names()
 

@@ -2,7 +2,7 @@
 warn when a hotkey is one of them (the Hotkeys tab, ``livecam run --hotkeys``): the desktop
 takes such a key before LiveCam sees it, or both act on it. No Qt.
 
-Rows are written in LiveCam's combination text (``livecam.control.keycombo``; Meta is the
+Rows are written in LiveCam's combination text (``livecam.config.keycombo``; Meta is the
 Super / Windows / Command key) and hold only combinations LiveCam accepts. Only defaults
 are known; a user's own shortcuts are not. Sources (checked December 2026):
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from livecam.control.keycombo import canonical
+from livecam.config.keycombo import canonical
 
 ARROWS = ("Left", "Right", "Up", "Down")
 WHERE = {"Left": "on the left", "Right": "on the right", "Up": "above", "Down": "below"}

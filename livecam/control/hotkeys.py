@@ -27,11 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from livecam.config.keycombo import parse_combo
 from livecam.config.schema import Config, HotkeysConfig
 from livecam.control.desktop_shortcuts import clash_warnings
-from livecam.control.keycombo import parse_combo
 from livecam.errors import ConfigError, LivecamError, as_livecam_error
-from livecam.face.presets import PRESETS, models_present, resolve_preset
+from livecam.models.presets import PRESETS, models_present, resolve_preset
 from livecam.types import Event
 
 if TYPE_CHECKING:

@@ -106,7 +106,7 @@ def has_enhancer(cfg: SwapConfig) -> bool:
     """Whether ``cfg`` runs an enhancer (True when it cannot be told: preset ``auto``)."""
     if cfg.enhancer is not None or cfg.enhancer_model is not None:
         return cfg.enhancer != "none"
-    from livecam.face.presets import preset_row
+    from livecam.models.presets import preset_row
 
     row = preset_row(cfg.preset)
     return row is None or row.enhancer is not None

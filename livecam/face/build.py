@@ -1,6 +1,6 @@
 """Building a preset's parts in one pass, from one part-kind -> factory registry.
 
-``build_parts`` reads the preset row (``livecam.face.presets``) and the manifest once: every
+``build_parts`` reads the preset row (``livecam.models.presets``) and the manifest once: every
 part name of the row is a manifest model, whose ``part`` field names the kind that runs it
 (``KINDS``), or a kind without weights (``classic-mesh``). It then resolves every file once
 (one ``ModelStore.require`` for the model folders' files, the user's files checked against
@@ -33,11 +33,11 @@ from livecam.face.landmarks.onnx import Landmarker106, Pfld68Landmarker
 from livecam.face.masks import BoxMasker, CombinedMasker, EllipseMasker, MouthMasker, RegionMasker
 from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recognizer
 from livecam.face.paste.blenders import AffineBlender, RoiBlender
-from livecam.face.presets import FACE_PARSER, PresetRow, given_files
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.swap.classic import ClassicSwapper
 from livecam.face.swap.neural import HyperSwapper, InSwapper
 from livecam.models.manifest import ModelEntry
+from livecam.models.presets import FACE_PARSER, PresetRow, given_files
 from livecam.models.store import ModelStore
 from livecam.runtime.cuda import StageStream
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions, memory_options

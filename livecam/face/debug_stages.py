@@ -9,8 +9,8 @@ import numpy as np
 
 from livecam.errors import ModelError
 from livecam.face.detect.yunet import YUNET_FIX, YuNetDetector, bundled_yunet
-from livecam.face.parts import CPU_ONLY, FrameContext
-from livecam.types import FramePacket
+from livecam.face.parts import CPU_ONLY
+from livecam.types import FrameContext, FramePacket
 
 log = logging.getLogger(__name__)
 

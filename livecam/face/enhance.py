@@ -21,11 +21,11 @@ from livecam.errors import ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
 from livecam.face.masks import box_mask
-from livecam.face.parts import FrameContext, Providers
 from livecam.runtime import torch_path as device_path
 from livecam.runtime.onnx_model import OnnxModel, TensorSpec
+from livecam.runtime.providers import Providers
 from livecam.runtime.torch_path import Compute
-from livecam.types import FaceWork, Frame, Mask
+from livecam.types import FaceWork, Frame, FrameContext, Mask
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ import numpy.typing as npt
 from livecam.errors import ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
-from livecam.face.parts import CpuPart, FrameContext, Masker, Providers
+from livecam.face.parts import CpuPart, Masker
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import FaceWork, Mask
+from livecam.runtime.providers import Providers
+from livecam.types import FaceWork, FrameContext, Mask
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from livecam.types import Face, FaceWork, Frame
+from livecam.runtime.providers import Providers
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
@@ -35,16 +36,6 @@ Points = npt.NDArray[np.float32]
 """(N, 2) float32 x, y in frame pixels."""
 
 SourceT = TypeVar("SourceT")
-
-
-@dataclass(frozen=True)
-class Providers:
-    """Compute providers of a part: what was asked for and what is really used, and why
-    not the one asked for (``reason``, e.g. the CUDA library that failed to load)."""
-
-    requested: tuple[str, ...]
-    used: tuple[str, ...]
-    reason: str | None = None
 
 
 CPU_ONLY = Providers(requested=("cpu",), used=("cpu",))
@@ -62,25 +53,6 @@ class CpuPart:
 
     def close(self) -> None:
         pass
-
-
-class FrameContext:
-    """One frame as the parts see it.
-
-    ``image`` follows the frame contract (uint8 BGR (H, W, 3)); ``seq`` is the packet's
-    sequence number and ``t_s`` its time in seconds (a video file's own timestamp, else the
-    capture time). Built per frame by whoever
-    runs the parts and used on one thread only.
-    """
-
-    def __init__(self, image: Frame, seq: int = 0, t_s: float = 0.0) -> None:
-        self.image = image
-        self.seq = seq
-        self.t_s = t_s
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.image.shape)
 
 
 @runtime_checkable

@@ -15,8 +15,7 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
-from livecam.face.parts import FaceParts, FrameContext
-from livecam.face.presets import resolve_preset
+from livecam.face.parts import FaceParts
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
@@ -28,9 +27,9 @@ from livecam.face.track.selection import (
     mode_selector,
 )
 from livecam.face.track.tracking import FaceTracker
+from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
-from livecam.stream.stage import take_analysis
-from livecam.types import Face, FaceWork, Frame, FramePacket
+from livecam.types import Face, FaceWork, Frame, FrameContext, FramePacket, take_analysis
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,1 @@
-"""Model files: the manifest, where files are, and verified downloads."""
+"""Model files: the manifest, where files are, verified downloads, and the presets (model sets)."""

@@ -29,6 +29,17 @@ from livecam.runtime.cuda import nvidia_driver_present
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class Providers:
+    """Compute providers of a part: what was asked for and what is really used, and why
+    not the one asked for (``reason``, e.g. the CUDA library that failed to load)."""
+
+    requested: tuple[str, ...]
+    used: tuple[str, ...]
+    reason: str | None = None
+
+
 Prefer = Literal["auto", "tensorrt", "cuda", "directml", "coreml", "cpu"]
 ProviderSpec = str | tuple[str, dict[str, Any]]
 #: cuDNN convolution algorithm search of the CUDA provider (EXHAUSTIVE is ORT's default:

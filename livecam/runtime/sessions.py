@@ -22,13 +22,13 @@ import platformdirs
 
 from livecam.config.schema import MemoryStrategy
 from livecam.errors import ConfigError
-from livecam.face.parts import Providers
 from livecam.runtime import tensorrt
 from livecam.runtime.providers import (
     CUDA,
     TENSORRT,
     ConvAlgoSearch,
     Prefer,
+    Providers,
     ProviderSpec,
     available_providers,
     cuda_options,

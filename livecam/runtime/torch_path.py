@@ -31,11 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ConfigError
-from livecam.face.parts import FrameContext
 from livecam.runtime import torch_ops as device
 from livecam.runtime.cuda import PinnedBuffers
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import Affine
+from livecam.types import Affine, FrameContext
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,11 @@ from livecam.config.specs import SourceSpec
 from livecam.errors import SourceError, cut
 from livecam.sources.base import Pacer, Source
 from livecam.sources.camera import CameraSource, list_cameras
-from livecam.sources.image import IMAGE_EXTENSIONS, ImageSource, load_image_bgr, to_bgr8
+from livecam.sources.image import ImageSource
 from livecam.sources.screen import ScreenSource
 from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.sources.video import VideoSource
+from livecam.userfiles.images import IMAGE_EXTENSIONS, load_image_bgr, to_bgr8
 
 __all__ = [
     "CameraSource",

@@ -15,8 +15,8 @@ import numpy.typing as npt
 from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
-from livecam.sources.image import fit_frame, to_bgr8
 from livecam.types import Frame
+from livecam.userfiles.images import fit_frame, to_bgr8
 
 RawFrame = npt.NDArray[Any]
 Opened = tuple[cv2.VideoCapture, RawFrame]

@@ -19,8 +19,8 @@ import numpy as np
 from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
-from livecam.sources.image import fit_frame
 from livecam.types import Frame
+from livecam.userfiles.images import fit_frame
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from livecam.stream.ring import RingBuffer
-from livecam.stream.stage import PrepareFailed, PreparingStage, Stage
+from livecam.stream.stage import PreparingStage, Stage
 from livecam.stream.worker import Worker
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, Frame, FramePacket, StageTiming
+from livecam.types import Event, Frame, FramePacket, PrepareFailed, StageTiming
 
 
 def run_stages(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from livecam.face.parts import Providers
+from livecam.runtime.providers import Providers
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, FramePacket
 
@@ -51,23 +50,6 @@ class PreparingStage(Stage, Protocol):
 
     def prepare(self, batch: list[FramePacket]) -> None:
         """Analyse the batch's camera frames and keep the findings on its packets."""
-
-
-@dataclass(frozen=True)
-class PrepareFailed:
-    """What ``prepare`` raised, kept on a packet for ``process`` to raise."""
-
-    error: Exception
-
-
-def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
-    """Each packet's ``analysis[name]``, taken off it; None unless every packet has one.
-    Raises the error of a failed ``prepare`` (``PrepareFailed``)."""
-    found = [p.analysis.pop(name, None) for p in batch]
-    for item in found:
-        if isinstance(item, PrepareFailed):
-            raise item.error
-    return found if all(item is not None for item in found) else None
 
 
 def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from cli_output import one_line_error
 
-from livecam.cli.demo import demo_portraits
 from livecam.cli.main import main
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.parts import FrameContext
 from livecam.sources.synthetic.multi_face import TOP_BAND, portrait_grid
+from livecam.sources.synthetic.portraits import demo_portraits
 from livecam.sources.synthetic.stamp import HEIGHT, WIDTH
+from livecam.types import FrameContext
 
 
 @pytest.fixture

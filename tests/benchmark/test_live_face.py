@@ -17,19 +17,20 @@ from livecam.benchmark.live_face import (
     FACE_WIDTH_SHARE,
     WEBCAM_SIZE,
     ClipMeter,
-    FaceMeasures,
     FaceMesh,
     WebcamPlacement,
+)
+from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+from livecam.face.identity.onnx import MOBILEFACENET_SAME_PERSON_DISTANCE, OnnxRecognizer
+from livecam.face.landmarks.measures import (
+    FaceMeasures,
     dlib68_measures,
     largest_face,
     mesh_measures,
 )
-from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.identity.onnx import MOBILEFACENET_SAME_PERSON_DISTANCE, OnnxRecognizer
 from livecam.face.landmarks.onnx import SLIM_BOX, SLIM_KPS_BOX, Pfld68Landmarker
-from livecam.face.parts import FrameContext
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 FIRST = 200  # clip frame of index 0 here
 BLINK, WIDE_EYES = 209, 203

@@ -17,7 +17,7 @@ from conftest import other_hardware
 
 from livecam.benchmark.synthetic_models import arcface_like, identity_swapper
 from livecam.config.schema import SwapConfig
-from livecam.face.presets import PRESETS, models_present
+from livecam.models.presets import PRESETS, models_present
 from livecam.models.store import ModelStore
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"

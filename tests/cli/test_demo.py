@@ -14,11 +14,11 @@ from media import read_video
 from waiting import poll
 from xwindow import grab, press, require_windows, wait_window
 
-from livecam.cli.demo import demo_portraits
 from livecam.config.schema import SourceConfig
 from livecam.face.identity.metrics import embedding_distance
-from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
+from livecam.sources.synthetic.portraits import demo_portraits
+from livecam.userfiles.images import load_image_bgr
 
 REPO = Path(__file__).resolve().parents[2]
 

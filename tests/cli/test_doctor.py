@@ -13,19 +13,6 @@ from conftest import missing, other_hardware
 from media import xvfb_display
 from recording_backend import RecordingStore
 
-from livecam.cli.doctor import (
-    DIRECTML_SWAP,
-    Check,
-    check_display,
-    check_onnxruntime,
-    check_package,
-    check_presets,
-    check_window,
-    format_checks,
-    installed_onnxruntime,
-    run_doctor,
-)
-from livecam.cli.doctor import _Package as Package
 from livecam.errors import ModelError
 from livecam.models import store as store_module
 from livecam.runtime.cuda import nvidia_driver_present
@@ -39,6 +26,19 @@ from livecam.runtime.providers import (
     short_name,
     tiny_model_bytes,
 )
+from livecam.telemetry.doctor import (
+    DIRECTML_SWAP,
+    Check,
+    check_display,
+    check_onnxruntime,
+    check_package,
+    check_presets,
+    check_window,
+    format_checks,
+    installed_onnxruntime,
+    run_doctor,
+)
+from livecam.telemetry.doctor import _Package as Package
 from livecam.telemetry.gpu import NvmlReader, gpu_snapshot
 
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from livecam.cli.main import main
-from livecam.cli.options import FIELD_OPTIONS, config_settings
+from livecam.config.option_map import FIELD_OPTIONS, config_settings
 from livecam.config.setting import Setting, is_list, literal_choices, number_text, plain_type
 
 REPO = Path(__file__).resolve().parents[2]

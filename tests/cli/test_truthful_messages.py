@@ -23,7 +23,7 @@ from cli_output import one_line_error
 from livecam.cli.main import main
 from livecam.errors import ModelError
 from livecam.models.store import ModelStore
-from livecam.sources.image import MAX_DECODE_PIXELS, load_image_bgr
+from livecam.userfiles.images import MAX_DECODE_PIXELS, load_image_bgr
 
 SMALL = [
     "run",

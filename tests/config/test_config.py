@@ -218,7 +218,8 @@ def test_every_number_is_bounded(data: dict, field: str, allowed: str) -> None:
 
 def test_demo_help_names_the_source_face_and_the_target_the_right_way_round() -> None:
     """The face of SOURCE_FACE goes onto TARGET (whose face is replaced), as the demo does."""
-    from livecam.cli.demo import SOURCE_FACE, TARGET, demo_config
+    from livecam.cli.demo import demo_config
+    from livecam.sources.synthetic.portraits import SOURCE_FACE, TARGET
 
     demo_parser = subcommand_parser("demo")
     text = " ".join(demo_parser.format_help().split())

@@ -11,12 +11,13 @@ import pytest
 from cli_output import subcommand_parser
 
 from livecam.cli.main import build_parser, main
-from livecam.cli.options import FIELD_OPTIONS, config_from_args, config_settings
+from livecam.cli.options import config_from_args
+from livecam.config.option_map import FIELD_OPTIONS, config_settings
 from livecam.config.schema import Config, SwapConfig, field_choices
 from livecam.config.setting import number_text, option_text, plain_type
 from livecam.errors import ConfigError
-from livecam.face.presets import ALIASES, PRESETS
 from livecam.models.manifest import load_manifest
+from livecam.models.presets import ALIASES, PRESETS
 
 #: options of `livecam run` that set no config field (the run's own)
 RUN_OWN = {

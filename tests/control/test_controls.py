@@ -22,10 +22,10 @@ from livecam.app import App
 from livecam.config.schema import Config
 from livecam.control.controls import Change
 from livecam.errors import ConfigError, ControlError, FaceSourceError
-from livecam.face.parts import Providers
-from livecam.sources.image import load_image_bgr, make_even
+from livecam.runtime.providers import Providers
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event
+from livecam.userfiles.images import load_image_bgr, make_even
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 APPLY_TIMEOUT_S = 30.0  # generous: a rebuild loads its models on a loaded CI machine

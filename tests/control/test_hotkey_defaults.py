@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from livecam.config.keycombo import canonical
 from livecam.config.schema import Config, HotkeysConfig
 from livecam.control.desktop_shortcuts import (
     SHORTCUTS,
@@ -16,7 +17,6 @@ from livecam.control.desktop_shortcuts import (
     desktop_uses,
 )
 from livecam.control.hotkeys import describe_bindings
-from livecam.control.keycombo import canonical
 
 DESKTOPS = {"GNOME", "KDE Plasma", "Xfce", "openbox", "Windows", "macOS"}
 

@@ -18,6 +18,7 @@ from synthetic_stream import small_config
 from waiting import poll
 
 from livecam.app import App
+from livecam.config.keycombo import NAMED_KEYS, parse_combo
 from livecam.config.schema import Config, HotkeysConfig
 from livecam.control.hotkeys import (
     ACTIONS,
@@ -30,7 +31,6 @@ from livecam.control.hotkeys import (
     step_face,
     step_quality,
 )
-from livecam.control.keycombo import NAMED_KEYS, parse_combo
 from livecam.errors import ConfigError
 from livecam.models.store import ModelStore
 from livecam.types import Event

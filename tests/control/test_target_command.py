@@ -15,7 +15,7 @@ from livecam.app import App
 from livecam.cli.console import HELP, execute
 from livecam.config.schema import Config
 from livecam.errors import ConfigError, ControlError
-from livecam.sources.image import load_image_bgr
+from livecam.userfiles.images import load_image_bgr
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 WAIT_S = 30.0  # generous: a loaded machine

@@ -13,9 +13,9 @@ from livecam.config.schema import Config
 from livecam.errors import ModelError, StartupError
 from livecam.face.debug_stages import FaceBoxStage
 from livecam.sinks.null import NullSink
-from livecam.sources.image import load_image_bgr
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, Frame, FramePacket
+from livecam.userfiles.images import load_image_bgr
 
 
 def test_facebox_draws_boxes_on_a_copy_with_real_yunet(testdata: Path) -> None:

@@ -23,10 +23,10 @@ from livecam.errors import ModelError
 from livecam.face.crops import align
 from livecam.face.enhance import FaceEnhancer
 from livecam.face.masks import box_mask
-from livecam.face.parts import Enhancer, FrameContext
+from livecam.face.parts import Enhancer
 from livecam.face.paste.blenders import AffineBlender
 from livecam.runtime.onnx_model import RuntimeOptions
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 CPU = RuntimeOptions(provider="cpu")
 

@@ -24,10 +24,10 @@ from livecam.face.masks import (
     box_mask,
     winner_in,
 )
-from livecam.face.parts import FrameContext, Masker
+from livecam.face.parts import Masker
 from livecam.face.paste.blenders import AffineBlender
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 CPU = RuntimeOptions(provider="cpu")
 

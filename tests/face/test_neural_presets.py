@@ -24,14 +24,13 @@ from livecam.benchmark.synthetic_models import (
 from livecam.config.schema import SwapConfig
 from livecam.face.build import build_parts
 from livecam.face.identity.metrics import embedding_distance, psnr
-from livecam.face.parts import FrameContext
-from livecam.face.presets import PRESETS
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.neural import InSwapper
 from livecam.face.swap_stage import build_swap_stage
+from livecam.models.presets import PRESETS
 from livecam.models.store import ModelStore
-from livecam.sources.image import load_image_bgr
-from livecam.types import FaceWork, FramePacket
+from livecam.types import FaceWork, FrameContext, FramePacket
+from livecam.userfiles.images import load_image_bgr
 
 
 @pytest.fixture(scope="module")

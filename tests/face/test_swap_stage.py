@@ -26,14 +26,14 @@ from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.face.identity.metrics import embedding_distance
-from livecam.face.parts import FrameContext, Providers
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
 from livecam.face.swap_stage import build_swap_stage as build
-from livecam.sources.image import load_image_bgr, make_even
+from livecam.runtime.providers import Providers
 from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.stream.stage import Stage
-from livecam.types import FaceWork, FramePacket
+from livecam.types import FaceWork, FrameContext, FramePacket
+from livecam.userfiles.images import load_image_bgr, make_even
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 

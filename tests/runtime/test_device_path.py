@@ -18,11 +18,10 @@ from face_parts_data import codeformer_like, face_works, identity_enhancer, swap
 from livecam.benchmark import synthetic_models as sm
 from livecam.errors import ConfigError
 from livecam.face.enhance import FaceEnhancer
-from livecam.face.parts import FrameContext
 from livecam.face.swap.neural import InSwapper
 from livecam.runtime import torch_path as device_path
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork
+from livecam.types import Face, FaceWork, FrameContext
 
 MEAN_TOL = 0.5
 MAX_TOL = 2

@@ -20,8 +20,8 @@ from face_parts_data import read_color
 
 from livecam.config.schema import SwapConfig
 from livecam.face.build import build_parts
-from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
+from livecam.models.presets import PRESETS
 from livecam.models.store import ModelStore
 from livecam.runtime.batch_rewrite import check_cache, make_dynamic_batch, record_path
 

@@ -16,9 +16,10 @@ import pytest
 from livecam.config.schema import SourceConfig
 from livecam.errors import FrameFormatError, SourceError
 from livecam.sources.base import Source
-from livecam.sources.image import ImageSource, fit_frame, load_image_bgr, make_even, to_bgr8
+from livecam.sources.image import ImageSource
 from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.types import validate_frame
+from livecam.userfiles.images import fit_frame, load_image_bgr, make_even, to_bgr8
 
 
 def _imread(path: Path, flags: int = cv2.IMREAD_COLOR) -> npt.NDArray[Any]:
@@ -112,7 +113,7 @@ def test_a_huge_still_is_scaled_down_once_with_a_warning(
         if kind == "image"
         else SyntheticSource(SourceConfig(spec="synthetic", face_motion=str(photo)))
     )
-    with caplog.at_level(logging.WARNING, logger="livecam.sources.image"):
+    with caplog.at_level(logging.WARNING, logger="livecam.userfiles.images"):
         src.open()
         frames = [src.read() for _ in range(3)]
     src.close()

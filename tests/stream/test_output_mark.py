@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from fakes import KeepingSink
 
+from livecam.app import swap_details
 from livecam.config.schema import Config
 from livecam.models.store import ModelStore
 from livecam.sinks.base import Sink
-from livecam.sinks.recording.provenance import Provenance, read_provenance, swap_details
+from livecam.sinks.recording.provenance import Provenance, read_provenance
 from livecam.sinks.recording.video import RecorderSink
 from livecam.stream.label import Label
 from livecam.stream.output import OutputWorker

@@ -12,9 +12,9 @@ from fakes import PassStage
 from livecam.face.debug_stages import PassThroughStage
 from livecam.stream.inference import InferenceWorker, LiveState, Plan, run_stages
 from livecam.stream.ring import RingBuffer
-from livecam.stream.stage import PreparingStage, take_analysis
+from livecam.stream.stage import PreparingStage
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, FramePacket
+from livecam.types import Event, FramePacket, take_analysis
 
 OVERLAP = pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
 

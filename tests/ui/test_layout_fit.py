@@ -43,7 +43,7 @@ def probe() -> dict[str, Any]:  # the child process, on the real display
     from PySide6.QtWidgets import QAbstractButton, QApplication, QScrollArea, QWidget
 
     from livecam.config.schema import SwapConfig
-    from livecam.face.presets import PRESETS
+    from livecam.models.presets import PRESETS
     from livecam.models.store import ModelStore
     from ui.main_window import MainWindow, apply_theme
     from ui.model_download import ModelDownloadDialog

@@ -16,8 +16,8 @@ from synthetic_stream import small_config
 from livecam.app import Resources
 from livecam.config.schema import Config
 from livecam.face.build import build_parts, photo_analyzer
-from livecam.face.presets import PRESETS
-from livecam.sources.image import load_image_bgr
+from livecam.models.presets import PRESETS
+from livecam.userfiles.images import load_image_bgr
 from ui.panels.photo_faces import BOX_COLOURS, PhotoFaceFinder
 from ui.panels.source_panel import SourcePanel
 from ui.settings import UiSettings

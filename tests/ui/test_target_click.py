@@ -14,8 +14,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from pytestqt.qtbot import QtBot
 
 from livecam.config.schema import Config
-from livecam.sources.image import load_image_bgr, make_even
 from livecam.types import Frame
+from livecam.userfiles.images import load_image_bgr, make_even
 from ui.main_window import MainWindow
 from ui.settings import UiSettings
 from ui.stream import StreamController

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from livecam.config.keycombo import canonical
 from livecam.config.schema import HotkeysConfig
 from livecam.control.desktop_shortcuts import clash_warnings
 from livecam.control.hotkeys import (
@@ -46,7 +47,6 @@ from livecam.control.hotkeys import (
     HotkeyListener,
     hotkeys_available,
 )
-from livecam.control.keycombo import canonical
 from livecam.errors import ConfigError, LivecamError
 from livecam.types import Event
 from ui.main_window import FALLBACK_STYLE, error_line

@@ -316,7 +316,7 @@ class InputPanel(QWidget):
         """The no-camera offer: the test pattern with a moving face as the input, and,
         when no face to swap in is chosen yet, a bundled one with the swap on (so a new
         user without a camera sees a swap at the first Start)."""
-        from livecam.cli.demo import ASSETS_PACKAGE, SOURCE_FACE
+        from livecam.sources.synthetic.portraits import ASSETS_PACKAGE, SOURCE_FACE
 
         self.kind.blockSignals(True)
         self.kind.setCurrentIndex(KINDS.index("synthetic"))
@@ -343,7 +343,7 @@ class InputPanel(QWidget):
     def set_moving_face(self, on: bool) -> bool:
         """The test pattern with the bundled moving face (``on``) or the plain pattern;
         False when that could not be set (the message says why)."""
-        from livecam.cli.demo import ASSETS_PACKAGE, TARGET
+        from livecam.sources.synthetic.portraits import ASSETS_PACKAGE, TARGET
 
         try:
             portrait = str(bundled_portrait(TARGET, ASSETS_PACKAGE)) if on else None

@@ -43,10 +43,10 @@ from PySide6.QtWidgets import (
 )
 from pyvirtualcam.camera import BACKENDS
 
-from livecam.cli.doctor import Check, check_virtualcam
-from livecam.cli.verify import report_text, verify
 from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
+from livecam.stream.verify import report_text, verify
+from livecam.telemetry.doctor import Check, check_virtualcam
 from ui.main_window import error_text
 from ui.notice import ERROR_TEXT_STYLE
 from ui.panels.next_start import NextStartChanges, restart_row

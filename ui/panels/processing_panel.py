@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from livecam.config.schema import Config, SwapConfig, field_choices, split_pair
 from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
-from livecam.face.presets import PRESETS, is_neural, models_present, resolve_preset
+from livecam.models.presets import PRESETS, is_neural, models_present, resolve_preset
 from livecam.models.store import ModelStore
 from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line

@@ -40,8 +40,8 @@ from PySide6.QtWidgets import (
 
 from livecam.config.schema import Config
 from livecam.errors import LivecamError, as_livecam_error
-from livecam.sources.image import IMAGE_EXTENSIONS
 from livecam.types import Frame
+from livecam.userfiles.images import IMAGE_EXTENSIONS
 from ui.main_window import error_text
 from ui.notice import ERROR_TEXT_STYLE
 from ui.panels.photo_faces import PhotoFaceFinder, PhotoFaces, thumbnail

@@ -26,9 +26,10 @@ import numpy.typing as npt
 from livecam.errors import ModelError
 from livecam.face.crops.onnx_input import channel_values
 from livecam.face.detect.yunet import shrink
-from livecam.face.parts import Box, FrameContext, Points, Providers
+from livecam.face.parts import Box, Points
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import Face, Frame
+from livecam.runtime.providers import Providers
+from livecam.types import Face, Frame, FrameContext
 
 log = logging.getLogger(__name__)
 

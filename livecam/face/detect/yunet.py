@@ -20,9 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.errors import ModelError
-from livecam.face.parts import Box, CpuPart, FrameContext, Points
+from livecam.face.parts import Box, CpuPart, Points
 from livecam.face.track.tracking import iou
-from livecam.types import Face, Frame
+from livecam.types import Face, Frame, FrameContext
 
 log = logging.getLogger(__name__)
 

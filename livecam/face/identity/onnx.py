@@ -13,9 +13,8 @@ import numpy as np
 from livecam.errors import ModelError
 from livecam.face.crops.align import TemplateName, align_affine, warp_crop
 from livecam.face.crops.onnx_input import check_color, image_input, to_blob
-from livecam.face.parts import FrameContext
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import FaceWork, Frame
+from livecam.types import FaceWork, Frame, FrameContext
 
 ARCFACE_SAME_PERSON_DISTANCE = 1.1
 """ArcFace (insightface buffalo_l, w600k_r50): deepface's verification threshold for

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from livecam.face.identity.metrics import cosine
-from livecam.face.parts import FrameContext, Recognizer
-from livecam.types import Event, Face, FaceWork, Frame
+from livecam.face.parts import Recognizer
+from livecam.types import Event, Face, FaceWork, Frame, FrameContext
 
 if TYPE_CHECKING:
     from livecam.config.schema import SwapConfig

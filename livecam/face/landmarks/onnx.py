@@ -14,9 +14,9 @@ import numpy.typing as npt
 from livecam.errors import ModelError
 from livecam.face.crops.align import invert, kps_from_68, square_around, transform_points, warp_crop
 from livecam.face.crops.onnx_input import check_color, image_input, to_blob
-from livecam.face.parts import Box, FrameContext, Points
+from livecam.face.parts import Box, Points
 from livecam.runtime.onnx_model import OnnxModel
-from livecam.types import Affine, FaceWork
+from livecam.types import Affine, FaceWork, FrameContext
 
 #: the lips of insightface's 106-point layout (2d106det), each in polygon order
 LIPS_106_OUTER = (52, 64, 63, 71, 67, 68, 61, 58, 59, 53, 56, 55)

@@ -17,9 +17,9 @@ import numpy.typing as npt
 
 from livecam.config.schema import BlendMode
 from livecam.face.crops import align
-from livecam.face.parts import CpuPart, FrameContext
+from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
-from livecam.types import Affine, FaceWork, Frame, Mask
+from livecam.types import Affine, FaceWork, Frame, FrameContext, Mask
 
 
 def roi_origin(affine: Affine) -> tuple[int, int]:

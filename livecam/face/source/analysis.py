@@ -7,8 +7,8 @@ preset's photo analyzer). Its parts are used by one thread at a time: so is the 
 
 from __future__ import annotations
 
-from livecam.face.parts import Detector, FrameContext, Landmarker, Recognizer
-from livecam.types import Face, FaceWork, Frame, validate_frame
+from livecam.face.parts import Detector, Landmarker, Recognizer
+from livecam.types import Face, FaceWork, Frame, FrameContext, validate_frame
 
 
 class FaceAnalyzer:

@@ -24,9 +24,9 @@ import numpy as np
 from livecam.errors import FaceSourceError, LivecamError
 from livecam.face.source.face_sheet import write_face_sheet
 from livecam.models.download import sha256_of as file_sha256
-from livecam.sources.image import load_image_bgr
 from livecam.types import Face, Frame
 from livecam.userfiles import write_atomically
+from livecam.userfiles.images import load_image_bgr
 
 log = logging.getLogger(__name__)
 

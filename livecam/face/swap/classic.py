@@ -30,10 +30,10 @@ import numpy.typing as npt
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError, ModelError
-from livecam.face.parts import CpuPart, FrameContext
+from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
 from livecam.face.swap import mesh
-from livecam.types import FaceWork, Frame, validate_frame
+from livecam.types import FaceWork, Frame, FrameContext, validate_frame
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace

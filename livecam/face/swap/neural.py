@@ -25,11 +25,11 @@ from onnx import numpy_helper
 from livecam.errors import ConfigError, ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
-from livecam.face.parts import FrameContext, Recognizer
+from livecam.face.parts import Recognizer
 from livecam.runtime import torch_path as device_path
 from livecam.runtime.onnx_model import OnnxModel, TensorSpec
 from livecam.runtime.torch_path import Compute
-from livecam.types import Affine, Face, FaceWork
+from livecam.types import Affine, Face, FaceWork, FrameContext
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace

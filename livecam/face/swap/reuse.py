@@ -39,8 +39,8 @@ import numpy.typing as npt
 
 from livecam.face.crops import align
 from livecam.face.identity.metrics import psnr
-from livecam.face.parts import FrameContext, Swapper
-from livecam.types import Affine, Face, FaceWork, Frame
+from livecam.face.parts import Swapper
+from livecam.types import Affine, Face, FaceWork, Frame, FrameContext
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.identity.metrics import Embedding, embedding_distance
-from livecam.face.parts import FrameContext, Recognizer
+from livecam.face.parts import Recognizer
 from livecam.face.track.selection import Measurement, TrackMeasurements, resolve_threshold
 from livecam.face.track.tracking import iou
-from livecam.types import Face
+from livecam.types import Face, FrameContext
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import numpy.typing as npt
 
 from livecam.errors import ConfigError
 from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
-from livecam.face.parts import FrameContext, Recognizer
-from livecam.types import Face, FaceWork
+from livecam.face.parts import Recognizer
+from livecam.types import Face, FaceWork, FrameContext
 
 SelectMode = Literal["one", "all", "reference"]
 MODES: tuple[str, ...] = get_args(SelectMode)

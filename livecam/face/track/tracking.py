@@ -32,8 +32,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from livecam.face.parts import Detector, FrameContext, RefitLandmarker
-from livecam.types import Face, FaceWork, Frame, validate_frame
+from livecam.face.parts import Detector, RefitLandmarker
+from livecam.types import Face, FaceWork, Frame, FrameContext, validate_frame
 
 log = logging.getLogger(__name__)
 

@@ -48,11 +48,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from livecam import __version__
-from livecam.config.schema import Config
-from livecam.config.specs import SourceSpec
 from livecam.errors import LivecamError, one_line
-from livecam.face.presets import FACE_PARSER, given_files, resolve_preset
-from livecam.models.store import ModelStore
 from livecam.sinks.recording.watched import FFmpegFile, written
 
 log = logging.getLogger(__name__)
@@ -130,47 +126,6 @@ class SwapDetails:
     preset: str | None
     models: tuple[ModelRef, ...] = ()
     source_type: str | None = None
-
-
-def source_type_of(spec: str) -> str | None:
-    """The IPTC digital source type of the frames of source ``spec`` (None: a file)."""
-    kind = SourceSpec.parse(spec).kind
-    return {
-        "camera": IPTC + "digitalCapture",
-        "screen": IPTC + "screenCapture",
-        "synthetic": IPTC + "algorithmicMedia",
-    }.get(kind)
-
-
-def swap_details(config: Config, store: ModelStore) -> SwapDetails:
-    """The preset and parts the swap of ``config`` runs (names and hashes from the model
-    manifest, the store's recorded hashes, or the files the user gave: never the photo)."""
-    source_type = source_type_of(config.source.spec)
-    if "swap" not in config.pipeline.stages:
-        return SwapDetails(None, (), source_type)
-    swap = config.swap
-    row = resolve_preset(swap.preset, store, swap)
-    manifest = store.manifest
-    parts = dict(row.parts_for(swap, manifest))
-    if FACE_PARSER in row.model_names(swap, manifest) and FACE_PARSER not in parts.values():
-        parts["masker"] = FACE_PARSER
-    given = given_files(swap)
-    models: list[ModelRef] = []
-    for role, name in parts.items():
-        if role in given:
-            path = Path(given[role]).expanduser()
-            try:
-                digest = store.hashes.sha256(path)
-            except OSError:
-                digest = ""
-            models.append(ModelRef(role, path.name, path.name, digest))
-        elif name in manifest:
-            entry = manifest[name]
-            digest = entry.sha256 or store.recorded_hash(name)
-            models.append(ModelRef(role, name, entry.file, digest))
-        else:
-            models.append(ModelRef(role, name))
-    return SwapDetails(row.name, tuple(models), source_type)
 
 
 @dataclass(frozen=True)

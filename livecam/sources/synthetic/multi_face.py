@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 
 from livecam.errors import SourceError
-from livecam.sources.image import load_image_bgr
 from livecam.types import Frame
+from livecam.userfiles.images import load_image_bgr
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def face_crop(image: Frame, what: str) -> Frame:
     """A square crop of ``image`` around its largest face, ``CROP_PER_FACE`` face widths
     on a side (clipped to the image); SourceError when no face is found."""
     from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-    from livecam.face.parts import FrameContext
+    from livecam.types import FrameContext
 
     faces = YuNetDetector(bundled_yunet(), max_sides=(640,)).detect([FrameContext(image)])[0]
     if not faces:

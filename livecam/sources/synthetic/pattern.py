@@ -18,9 +18,9 @@ import numpy as np
 from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
-from livecam.sources.image import fit_frame, limit_size, load_image_bgr
 from livecam.sources.synthetic.stamp import write_stamp
 from livecam.types import Frame
+from livecam.userfiles.images import fit_frame, limit_size, load_image_bgr
 
 log = logging.getLogger(__name__)
 

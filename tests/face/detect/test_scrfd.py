@@ -15,11 +15,11 @@ from livecam.errors import ModelError
 from livecam.face.detect.patches import tile_starts
 from livecam.face.detect.scrfd import ScrfdDetector
 from livecam.face.detect.yunet import YuNetDetector
-from livecam.face.parts import Detector, FrameContext
+from livecam.face.parts import Detector
 from livecam.face.track.tracking import iou
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.sources.image import load_image_bgr
-from livecam.types import Face
+from livecam.types import Face, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 CPU = RuntimeOptions(provider="cpu")
 SCRFD_FILES = ("scrfd_2.5g_kps.onnx", "scrfd_500m_kps.onnx")

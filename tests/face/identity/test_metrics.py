@@ -17,7 +17,7 @@ from livecam.face.identity.metrics import (
     landmark_error,
 )
 from livecam.face.source.analysis import FaceAnalyzer
-from livecam.sources.image import load_image_bgr
+from livecam.userfiles.images import load_image_bgr
 
 
 def _load(testdata: Path, name: str) -> np.ndarray:

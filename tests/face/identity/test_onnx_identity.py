@@ -22,9 +22,9 @@ from livecam.face.identity.onnx import (
     MOBILEFACENET_SAME_PERSON_DISTANCE,
     OnnxRecognizer,
 )
-from livecam.face.parts import FrameContext, Recognizer
+from livecam.face.parts import Recognizer
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork
+from livecam.types import Face, FaceWork, FrameContext
 
 CPU = RuntimeOptions(provider="cpu")
 # (file, how many faces, who they are left to right)

@@ -18,9 +18,9 @@ from livecam.face.identity.swap_check import WEAK_BELOW, SwapReading, swap_stren
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.models.store import ModelStore
-from livecam.sources.image import load_image_bgr
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, FramePacket
+from livecam.userfiles.images import load_image_bgr
 
 STEP_NS = 500_000_000  # frame times 0.5 s apart: a sample every other frame
 

@@ -24,9 +24,9 @@ from livecam.face.landmarks.onnx import (
     Landmarker106,
     Pfld68Landmarker,
 )
-from livecam.face.parts import FrameContext, RefitLandmarker
+from livecam.face.parts import RefitLandmarker
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork
+from livecam.types import Face, FaceWork, FrameContext
 
 # measured on the 6 faces of the test portraits against the lite preset's slim-160 points:
 # PFLD in its box around them mean 0.051, max 0.059; from YuNet's keypoints then refitted

@@ -13,9 +13,9 @@ from face_parts_data import load_face_image, psnr, yunet_faces
 
 from livecam.face.crops import align
 from livecam.face.masks import BoxMasker
-from livecam.face.parts import Blender, FrameContext
+from livecam.face.parts import Blender
 from livecam.face.paste.blenders import AffineBlender, RoiBlender, paste_region
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
 
 
 def insightface_paste_back(img: Frame, swapped: Frame, m: np.ndarray) -> Frame:

@@ -17,12 +17,12 @@ from livecam.face.detect import yunet as detect_module
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.identity.metrics import cosine, embedding_distance
 from livecam.face.identity.onnx import OnnxRecognizer
-from livecam.face.parts import Detector, FrameContext, Recognizer, RefitLandmarker
-from livecam.face.presets import PRESETS
+from livecam.face.parts import Detector, Recognizer, RefitLandmarker
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.track.tracking import iou
-from livecam.sources.image import load_image_bgr
-from livecam.types import Face, FaceWork
+from livecam.models.presets import PRESETS
+from livecam.types import Face, FaceWork, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 YUNET = "face_detection_yunet_2023mar.onnx"
 BATCH = ["obama_biden_two_people.jpg", "grace_hopper_navy_portrait.jpg", "obama_small_320x240.jpg"]

@@ -17,7 +17,6 @@ import pytest
 from livecam.config.schema import SwapConfig
 from livecam.errors import FaceSourceError
 from livecam.face.build import build_parts, photo_analyzer
-from livecam.face.presets import PRESETS
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import (
     BLURRY_SHARPNESS,
@@ -27,8 +26,9 @@ from livecam.face.source.photo import (
     sharpness,
 )
 from livecam.face.swap_stage import build_swap_stage
-from livecam.sources.image import load_image_bgr
+from livecam.models.presets import PRESETS
 from livecam.types import Face, Frame
+from livecam.userfiles.images import load_image_bgr
 
 PORTRAIT = "obama_official_portrait_2012.jpg"
 

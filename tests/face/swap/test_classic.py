@@ -13,14 +13,14 @@ from face_parts_data import load_face_image, read_color
 
 from livecam.config.schema import SwapConfig
 from livecam.errors import LivecamError
-from livecam.face.parts import Blender, FrameContext, Swapper
+from livecam.face.parts import Blender, Swapper
 from livecam.face.paste import colour as blend
 from livecam.face.paste.blenders import RoiBlender
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.swap import mesh
 from livecam.face.swap.classic import ClassicOptions, ClassicSwapper, SourceModel
-from livecam.sources.image import load_image_bgr
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from onnx import numpy_helper
 from livecam.benchmark import synthetic_models as sm
 from livecam.errors import ConfigError, ModelError
 from livecam.face.crops import align
-from livecam.face.parts import FrameContext, Swapper
+from livecam.face.parts import Swapper
 from livecam.face.paste.blenders import AffineBlender
 from livecam.face.source.photo import SourceFace
 from livecam.face.swap.neural import (
@@ -34,7 +34,7 @@ from livecam.face.swap.neural import (
     split_tiles,
 )
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
-from livecam.types import Face, FaceWork
+from livecam.types import Face, FaceWork, FrameContext
 
 
 @pytest.fixture(scope="module")

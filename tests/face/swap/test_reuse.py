@@ -21,9 +21,9 @@ from livecam.face.swap.classic import ClassicSwapper
 from livecam.face.swap.reuse import SwapReuse, thumbnail
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.models.store import ModelStore
-from livecam.sources.image import load_image_bgr
 from livecam.telemetry.hub import Telemetry
 from livecam.types import FramePacket
+from livecam.userfiles.images import load_image_bgr
 
 W, H = 640, 480
 

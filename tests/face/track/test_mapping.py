@@ -14,12 +14,12 @@ import pytest
 from face_helpers import lite_analyzer, lite_detector, lite_landmarker
 
 from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
-from livecam.face.parts import FrameContext, Recognizer
+from livecam.face.parts import Recognizer
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.track.mapping import FaceMapper, assign_sources
 from livecam.face.track.tracking import FaceTracker
-from livecam.sources.image import load_image_bgr
-from livecam.types import Face, FaceWork, Frame
+from livecam.types import Face, FaceWork, Frame, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 TWO = "obama_biden_two_people.jpg"
 BIDEN, OBAMA = 0, 1  # source indices: targets are [biden, obama]

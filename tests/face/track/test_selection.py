@@ -12,12 +12,11 @@ from face_helpers import lite_analyzer
 
 from livecam.errors import ConfigError, FaceSourceError
 from livecam.face.identity.metrics import embedding_distance
-from livecam.face.parts import FrameContext
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFace, SourceFaceCache
 from livecam.face.track.selection import ModeSelector, ReferenceMatcher, main_face, select_faces
-from livecam.sources.image import load_image_bgr
-from livecam.types import Face, Frame
+from livecam.types import Face, Frame, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 TWO = "obama_biden_two_people.jpg"
 

@@ -13,8 +13,8 @@ from livecam.errors import ConfigError
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.face.track.selection import StickyMainFace, face_at
-from livecam.sources.image import load_image_bgr, make_even
 from livecam.types import Face, Frame, FramePacket
+from livecam.userfiles.images import load_image_bgr, make_even
 
 TWO = "obama_biden_two_people.jpg"  # Obama (left) is the larger face, Biden the smaller
 SOURCE = "astronaut_eileen_collins.png"

@@ -12,10 +12,10 @@ import cv2
 import numpy as np
 from face_helpers import lite_detector, lite_landmarker
 
-from livecam.face.parts import CPU_ONLY, Detector, FrameContext, RefitLandmarker
+from livecam.face.parts import CPU_ONLY, Detector, RefitLandmarker
 from livecam.face.track.selection import StickyMainFace, main_face
 from livecam.face.track.tracking import FaceTracker, iou
-from livecam.types import Face, Frame
+from livecam.types import Face, Frame, FrameContext
 
 HIKERS = "openmpf_video_02_hikers.mp4"
 

@@ -15,11 +15,11 @@ from face_helpers import lite_analyzer, lite_detector, lite_landmarker
 
 from livecam.config.schema import SourceConfig
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-from livecam.face.parts import CPU_ONLY, Detector, FrameContext, RefitLandmarker
+from livecam.face.parts import CPU_ONLY, Detector, RefitLandmarker
 from livecam.face.track.tracking import FaceTracker, OneEuroFilter, iou
-from livecam.sources.image import load_image_bgr
 from livecam.sources.synthetic.pattern import SyntheticSource
-from livecam.types import Face, Frame
+from livecam.types import Face, Frame, FrameContext
+from livecam.userfiles.images import load_image_bgr
 
 PORTRAIT = "obama_official_portrait_2012.jpg"
 BG = (90, 110, 100)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from cryptography import x509
 
+from livecam.app import swap_details
 from livecam.config.schema import Config
 from livecam.models.store import ModelStore
 from livecam.sinks.recording.image import ImageWriterSink
@@ -32,7 +33,6 @@ from livecam.sinks.recording.provenance import (
     Provenance,
     SwapDetails,
     read_provenance,
-    swap_details,
     user_signing_key,
 )
 from livecam.sinks.recording.video import RecorderSink

@@ -1,4 +1,5 @@
-"""`livecam doctor`: checks what this machine can do, with a fix for every problem."""
+"""What this machine can do (`livecam doctor`, and the panel's virtual-camera check): one
+Check per part, with a fix for every problem."""
 
 from __future__ import annotations
 
@@ -341,7 +342,7 @@ def check_window() -> Check:
 def check_presets() -> list[Check]:
     """Per preset: whether its model files are on this machine (size checked; `livecam
     models verify` hashes them), where they are looked up, and how to get the missing."""
-    from livecam.face.presets import PRESETS
+    from livecam.models.presets import PRESETS
     from livecam.models.store import ModelStore
 
     store = ModelStore()

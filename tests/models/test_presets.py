@@ -24,19 +24,18 @@ from livecam.face.detect.yunet import YuNetDetector
 from livecam.face.identity.metrics import identity_metrics
 from livecam.face.identity.onnx import OnnxRecognizer
 from livecam.face.landmarks.onnx import Pfld68Landmarker
-from livecam.face.parts import FrameContext
 from livecam.face.paste.blenders import RoiBlender
-from livecam.face.presets import (
+from livecam.face.swap.classic import ClassicSwapper
+from livecam.models.manifest import load_manifest
+from livecam.models.presets import (
     AUTO_ORDER,
     PRESETS,
     preset_model_names,
     preset_names,
     resolve_preset,
 )
-from livecam.face.swap.classic import ClassicSwapper
-from livecam.models.manifest import load_manifest
 from livecam.models.store import ModelStore
-from livecam.types import FaceWork
+from livecam.types import FaceWork, FrameContext
 
 
 def test_every_config_preset_is_in_the_table() -> None:

@@ -1,0 +1,237 @@
+"""Is this video, image or camera marked as AI-modified? (`livecam verify FILE|DEVICE`, and
+the panel's Verify button)
+
+It reads the frames (a video or image file, or a camera device such as ``/dev/video2``,
+``camera:N`` or a stream URL, so a viewer can point it at a virtual camera or a
+downloaded call recording), looks for LiveCam's invisible mark in each (in windows of
+``window`` frames, 2 seconds by default: a window is marked when most of its frames
+are) and, for a file, reads its provenance (a C2PA manifest or LiveCam's container tag).
+
+Exit status: 0 marked (the invisible mark was found, or the file declares an AI edit in
+a C2PA manifest whose signature checks out, or in LiveCam's tag), 1 not marked, 2 bad
+input (no such file or device, or nothing in it can be decoded as a picture: one
+``error:`` line). A damaged file whose first frames still decode is verified on those
+frames (a note says where decoding stopped); a damaged manifest is reported as such
+(present, signature invalid), never taken as a mark.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+
+from livecam.config.schema import SourceConfig
+from livecam.config.specs import SourceSpec
+from livecam.errors import LivecamError, one_line
+from livecam.sinks.recording.provenance import ProvenanceError, ProvenanceReport, read_provenance
+from livecam.stream.watermark import Payload, StreamDetection, detect_frames
+from livecam.types import Frame
+from livecam.userfiles.images import IMAGE_EXTENSIONS
+
+log = logging.getLogger(__name__)
+
+#: frames read from a file / a camera unless --frames says otherwise
+FILE_FRAMES = 300
+DEVICE_FRAMES = 120
+#: seconds of frames in one detection window (meeting apps send 30 fps: 60 frames)
+WINDOW_S = 2.0
+
+
+class VerifyError(LivecamError):
+    """Bad input for `livecam verify` (exit status 2)."""
+
+
+@dataclass
+class Frames:
+    """The frames read from the input: an iterator (consumed once), the input's frame
+    rate, and, once consumed, ``note`` saying why reading stopped early (a damaged file)."""
+
+    frames: Iterator[Frame]
+    fps: float
+    kind: str
+    note: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `livecam verify` found: the mark over the frames, the provenance (None for a
+    device) and whether the input counts as marked."""
+
+    target: str
+    kind: str
+    mark: StreamDetection
+    window: int
+    provenance: ProvenanceReport | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> bool:
+        """The file declares an AI edit in a valid manifest or in LiveCam's tag."""
+        p = self.provenance
+        if p is None or not p.present or p.ai_action is None:
+            return False
+        return p.signature_valid or p.kind == "tag"
+
+    @property
+    def marked(self) -> bool:
+        return self.mark.marked or self.declared
+
+
+def verify(target: str, frames: int | None = None, window: int | None = None) -> Verdict:
+    """Check ``target`` (see the module docstring); VerifyError for bad input."""
+    spec = SourceSpec.parse(target)
+    if spec.kind == "file":
+        path = Path(target).expanduser()
+        if not path.exists():
+            raise VerifyError(f"verify: no such file or device: {target}")
+        if not path.is_file():
+            raise VerifyError(f"verify: {target} is not a file")
+        read = _read_file(path, frames or FILE_FRAMES)
+        provenance = _provenance(path)
+    elif spec.kind == "camera":
+        read = _read_device(target, frames or DEVICE_FRAMES)
+        provenance = None
+    else:
+        raise VerifyError(
+            f"verify: {target!r} is neither a file nor a camera device",
+            "give a video or image file, /dev/videoN, camera:N or a stream URL",
+        )
+    size = window or (1 if read.kind == "image" else max(1, round(WINDOW_S * read.fps)))
+    mark = detect_frames(read.frames, size)
+    if mark.frames_total == 0:
+        why = read.note[0] if read.note else "no frame could be decoded"
+        raise VerifyError(f"verify: cannot read {target}: {why}")
+    return Verdict(target, read.kind, mark, size, provenance, tuple(read.note))
+
+
+def _provenance(path: Path) -> ProvenanceReport:
+    try:
+        return read_provenance(path)
+    except ProvenanceError as e:
+        raise VerifyError(f"verify: {e.message}") from None
+
+
+def _read_file(path: Path, limit: int) -> Frames:
+    """The frames of an image or video file (at most ``limit``); VerifyError when it
+    cannot be opened as either."""
+    if path.suffix.lower() in IMAGE_EXTENSIONS:
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is not None:
+            return Frames(iter([np.ascontiguousarray(image)]), 1.0, "image")
+        if path.suffix.lower() not in (".gif",):
+            raise VerifyError(f"verify: cannot read {path}: not a readable image (damaged?)")
+    try:
+        container = av.open(str(path))
+    except Exception as e:
+        raise VerifyError(f"verify: cannot read {path}: {_av_reason(e)}") from None
+    if not container.streams.video:
+        container.close()
+        raise VerifyError(f"verify: cannot read {path}: it holds no video")
+    stream = container.streams.video[0]
+    fps = float(stream.average_rate or stream.guessed_rate or 30)
+    read = Frames(iter(()), fps, "video")
+    read.frames = _decode(container, limit, read.note)
+    return read
+
+
+def _decode(container: Any, limit: int, note: list[str]) -> Iterator[Frame]:
+    """Decode up to ``limit`` frames; a decoding error ends the frames with a ``note``."""
+    count = 0
+    try:
+        for picture in container.decode(video=0):
+            yield np.ascontiguousarray(picture.to_ndarray(format="bgr24"))
+            count += 1
+            if count >= limit:
+                return
+    except Exception as e:
+        note.append(f"decoding stopped after {count} frames: {_av_reason(e)}")
+    finally:
+        container.close()
+
+
+def _av_reason(error: Exception) -> str:
+    """PyAV's reason, without its error number and the file name it appends."""
+    reason = getattr(error, "strerror", None)  # OSError and av.FFmpegError have it
+    if isinstance(reason, str) and reason:
+        return one_line(reason).lower()
+    return one_line(str(error)) or type(error).__name__
+
+
+def _read_device(target: str, limit: int) -> Frames:
+    """Frames from a camera, a virtual camera or a stream (at most ``limit``)."""
+    from livecam.sources import make_source
+    from livecam.sources.base import EndOfStream
+
+    source = make_source(SourceConfig(spec=target))
+    source.open()  # SourceError (a LivecamError) when it cannot
+
+    def frames() -> Iterator[Frame]:
+        try:
+            for _ in range(limit):
+                yield source.read()
+        except EndOfStream:
+            return
+        finally:
+            source.close()
+
+    return Frames(frames(), source.fps or 30.0, "camera")
+
+
+def payload_text(payload: Payload | None) -> str:
+    if payload is None:
+        return "unreadable"
+    return f"LiveCam mark v{payload.version}, session {payload.session_id:08x}"
+
+
+def report_text(v: Verdict) -> str:
+    """The report: the mark, the provenance and the verdict, a few lines."""
+    m = v.mark
+    found = "FOUND" if m.marked else "not found"
+    lines = [
+        f"{v.target} ({v.kind})",
+        f"  invisible mark: {found} in {m.frames_marked} of {m.frames_total} frames "
+        f"({m.windows_marked} of {m.windows_total} windows of {v.window} frames)"
+        + (f", payload: {payload_text(m.payload)}" if m.marked else ""),
+    ]
+    lines += [f"  note: {n}" for n in v.notes]
+    p = v.provenance
+    if p is None:
+        lines.append("  provenance: none (a live camera carries no manifest)")
+    elif not p.present:
+        lines.append(f"  provenance: none ({p.detail})")
+    else:
+        what = "C2PA manifest" if p.kind == "c2pa" else "LiveCam container tag"
+        if p.kind == "c2pa":
+            valid = "signature valid" if p.signature_valid else "signature INVALID"
+            lines.append(f"  {what}: present, {valid}; {p.detail}")
+        else:
+            lines.append(f"  {what}: present, not signed; {p.detail}")
+        lines.append(f"  AI action: {p.ai_action or 'none declared'}")
+        if p.watermark and p.watermark != "none":
+            lines.append(f"  it names the mark: {p.watermark}{_same_session(p, m)}")
+        if p.models:
+            models = ", ".join(_model_text(model) for model in p.models)
+            lines.append(f"  preset {p.preset or '?'}; models: {models}")
+    verdict = "MARKED as AI-modified" if v.marked else "NOT marked as AI-modified"
+    lines.append(f"  verdict: {verdict}")
+    return "\n".join(lines)
+
+
+def _same_session(p: ProvenanceReport, m: StreamDetection) -> str:
+    """Whether the mark found in the frames is the one the provenance names."""
+    if m.payload is None:
+        return ""
+    same = p.watermark.endswith(f"session {m.payload.session_id:08x}")
+    return " (the one found)" if same else " (NOT the one found in the frames)"
+
+
+def _model_text(model: dict[str, str]) -> str:
+    digest = model.get("sha256", "")
+    return f"{model.get('name', '?')}" + (f" (sha256 {digest[:12]}...)" if digest else "")
