@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import platformdirs
 
-from livecam.config.schema import Config
+from livecam.config.schema import Config, OutputConfig
 from livecam.config.specs import SourceSpec
 from livecam.control.controls import Controls
 from livecam.control.loader import LoaderWorker
@@ -43,6 +43,7 @@ from livecam.face.debug_stages import FaceBoxStage, PassThroughStage
 from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFaceCache
+from livecam.face.track.feedback import NoFaceWatch
 from livecam.models.presets import FACE_PARSER, given_files, resolve_preset
 from livecam.models.store import ModelStore
 from livecam.sinks import make_sinks
@@ -61,7 +62,7 @@ from livecam.stream.stage import Stage, report_stages, uses_accelerator
 from livecam.stream.watermark import Payload, Watermarker, new_session_payload
 from livecam.stream.worker import Worker
 from livecam.telemetry.gpu import NvmlReader
-from livecam.telemetry.hub import Telemetry
+from livecam.telemetry.hub import Subscription, Telemetry
 from livecam.telemetry.snapshot import Snapshot
 from livecam.types import Face, Frame, FramePacket
 
@@ -117,6 +118,28 @@ def swap_details(config: Config, store: ModelStore) -> SwapDetails:
         else:
             models.append(ModelRef(role, name))
     return SwapDetails(row.name, tuple(models), source_type)
+
+
+def watch_no_face(telemetry: Telemetry, watch: NoFaceWatch) -> Subscription:
+    """Follow the sent frames the swap stage worked on with ``watch``: its warning (no face
+    swapped for a while, with the likely cause) becomes a telemetry event. A watch that
+    raises is unsubscribed and reported once; the output thread goes on."""
+
+    def follow(packet: FramePacket) -> None:
+        if packet.faces_swapped is None:  # swap off, blank or frozen: nothing searched
+            return
+        event = watch.observe(packet.t_capture_ns, packet.frame, packet.faces, packet.faces_swapped)
+        if event is not None:
+            telemetry.event(event)
+
+    return telemetry.subscribe(on_packet=follow)
+
+
+def label_of(output: OutputConfig) -> Label | None:
+    """The on-output label ``output`` asks for, or None."""
+    if output.label is None:
+        return None
+    return Label(output.label, output.label_position, output.label_size)
 
 
 def build_stages(
@@ -180,10 +203,13 @@ class App:
         faces: SourceFaceCache | None = None,
         quality: QualityOptions | None = None,
         resources: Resources | None = None,
+        no_face: NoFaceWatch | None = None,
     ) -> None:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
         self.telemetry = telemetry or Telemetry(gpu_reader=self._gpu)
+        #: warns when the sent frames show no swapped face for a while (``no_face``)
+        self._no_face = watch_no_face(self.telemetry, no_face or NoFaceWatch())
         #: the face cache (``faces`` when given) and model store of every build
         self.resources = resources if resources is not None else Resources(faces)
         self.faces = self.resources.faces
@@ -428,7 +454,7 @@ class App:
             fps,
             repeat=play.paced,
             lossless=play.lossless,
-            label=Label.of(cfg.output),
+            label=label_of(cfg.output),
             watermark=Watermarker(self.payload) if cfg.output.watermark and self.payload else None,
             provenance=self.provenance,
         )
@@ -505,6 +531,7 @@ class App:
                 log.warning("%s did not stop within %.1f s", worker.name, timeout_s)
         if self._gpu is not None:
             self._gpu.close()
+        self._no_face.unsubscribe()
         return hung
 
     @property

@@ -183,3 +183,44 @@ def take_analysis(batch: list[FramePacket], name: str) -> list[Any] | None:
         if isinstance(item, PrepareFailed):
             raise item.error
     return found if all(item is not None for item in found) else None
+
+
+@dataclass(frozen=True)
+class SwapReading:
+    """One check of one swapped face (``livecam.face.identity.swap_check`` reads them; telemetry
+    and the panel show the newest).
+
+    ``cos_source`` = cos(output, source), ``cos_camera`` = cos(output, camera face),
+    ``cos_source_camera`` = cos(source, camera face); ``strength`` from them (None: the
+    source and camera face are the same person); ``taking``: strength at least
+    ``weak_below`` (None with no strength); ``t_s``: the sampled frame's time; ``samples``:
+    checks so far in this stage; ``warning``: the not-taking warning is up.
+    """
+
+    strength: float | None
+    cos_source: float
+    cos_camera: float
+    cos_source_camera: float
+    taking: bool | None
+    t_s: float
+    samples: int
+    warning: bool = False
+
+    def label(self) -> str:
+        """``swap 87/100``, ``swap 3/100 NOT TAKING`` or ``swap n/a (same person)``."""
+        if self.strength is None:
+            return "swap n/a (source is the camera's person)"
+        text = f"swap {self.strength:.0f}/100"
+        return text if self.taking else f"{text} NOT TAKING"
+
+    def as_dict(self) -> dict[str, Any]:
+        """For ``--stats-json``."""
+        return {
+            "strength": None if self.strength is None else round(self.strength, 1),
+            "cos_source": round(self.cos_source, 4),
+            "cos_camera": round(self.cos_camera, 4),
+            "cos_source_camera": round(self.cos_source_camera, 4),
+            "taking": self.taking,
+            "warning": self.warning,
+            "samples": self.samples,
+        }

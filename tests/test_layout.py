@@ -292,6 +292,15 @@ def test_every_package_has_a_layer() -> None:
     assert not missing, f"packages without a layer (add them to LAYERS): {missing}"
 
 
+def test_the_output_thread_loads_few_modules() -> None:
+    imports, _ = scan()
+    loaded = closure("livecam.stream.output", imports)
+    assert len(loaded) <= OUTPUT_CLOSURE_MAX, (
+        f"livecam.stream.output loads {len(loaded)} modules (at most {OUTPUT_CLOSURE_MAX}): "
+        + ", ".join(sorted(loaded))
+    )
+
+
 def test_the_layer_checks_see_an_upward_and_a_mutual_import() -> None:
     """A deferred import of a higher layer is upward; an import each way between two
     packages of one layer is a mutual pair; the CLI launching ui is neither."""

@@ -38,11 +38,11 @@ from livecam import __version__
 from livecam.config.schema import Provider, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, LivecamError, one_line
 from livecam.face.identity.metrics import nearest_face
-from livecam.face.identity.swap_check import SwapCheck, SwapReading
+from livecam.face.identity.swap_check import SwapCheck
 from livecam.face.landmarks.measures import largest_face
 from livecam.face.swap_stage import FaceSwapStage
 from livecam.models.presets import AUTO, PRESETS, models_present, preset_names, resolve_preset
-from livecam.types import Face, FaceWork, Frame, FrameContext, FramePacket
+from livecam.types import Face, FaceWork, Frame, FrameContext, FramePacket, SwapReading
 
 SIZE = (640, 480)
 """The webcam frame of the stills and the clip."""

@@ -32,12 +32,11 @@ from livecam.errors import (
     LivecamError,
     as_livecam_error,
 )
-from livecam.face.identity.swap_check import SwapReading
 from livecam.runtime.providers import Providers
 from livecam.stream.inference import InferenceWorker, LiveState
 from livecam.stream.stage import Stage, report_stages
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, Frame, FramePacket
+from livecam.types import Event, Frame, FramePacket, SwapReading
 from livecam.userfiles.images import fit_frame, load_image_bgr
 
 log = logging.getLogger(__name__)

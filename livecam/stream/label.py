@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from livecam.config.schema import LabelPosition, OutputConfig
 from livecam.types import Frame
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -31,22 +30,16 @@ class Layout:
 
 @dataclass(frozen=True)
 class Label:
-    """What to draw: ``text`` in ``position``, ``size`` x frame height tall. ``draw`` lays
-    the text out once per frame size, not once per frame."""
+    """What to draw: ``text`` in ``position`` (a corner: ``top-left`` ... ``bottom-right``,
+    ``output.label_position``), ``size`` x frame height tall. ``draw`` lays the text out once
+    per frame size, not once per frame."""
 
     text: str
-    position: LabelPosition = "bottom-right"
+    position: str = "bottom-right"
     size: float = 0.05
     _layouts: dict[tuple[int, int], Layout] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-
-    @staticmethod
-    def of(output: OutputConfig) -> Label | None:
-        """The label ``output`` asks for, or None."""
-        if output.label is None:
-            return None
-        return Label(output.label, output.label_position, output.label_size)
 
     def draw(self, frame: Frame) -> Frame:
         """A copy of ``frame`` with the label (see ``draw_label``)."""
@@ -59,7 +52,7 @@ class Label:
         return _draw(frame, self.text, layout)
 
 
-def layout_label(shape: tuple[int, ...], text: str, position: LabelPosition, size: float) -> Layout:
+def layout_label(shape: tuple[int, ...], text: str, position: str, size: float) -> Layout:
     """The label's layout in a frame of ``shape``."""
     h, w = shape[:2]
     target = max(6.0, size * h)  # the cap height in pixels
@@ -77,13 +70,13 @@ def layout_label(shape: tuple[int, ...], text: str, position: LabelPosition, siz
 
 
 def label_box(
-    shape: tuple[int, ...], text: str, position: LabelPosition, size: float
+    shape: tuple[int, ...], text: str, position: str, size: float
 ) -> tuple[int, int, int, int]:
     """Where the label's dark box lies in a frame of ``shape``: (x0, y0, x1, y1), clipped."""
     return layout_label(shape, text, position, size).box
 
 
-def draw_label(frame: Frame, text: str, position: LabelPosition, size: float) -> Frame:
+def draw_label(frame: Frame, text: str, position: str, size: float) -> Frame:
     """A copy of ``frame`` (uint8 BGR) with ``text`` in a dark box at ``position``; the
     text's height is ``size`` x the frame height. ``frame`` itself is never changed."""
     return _draw(frame, text, layout_label(frame.shape, text, position, size))

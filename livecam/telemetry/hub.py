@@ -18,17 +18,16 @@ from typing import Any
 
 import psutil
 
-from livecam.face.identity.swap_check import SwapReading
-from livecam.face.track.feedback import NoFaceWatch
 from livecam.telemetry.gpu import GpuReader
 from livecam.telemetry.meters import FaceCounts, Percentiles, RateMeter
 from livecam.telemetry.snapshot import FrameReport, Snapshot
-from livecam.types import Event, FramePacket
+from livecam.types import Event, FramePacket, SwapReading
 
 log = logging.getLogger(__name__)
 
 EventListener = Callable[[Event], None]
 FrameListener = Callable[[FrameReport], None]
+PacketListener = Callable[[FramePacket], None]
 
 
 @dataclass(eq=False)
@@ -38,6 +37,7 @@ class Subscription:
     _telemetry: Telemetry
     on_event: EventListener | None
     on_frame: FrameListener | None
+    on_packet: PacketListener | None = None
 
     def unsubscribe(self) -> None:
         self._telemetry._remove(self)
@@ -50,9 +50,8 @@ class Subscription:
 class Telemetry:
     """Thread-safe meters fed by the capture, inference and output threads.
 
-    Sent frames that the swap stage worked on feed the face counters and a ``NoFaceWatch``
-    (warns after ``no_face_after_s`` seconds without a swapped face, then every
-    ``no_face_repeat_s``).
+    Sent frames that the swap stage worked on feed the face counters; a watch that needs
+    the sent frames themselves (the app's no-face watch) subscribes with ``on_packet``.
     """
 
     #: an identical event (same origin and message) is passed on at most once per this period
@@ -64,8 +63,6 @@ class Telemetry:
         self,
         window: int = 1000,
         gpu_reader: GpuReader | None = None,
-        no_face_after_s: float = 5.0,
-        no_face_repeat_s: float = 30.0,
     ) -> None:
         self._lock = threading.Lock()
         self._start_ns = time.perf_counter_ns()
@@ -87,7 +84,6 @@ class Telemetry:
         self._gpu_reader = gpu_reader
         self._process = psutil.Process()
         self._faces = FaceCounts()
-        self._no_face: NoFaceWatch | None = NoFaceWatch(no_face_after_s, no_face_repeat_s)
         self._swap_check: SwapReading | None = None
 
     # --- feeding -------------------------------------------------------------------------
@@ -107,42 +103,26 @@ class Telemetry:
             self._stages.setdefault(name, deque(maxlen=self._window)).append(ms)
 
     def frame_out(self, packet: FramePacket, t_sent_ns: int) -> None:
-        """A new (not repeated) frame reached the sinks; frame subscribers get its report.
-
-        A frame the swap stage worked on (``faces_swapped`` set) is counted for the faces
-        and watched for a stretch without a swap (a warning event with the likely cause).
-        """
-        notice = None
+        """A new (not repeated) frame reached the sinks: packet subscribers get the packet,
+        then frame subscribers its report. A frame the swap stage worked on
+        (``faces_swapped`` set) is counted for the faces."""
         with self._lock:
             self._out.tick(t_sent_ns)
             self._latency.append((t_sent_ns - packet.t_capture_ns) / 1e6)
             listeners = [s for s in self._subscriptions if s.on_frame is not None]
+            watchers = [s for s in self._subscriptions if s.on_packet is not None]
             if packet.faces_swapped is not None:
                 self._faces.add(len(packet.faces), packet.faces_swapped, packet.faces_reused)
-                notice = self._watch(packet)
             else:  # swap off, blank or frozen: no faces to show now
                 self._faces.now = None
-        if notice is not None:
-            self.event(notice)
+        for sub in watchers:
+            assert sub.on_packet is not None
+            self._call(sub, sub.on_packet, packet)
         if listeners:
             report = FrameReport.of(packet, t_sent_ns)
             for sub in listeners:
                 assert sub.on_frame is not None
                 self._call(sub, sub.on_frame, report)
-
-    def _watch(self, packet: FramePacket) -> Event | None:
-        """The no-face watch's event for this packet, if any (under the lock). A watch that
-        raises is reported and switched off: the output thread goes on."""
-        if self._no_face is None:
-            return None
-        try:
-            return self._no_face.observe(
-                packet.t_capture_ns, packet.frame, packet.faces, packet.faces_swapped or 0
-            )
-        except Exception as e:
-            self._no_face = None
-            log.warning("the no-face watch raised %r; switched off", e)
-            return Event("warning", "telemetry", f"the no-face watch raised {e!r}; it is off")
 
     def swap_check(self, reading: SwapReading | None) -> None:
         """The swap check's newest reading (its thread; None: a new stage, none yet)."""
@@ -195,14 +175,19 @@ class Telemetry:
 
     # --- subscribing ---------------------------------------------------------------------
     def subscribe(
-        self, on_event: EventListener | None = None, on_frame: FrameListener | None = None
+        self,
+        on_event: EventListener | None = None,
+        on_frame: FrameListener | None = None,
+        on_packet: PacketListener | None = None,
     ) -> Subscription:
-        """Call ``on_event`` for each event and ``on_frame`` for each new output frame.
+        """Call ``on_event`` for each event, and for each new output frame ``on_packet`` with
+        its packet (pixels, faces; the output thread's: read it, never change it), then
+        ``on_frame`` with its report.
 
         Callbacks run on the emitting pipeline thread: keep them short (queue the work).
         One that raises is reported once as a warning event and unsubscribed.
         """
-        sub = Subscription(self, on_event, on_frame)
+        sub = Subscription(self, on_event, on_frame, on_packet)
         with self._lock:
             self._subscriptions.append(sub)
         return sub

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from livecam.face.identity.swap_check import SwapReading
 from livecam.telemetry.meters import Percentiles
-from livecam.types import FramePacket
+from livecam.types import FramePacket, SwapReading
 
 
 @dataclass(frozen=True)

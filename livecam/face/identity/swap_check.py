@@ -36,13 +36,13 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from livecam.face.identity.metrics import cosine
 from livecam.face.parts import Recognizer
-from livecam.types import Event, Face, FaceWork, Frame, FrameContext
+from livecam.types import Event, Face, FaceWork, Frame, FrameContext, SwapReading
 
 if TYPE_CHECKING:
     from livecam.config.schema import SwapConfig
@@ -74,46 +74,6 @@ def swap_strength(cos_source: float, cos_camera: float, cos_source_camera: float
         return None
     value = (cos_source - cos_camera + spread) / (2.0 * spread)
     return 100.0 * min(max(value, 0.0), 1.0)
-
-
-@dataclass(frozen=True)
-class SwapReading:
-    """One check of one swapped face.
-
-    ``cos_source`` = cos(output, source), ``cos_camera`` = cos(output, camera face),
-    ``cos_source_camera`` = cos(source, camera face); ``strength`` from them (None: the
-    source and camera face are the same person); ``taking``: strength at least
-    ``weak_below`` (None with no strength); ``t_s``: the sampled frame's time; ``samples``:
-    checks so far in this stage; ``warning``: the not-taking warning is up.
-    """
-
-    strength: float | None
-    cos_source: float
-    cos_camera: float
-    cos_source_camera: float
-    taking: bool | None
-    t_s: float
-    samples: int
-    warning: bool = False
-
-    def label(self) -> str:
-        """``swap 87/100``, ``swap 3/100 NOT TAKING`` or ``swap n/a (same person)``."""
-        if self.strength is None:
-            return "swap n/a (source is the camera's person)"
-        text = f"swap {self.strength:.0f}/100"
-        return text if self.taking else f"{text} NOT TAKING"
-
-    def as_dict(self) -> dict[str, Any]:
-        """For ``--stats-json``."""
-        return {
-            "strength": None if self.strength is None else round(self.strength, 1),
-            "cos_source": round(self.cos_source, 4),
-            "cos_camera": round(self.cos_camera, 4),
-            "cos_source_camera": round(self.cos_source_camera, 4),
-            "taking": self.taking,
-            "warning": self.warning,
-            "samples": self.samples,
-        }
 
 
 class CheckReport(Protocol):

@@ -4,8 +4,8 @@ searched and says, rate-limited, how long nothing was swapped and the likely cau
 Causes, most specific first: faces found but none selected; the picture too dark (mean
 brightness); the face got too small (the last one seen was near the detector's limit);
 it left the picture (last seen at an edge); it was lost while large (turned away or
-covered); or no face was seen at all. Telemetry owns one watch and feeds it every sent
-frame the swap stage worked on.
+covered); or no face was seen at all. The app subscribes one watch to telemetry
+(``livecam.app.watch_no_face``), which feeds it every sent frame the swap stage worked on.
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ import pytest
 
 from livecam.benchmark.synthetic_models import arcface_like, identity_swapper
 from livecam.config.schema import SwapConfig
-from livecam.face.identity.swap_check import WEAK_BELOW, SwapReading, swap_strength
+from livecam.face.identity.swap_check import WEAK_BELOW, swap_strength
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.models.store import ModelStore
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, FramePacket
+from livecam.types import Event, FramePacket, SwapReading
 from livecam.userfiles.images import load_image_bgr
 
 STEP_NS = 500_000_000  # frame times 0.5 s apart: a sample every other frame

@@ -13,7 +13,7 @@ import pytest
 from face_helpers import lite_analyzer
 from scenes import Portrait, background, compose, load_portraits
 
-from livecam.app import App
+from livecam.app import App, watch_no_face
 from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SwapConfig
 from livecam.face.source.photo import SourceFaceCache
@@ -53,7 +53,8 @@ def stage(faces: SourceFaceCache) -> FaceSwapStage:
 def feed(stage: FaceSwapStage, frames: Iterable[Frame], after_s: float = 1.0) -> list[Event]:
     """Run the frames through the stage in order (captured at ``FPS``) and hand each to a
     telemetry as the output thread does; the events it emitted."""
-    telemetry = Telemetry(no_face_after_s=after_s, no_face_repeat_s=3.0)
+    telemetry = Telemetry()
+    watch_no_face(telemetry, NoFaceWatch(after_s, repeat_s=3.0))
     events: list[Event] = []
     telemetry.subscribe(on_event=events.append)
     for i, frame in enumerate(frames):
@@ -154,7 +155,7 @@ def test_the_watch_checks_its_periods() -> None:
         NoFaceWatch(after_s=0)
 
 
-def _run_app(spec: dict[str, object], telemetry: Telemetry) -> App:
+def _run_app(spec: dict[str, object], telemetry: Telemetry, after_s: float = 0.5) -> App:
     config = Config.from_dict(
         {
             "source": {"spec": "synthetic", "size": [320, 240], "fps": 30, **spec},
@@ -164,7 +165,7 @@ def _run_app(spec: dict[str, object], telemetry: Telemetry) -> App:
             "run": {"frames": 45},
         }
     )
-    app = App(config, telemetry=telemetry)
+    app = App(config, telemetry=telemetry, no_face=NoFaceWatch(after_s, repeat_s=60))
     app.start()
     assert app.wait(60)
     app.stop()
@@ -173,7 +174,7 @@ def _run_app(spec: dict[str, object], telemetry: Telemetry) -> App:
 
 def test_the_no_face_event_fires_on_a_faceless_source() -> None:
     """The synthetic pattern (no face) for 1.5 s, warned after 0.5 s; counters say why."""
-    telemetry = Telemetry(no_face_after_s=0.5, no_face_repeat_s=60)
+    telemetry = Telemetry()
     events: list[Event] = []
     telemetry.subscribe(on_event=events.append)
     snap = _run_app({}, telemetry).snapshot()
@@ -187,7 +188,7 @@ def test_the_no_face_event_fires_on_a_faceless_source() -> None:
 
 
 def test_no_event_while_faces_are_swapped_and_every_sent_frame_counts() -> None:
-    telemetry = Telemetry(no_face_after_s=0.5, no_face_repeat_s=60)
+    telemetry = Telemetry()
     events: list[Event] = []
     telemetry.subscribe(on_event=events.append)
     snap = _run_app({"face_motion": str(ASSETS / "astronaut.png")}, telemetry).snapshot()
@@ -215,7 +216,8 @@ def test_frames_the_swap_stage_skipped_are_not_counted_and_clear_the_faces_now(
     stage: FaceSwapStage, portrait: Portrait, backdrop: Frame
 ) -> None:
     """Swap off (the stage skipped, ``faces_swapped`` None): not searched, not warned."""
-    telemetry = Telemetry(no_face_after_s=0.1)
+    telemetry = Telemetry()
+    watch_no_face(telemetry, NoFaceWatch(after_s=0.1))
     swapped = FramePacket(compose(portrait, backdrop, 0.15).frame, seq=0, t_capture_ns=0)
     stage.process([swapped])
     telemetry.frame_out(swapped, 1)
