@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from livecam.errors import FrameFormatError
+from livecam.errors import ControlError, FrameFormatError
 
 Frame = npt.NDArray[np.uint8]
 """A frame at every boundary: uint8, BGR, shape (H, W, 3), C-contiguous."""
@@ -224,3 +224,24 @@ class SwapReading:
             "warning": self.warning,
             "samples": self.samples,
         }
+
+
+class PlainStage:
+    """The answers of a stage (``livecam.stream.stage.Stage``) that warns of nothing,
+    reports nothing and picks no face: a base for such stages (they still need ``name``,
+    ``required``, ``providers`` (None when they run no model), ``warmup``, ``process`` and
+    ``close``)."""
+
+    name: str
+    warnings: tuple[str, ...] = ()
+    can_target = False
+    target: int | None = None
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        raise ControlError(
+            f"stage {self.name} does not pick faces",
+            "only the swap stage with select one swaps a person picked in the frame",
+        )
+
+    def report_to(self, telemetry: object) -> None:
+        pass

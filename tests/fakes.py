@@ -9,15 +9,16 @@ import threading
 import time
 
 from livecam.sinks.null import NullSink
-from livecam.types import Frame, FramePacket
+from livecam.types import Frame, FramePacket, PlainStage
 
 
-class PassStage:
+class PassStage(PlainStage):
     """A pipeline stage that hands every batch on unchanged; ``closed`` once closed.
     Subclasses override what they test."""
 
     name = "pass"
     required = False
+    providers = None
 
     def __init__(self) -> None:
         self.closed = False

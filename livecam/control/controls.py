@@ -103,9 +103,7 @@ class ControlState:
             disabled=tuple(sorted(state.disabled)),
             blank=state.blank is not None,
             frozen=state.frozen,
-            providers={
-                s.name: p for s in state.stages if (p := getattr(s, "providers", None)) is not None
-            },
+            providers={s.name: s.providers for s in state.stages if s.providers is not None},
         )
 
 
@@ -208,8 +206,7 @@ class Controls:
 
     def _target(self) -> int | None:
         stage = self._swap_stage()
-        target = getattr(stage, "target", None)
-        return target if isinstance(target, int) else None
+        return None if stage is None else stage.target
 
     def _swap_stage(self) -> Stage | None:
         """The running swap stage (its attributes are read here, off its thread)."""
@@ -244,7 +241,7 @@ class Controls:
         main face). ``select one`` only; ``state.swap_target`` says who is swapped."""
         self._require_stage(SWAP)
         stage = self._swap_stage()
-        if not getattr(stage, "can_target", False):
+        if stage is None or not stage.can_target:
             raise ControlError(
                 "only 'select one' swaps a person picked in the frame",
                 "switch to select one (`select one`)",
@@ -261,7 +258,7 @@ class Controls:
         def apply(state: LiveState) -> None:
             for stage in state.stages:
                 if stage.name == SWAP:
-                    stage.set_target(point)  # type: ignore[attr-defined]
+                    stage.set_target(point)
 
         what = "target auto" if point is None else f"target {point[0]:.3f} {point[1]:.3f}"
         return self._live(what, apply)

@@ -10,16 +10,17 @@ import numpy as np
 from livecam.errors import ModelError
 from livecam.face.detect.yunet import YUNET_FIX, YuNetDetector, bundled_yunet
 from livecam.face.parts import CPU_ONLY
-from livecam.types import FrameContext, FramePacket
+from livecam.types import FrameContext, FramePacket, PlainStage
 
 log = logging.getLogger(__name__)
 
 
-class PassThroughStage:
+class PassThroughStage(PlainStage):
     """Hands every frame on untouched (pipeline overhead baseline)."""
 
     name = "passthrough"
     required = False
+    providers = None
 
     def warmup(self, width: int, height: int) -> None:
         pass
@@ -31,7 +32,7 @@ class PassThroughStage:
         pass
 
 
-class FaceBoxStage:
+class FaceBoxStage(PlainStage):
     """Draws face boxes and 5 keypoints found by OpenCV's YuNet (``YuNetDetector``): the
     YuNet file given (``--yunet``), else the one that ships with LiveCam."""
 

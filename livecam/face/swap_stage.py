@@ -23,7 +23,6 @@ from livecam.face.track.repeat import LastOutput
 from livecam.face.track.selection import (
     FaceSelector,
     ReferenceMatcher,
-    StickyMainFace,
     mode_selector,
 )
 from livecam.face.track.tracking import FaceTracker
@@ -162,21 +161,16 @@ class FaceSwapStage:
     @property
     def can_target(self) -> bool:
         """True when the user may pick the swapped person (``select one``)."""
-        return isinstance(self._selector, StickyMainFace)
+        return self._selector.can_target
 
     @property
     def target(self) -> int | None:
         """The track id of the person picked with ``set_target`` (None: auto)."""
-        return self._selector.target if isinstance(self._selector, StickyMainFace) else None
+        return self._selector.target
 
     def set_target(self, point: tuple[float, float] | None) -> None:
         """Swap the person at ``point`` (normalised frame x, y) from the next frame on
         until they leave, or the main face again (None); ``select one`` only."""
-        if not isinstance(self._selector, StickyMainFace):
-            raise ConfigError(
-                "only 'select one' swaps a person picked in the frame",
-                "switch to select one (the panel's Processing tab, or `select one`)",
-            )
         self._selector.set_target(point)
 
     def report_to(self, report: CheckReport) -> None:

@@ -16,8 +16,12 @@ class Stage(Protocol):
     array: it sets ``packet.frame`` to a new array (copy first, then draw on the copy), so
     the runner can hand the untouched camera frame on when a required stage fails.
 
-    A stage that runs models also has ``providers`` (``parts.Providers``: requested and
-    really used), and may have ``warnings`` (texts about its inputs); the app reports both.
+    What the app asks of every stage besides: its ``providers`` (the compute providers of
+    the models it runs, requested and really used; None: it runs none), its ``warnings``
+    (texts about its inputs, e.g. a small or blurry source face), ``report_to`` (where it
+    sends readings while it runs, e.g. the swap check's), and targeting: ``can_target``
+    (the user may pick the face it works on), ``target`` (the picked track, None: auto)
+    and ``set_target``. ``types.PlainStage`` has the answers of a stage that has none of these.
 
     ``required``: when a required stage raises, the batch's camera frames pass through
     untouched (later stages are skipped); an optional stage that raises is bypassed.
@@ -25,6 +29,29 @@ class Stage(Protocol):
 
     name: str
     required: bool
+
+    @property
+    def providers(self) -> Providers | None:
+        """The compute providers of the models it runs (None: it runs no model)."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Texts about its inputs; the app reports each as a warning event."""
+
+    @property
+    def can_target(self) -> bool:
+        """Whether the user may pick the face it works on (``set_target``)."""
+
+    @property
+    def target(self) -> int | None:
+        """The track id of the face picked with ``set_target`` (None: auto)."""
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Work on the face at ``point`` (normalised frame x, y) from the next frame on, or
+        pick by itself again (None). Only called when ``can_target``."""
+
+    def report_to(self, telemetry: Telemetry) -> None:
+        """Send what it measures while it runs to ``telemetry`` from now on."""
 
     def warmup(self, width: int, height: int) -> None:
         """Load models and run once on a dummy frame of this size (first-frame latency)."""
@@ -54,11 +81,10 @@ class PreparingStage(Stage, Protocol):
 
 def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
     """Tell telemetry about newly built stages: which compute provider each model-running
-    stage asked for and really uses (its ``providers``), and what it warns about (its
-    ``warnings``, e.g. a small or blurry source face), as warning events; a stage with
-    ``report_to`` (the swap stage's swap check) reports to it from now on."""
+    stage asked for and really uses, and what it warns about, as warning events; each
+    stage reports to it from now on (the swap stage's swap check)."""
     for stage in stages:
-        providers: Providers | None = getattr(stage, "providers", None)
+        providers = stage.providers
         if providers is not None:
             telemetry.set_provider(
                 stage.name,
@@ -66,11 +92,9 @@ def report_stages(stages: list[Stage], telemetry: Telemetry) -> None:
                 ",".join(providers.used),
                 providers.reason,
             )
-        for text in getattr(stage, "warnings", ()):
+        for text in stage.warnings:
             telemetry.event(Event("warning", f"stage {stage.name}", text))
-        report_to = getattr(stage, "report_to", None)  # the swap check's readings
-        if callable(report_to):
-            report_to(telemetry)
+        stage.report_to(telemetry)
 
 
 def uses_accelerator(stages: list[Stage]) -> bool:
@@ -78,6 +102,6 @@ def uses_accelerator(stages: list[Stage]) -> bool:
     return any(
         name != "cpu"
         for stage in stages
-        if (providers := getattr(stage, "providers", None)) is not None
-        for name in providers.used
+        if stage.providers is not None
+        for name in stage.providers.used
     )

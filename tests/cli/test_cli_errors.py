@@ -26,7 +26,7 @@ from livecam.cli.main import main
 from livecam.cli.signals import StopSignal
 from livecam.config.schema import Config
 from livecam.sinks import make_sink
-from livecam.types import FramePacket
+from livecam.types import FramePacket, PlainStage
 
 REPO = Path(__file__).resolve().parents[2]
 FACE = REPO / "assets" / "grace_hopper.jpg"
@@ -291,8 +291,8 @@ def test_an_interrupted_start_closes_what_it_opened(vcam: RecordingStore) -> Non
     """Ctrl-C while a stage warms up (sinks already open): the virtual camera is closed,
     the stage too, and no thread is left."""
 
-    class SlowStage:
-        name, required, closed = "slow", True, False
+    class SlowStage(PlainStage):
+        name, required, closed, providers = "slow", True, False, None
 
         def warmup(self, width: int, height: int) -> None:
             raise StopSignal(signal.SIGINT)  # what the CLI's handler raises

@@ -12,7 +12,12 @@ import numpy.typing as npt
 
 from livecam.face.identity.metrics import Embedding, embedding_distance
 from livecam.face.parts import Recognizer
-from livecam.face.track.selection import Measurement, TrackMeasurements, resolve_threshold
+from livecam.face.track.selection import (
+    Measurement,
+    TrackMeasurements,
+    Untargeted,
+    resolve_threshold,
+)
 from livecam.face.track.tracking import iou
 from livecam.types import Face, FrameContext
 
@@ -64,7 +69,7 @@ class _Lost:
     seq: int  # last frame it was seen in
 
 
-class FaceMapper:
+class FaceMapper(Untargeted):
     """Maps source faces to target people in a tracked stream (one instance per stream).
 
     ``targets[i]``: a reference embedding of the person who gets source ``i``. Each face is

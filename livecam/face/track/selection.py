@@ -112,7 +112,19 @@ def face_at(faces: list[Face], point: tuple[float, float], shape: tuple[int, ...
 
 
 class FaceSelector(Protocol):
-    """Picks the faces of one frame to swap (one instance per stream)."""
+    """Picks the faces of one frame to swap (one instance per stream). ``can_target``: the
+    user may pin the person to swap (``set_target``; ``target`` is the pinned track)."""
+
+    @property
+    def can_target(self) -> bool: ...
+
+    @property
+    def target(self) -> int | None:
+        """The pinned track id (None: the selector picks by itself)."""
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        """Pin the person at ``point`` (normalised frame x, y) from the next frame on, or go
+        back to picking by itself (None); ConfigError when it cannot pin (``can_target``)."""
 
     def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
         """The faces to swap."""
@@ -123,8 +135,21 @@ class FaceSelector(Protocol):
         ...
 
 
+class Untargeted:
+    """A selector the user cannot pin to a person (``all``, ``reference``, ``--map``)."""
+
+    can_target = False
+    target: int | None = None
+
+    def set_target(self, point: tuple[float, float] | None) -> None:
+        raise ConfigError(
+            "only 'select one' swaps a person picked in the frame",
+            "switch to select one (the panel's Processing tab, or `select one`)",
+        )
+
+
 @dataclass(frozen=True)
-class ModeSelector:
+class ModeSelector(Untargeted):
     """``one`` or ``all`` (``select_faces``), needing no embeddings; one source (index 0)."""
 
     mode: SelectMode
@@ -154,6 +179,8 @@ class StickyMainFace:
     ``set_target(None)`` goes back to auto (the main face) at once. It may be called from
     another thread than ``select``.
     """
+
+    can_target = True
 
     def __init__(self, patience: int = 3) -> None:
         self.patience = patience
@@ -291,7 +318,7 @@ class TrackMeasurements:
         return out
 
 
-class ReferenceMatcher:
+class ReferenceMatcher(Untargeted):
     """Reference selection for a tracked stream, embedding each track only now and then.
 
     Every face closer than ``threshold`` to the reference is picked (source 0), closest

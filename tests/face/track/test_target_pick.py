@@ -140,3 +140,19 @@ def test_only_select_one_takes_a_target(testdata: Path) -> None:
         stage.set_target((0.5, 0.5))
     assert not stage.can_target and stage.target is None
     stage.close()
+
+
+def test_only_the_sticky_selector_can_be_pinned(testdata: Path) -> None:
+    """Each selector says whether the user may pin a person, and the swap stage asks it
+    (no check of the selector's class): ``reference`` cannot, ``one`` can."""
+    photo = str(testdata / "faces" / SOURCE)
+    cfg = SwapConfig(face=photo, select="reference", reference=photo)
+    stage = build_swap_stage(cfg, SourceFaceCache(None))
+    with pytest.raises(ConfigError, match="select one"):
+        stage.set_target((0.5, 0.5))
+    assert not stage.can_target and stage.target is None
+    stage.close()
+    sticky = StickyMainFace()
+    assert sticky.can_target and sticky.target is None
+    sticky.set_target((0.5, 0.5))  # taken in the next frame, not at once
+    assert sticky.target is None
