@@ -46,6 +46,7 @@ from livecam.face.source.photo import SourceFaceCache
 from livecam.face.track.feedback import NoFaceWatch
 from livecam.models.presets import FACE_PARSER, given_files, resolve_preset
 from livecam.models.store import ModelStore
+from livecam.obs.link import ObsLink
 from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import has_audio
@@ -231,6 +232,8 @@ class App:
         self.overlap = False
         #: the invisible mark's payload of this run (a new session id at each start)
         self.payload: Payload | None = None
+        #: the link to OBS Studio (``obs.enabled``), once started: its ``state``
+        self.obs: ObsLink | None = None
         #: signs this run's recordings and stills (their manifests name the swap's models)
         self.provenance = Provenance(lambda: swap_details(self.config, self.store))
 
@@ -479,8 +482,12 @@ class App:
         self._controls.capture = capture  # mirror: live on the capture thread
         tuner = QualityWorker(self.quality, self._stop, self.telemetry)
         self._workers = [tuner, loader, capture, inference, self._output]
-        for worker in (tuner, loader, inference, self._output):
-            worker.start()
+        if cfg.obs.enabled:  # its own thread: no frame waits for OBS; stopped last
+            self.obs = ObsLink(cfg.obs, self.telemetry, self._stop, fps)
+            self._workers.insert(0, self.obs)
+        for worker in self._workers:
+            if worker is not capture:
+                worker.start()
         capture.go.set()
         self.overlap = inference.overlap
         log.info(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 from http_files import FileServer, serve
 from media import xvfb_display
+from obs_studio import ObsStudio, obs_studio
 from recording_backend import RecordingStore, register_recording_backend, unregister
 
 if TYPE_CHECKING:
@@ -90,6 +91,17 @@ def xvfb() -> Iterator[str]:
             missing("Xvfb is not installed (apt-get install xvfb): these tests need a display")
         assert display is not None
         yield display
+
+
+@pytest.fixture(scope="session")
+def obs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObsStudio]:
+    """A real OBS Studio (obs-websocket 5) on a private Xvfb and HOME, for the session
+    (``tests/obs_studio.py``): ``obs.port``, ``obs.password``, ``obs.session()``."""
+    with obs_studio(tmp_path_factory.mktemp("obs-home")) as running:
+        if running is None:
+            missing("obs-studio or Xvfb is not installed (apt-get install obs-studio xvfb)")
+        assert running is not None
+        yield running
 
 
 @pytest.fixture

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 import tomli_w
 
 from livecam.config.schema import Config
 from livecam.errors import ConfigError
-from livecam.userfiles import write_atomically
+from livecam.userfiles import user_config_dir, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +33,7 @@ MAX_RECENT_FACES = 12
 
 def config_dir() -> Path:
     """``$LIVECAM_CONFIG_DIR``, else the user config folder for ``livecam``."""
-    env = os.environ.get("LIVECAM_CONFIG_DIR")
-    return Path(env) if env else Path(platformdirs.user_config_dir("livecam"))
+    return user_config_dir()
 
 
 def first_run_config() -> Config:

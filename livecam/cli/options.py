@@ -40,6 +40,7 @@ GROUPS = {
     "swap": "face swap",
     NEURAL: NEURAL,
     "run": "run",
+    "obs": "OBS Studio (obs-websocket 5; see docs/obs.md)",
 }
 DEBUG_GROUP = "test and bench knobs (left out of --help)"
 

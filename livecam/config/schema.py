@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, get_type_hints
 
 from livecam.config.keycombo import ALLOWED as KEYCOMBO_ALLOWED
 from livecam.config.keycombo import canonical, find_conflict
+from livecam.config.obs import ObsConfig
 from livecam.config.setting import (
     FPS_RANGE,
     FPS_WORDS,
@@ -73,6 +74,7 @@ __all__ = [
     "LabelPosition",
     "MaskKind",
     "MemoryStrategy",
+    "ObsConfig",
     "OutputConfig",
     "PipelineConfig",
     "Preset",
@@ -410,6 +412,7 @@ class Config(Validated):
     swap: SwapConfig = field(default_factory=SwapConfig)
     run: RunConfig = field(default_factory=RunConfig)
     hotkeys: HotkeysConfig = field(default_factory=HotkeysConfig)
+    obs: ObsConfig = field(default_factory=ObsConfig)
 
     def with_section(self, section: str, **changes: Any) -> Config:
         """Return a copy with fields of one section changed (validated)."""

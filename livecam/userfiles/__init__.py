@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import platformdirs
+
 from livecam.errors import LivecamError, cut
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,29 @@ def kind_problem(path: str | os.PathLike[str]) -> str | None:
     if any(all(head[at : at + len(b)] == b for at, b in kind) for kind in kinds):
         return None
     return f"{p} is not a {p.suffix[1:].upper()} file (its content is of another kind)"
+
+
+def user_config_dir() -> Path:
+    """The user's LiveCam config folder: ``$LIVECAM_CONFIG_DIR``, else the platform's
+    (``~/.config/livecam`` on Linux)."""
+    env = os.environ.get("LIVECAM_CONFIG_DIR")
+    return Path(env) if env else Path(platformdirs.user_config_dir("livecam"))
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, readable by the user only (0600, in a folder
+    of mode 0700): signing keys, passwords."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def make_folder_for(path: str | os.PathLike[str]) -> Path | None:

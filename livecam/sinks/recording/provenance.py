@@ -33,7 +33,6 @@ import io
 import json
 import logging
 import os
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from livecam import __version__
 from livecam.errors import LivecamError, one_line
 from livecam.sinks.recording.watched import FFmpegFile, written
+from livecam.userfiles import write_private
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def user_signing_key(folder: Path | None = None) -> SigningKey:
     except (OSError, ValueError) as e:
         log.warning("the C2PA signing key %s is unreadable (%s): making a new one", path, e)
     key_pem, chain_pem = _new_key()
-    _write_private(path, key_pem + chain_pem)
+    write_private(path, key_pem + chain_pem)
     return _read_key(path)
 
 
@@ -259,21 +259,6 @@ def _new_key() -> tuple[bytes, bytes]:
         pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return key_pem, cert.public_bytes(pem) + root.public_bytes(pem)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, readable by the user only (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------- writing

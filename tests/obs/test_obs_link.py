@@ -1,0 +1,173 @@
+"""The link to a real OBS Studio (obs-websocket 5, ``obs`` fixture): lip sync read back
+from OBS and put back at the end, OBS's recording state from its events, a wrong password
+in one line (and never in a log), and OBS killed mid-run while the stream goes on."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakes import SlowStage
+from obs_studio import ObsStudio
+from synthetic_stream import small_config
+from waiting import poll
+
+from livecam.app import App
+from livecam.obs.client import Session
+from livecam.obs.link import ObsLink
+from livecam.sinks.null import NullSink
+from livecam.telemetry.hub import Telemetry
+
+MIC = "LiveCam test mic"
+OWN_OFFSET_MS = 37  # the user's own sync offset of the microphone, put back at the end
+FPS = 30.0
+EXTRA_S = 0.12  # latency injected by a slow stage
+
+
+@pytest.fixture
+def studio(obs: ObsStudio, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    """The running OBS with a microphone input in its current scene at the user's own
+    offset, and LiveCam given OBS's password; a connection of the test's own."""
+    if not obs.answers():  # a test before this one killed it
+        obs.start()
+    monkeypatch.setenv("LIVECAM_OBS_PASSWORD", obs.password)
+    session = obs.session()
+    scene = session.call("GetCurrentProgramScene")["currentProgramSceneName"]
+    names = [i["inputName"] for i in session.call("GetInputList")["inputs"]]
+    if MIC not in names:
+        data = {"inputName": MIC, "inputKind": "pulse_input_capture", "inputSettings": {}}
+        session.call("CreateInput", {"sceneName": scene, "sceneItemEnabled": True, **data})
+    session.call(
+        "SetInputAudioSyncOffset", {"inputName": MIC, "inputAudioSyncOffset": OWN_OFFSET_MS}
+    )
+    yield session
+    session.close()
+
+
+def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
+    cfg = small_config(
+        source={"fps": FPS},
+        obs={
+            "enabled": True,
+            "host": "127.0.0.1",
+            "port": obs.port,
+            "timeout_s": 3.0,
+            "retry_s": 0.3,
+            "sync_interval_s": 0.5,
+            **obs_fields,
+        },
+    )
+    app = App(cfg, stages=[SlowStage(extra_s)], sinks=[NullSink()])
+    app.start()
+    return app
+
+
+def offset(session: Session) -> int:
+    got = session.call("GetInputAudioSyncOffset", {"inputName": MIC})
+    return int(got["inputAudioSyncOffset"])
+
+
+def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
+    obs: ObsStudio, studio: Session
+) -> None:
+    app = obs_app(obs, EXTRA_S, sync_audio=True)
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.audio_delay_ms is not None, 30), link.state
+        state = link.state
+        assert state.audio_inputs == (MIC,) and not state.audio_problem
+        set_ms = offset(studio)  # read back from OBS
+        assert set_ms == state.audio_delay_ms
+        latency = app.snapshot().latency_ms
+        assert latency is not None and latency.p50 > EXTRA_S * 1000
+        period_ms = 1000 / FPS
+        assert abs(set_ms - (latency.p50 + period_ms)) <= period_ms, (set_ms, latency)
+        assert "audio delayed by" in state.audio_text()
+    finally:
+        app.stop()
+    assert offset(studio) == OWN_OFFSET_MS  # the user's own offset is back
+
+
+def test_switching_lip_sync_off_puts_the_offset_back_while_running(
+    obs: ObsStudio, studio: Session
+) -> None:
+    app = obs_app(obs, sync_audio=True)
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.audio_delay_ms is not None, 30), link.state
+        link.set_sync_audio(False)
+        assert poll(lambda: offset(studio) == OWN_OFFSET_MS, 10)
+        assert link.state.audio_delay_ms is None and app.running
+    finally:
+        app.stop()
+
+
+def test_recording_in_obs_shows_in_the_state_within_a_second(
+    obs: ObsStudio, studio: Session
+) -> None:
+    app = obs_app(obs)
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.connected, 30), link.state
+        assert not link.state.recording and not link.state.on_air
+        studio.call("StartRecord")
+        try:
+            assert poll(lambda: studio.call("GetRecordStatus")["outputActive"], 10)
+            assert poll(lambda: link.state.recording, 1.0)  # from OBS's event
+            assert link.state.on_air and "REC" in link.state.status_text()
+        finally:
+            studio.call("StopRecord")
+        assert poll(lambda: not link.state.recording, 10)
+        assert not link.state.on_air
+    finally:
+        app.stop()
+    assert poll(lambda: list(obs.records.glob("*.mkv")), 20), "OBS recorded nothing"
+
+
+def test_a_wrong_password_is_one_line_and_never_logged(
+    obs: ObsStudio, studio: Session, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrong = "not-the-password-9137"
+    cfg = small_config(obs={"enabled": True, "host": "127.0.0.1", "port": obs.port}).obs
+    telemetry = Telemetry()
+    stop = threading.Event()
+    link = ObsLink(cfg, telemetry, stop, FPS, password=wrong)
+    link.start()
+    try:
+        assert poll(lambda: link.state.connection == "failed", 20), link.state
+    finally:
+        stop.set()
+        link.join(10)
+    state = link.state
+    assert "refused the WebSocket password" in state.problem
+    assert "\n" not in state.problem and "livecam obs password" in state.fix
+    events = [e for e in telemetry.recent_events() if e.origin == "obs"]
+    assert len(events) == 1 and "password" in events[0].message
+    assert wrong not in caplog.text and obs.password not in caplog.text
+
+
+def test_obs_killed_mid_run_leaves_the_stream_running_and_reconnects(
+    obs: ObsStudio, studio: Session
+) -> None:
+    app = obs_app(obs)
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.connected, 30), link.state
+        obs.kill()
+        assert poll(lambda: link.state.connection == "failed", 10), link.state
+        sent = app.snapshot().frames_out
+        assert poll(lambda: app.snapshot().frames_out > sent + 10, 10)  # frames go on
+        assert app.running and not app.crashes
+        obs.start()
+        assert poll(lambda: link.state.connected, 60), link.state
+        assert app.running
+    finally:
+        app.stop()
