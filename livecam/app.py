@@ -4,8 +4,9 @@ slot -> output -> sinks, built from a Config (``App._start`` reads in that order
 Threads: capture (source -> ring), inference (ring -> stages -> slot; with overlap, a
 render thread runs the swap while the inference thread tracks the next frame), output
 (slot -> sinks, paced to the fps), and for the control plane the loader (builds live
-changes) and the quality tuner; the caller's main thread (the terminal run or the Qt
-panel) starts, changes and stops the stream. The App owns everything long-lived:
+changes), the quality tuner and, with ``obs.enabled``, the OBS link (``livecam.obs``);
+the caller's main thread (the terminal run or the Qt panel) starts, changes and stops the
+stream. The App owns everything long-lived:
 ``Resources`` (the source-face cache and the model store shared by every build; the panel
 keeps one for all its runs), the threads and the control plane (``app.controls``). Start-up
 collects every cause of failure and closes whatever it had opened; once running, failures

@@ -19,6 +19,7 @@ from obs_studio import ObsStudio, obs_studio
 from recording_backend import RecordingStore, register_recording_backend, unregister
 
 if TYPE_CHECKING:
+    from livecam.obs.client import Session
     from ui.settings import UiSettings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -102,6 +103,16 @@ def obs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObsStudio]:
             missing("obs-studio or Xvfb is not installed (apt-get install obs-studio xvfb)")
         assert running is not None
         yield running
+
+
+@pytest.fixture
+def studio(obs: ObsStudio, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    """The ``obs`` OBS, running, with a microphone input at the user's own offset
+    (``ObsStudio.prepared``), LiveCam given its password; a connection of the test's own."""
+    monkeypatch.setenv("LIVECAM_OBS_PASSWORD", obs.password)
+    session = obs.prepared()
+    yield session
+    session.close()
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ from waiting import poll
 from livecam.obs.client import Session, connect
 
 PASSWORD = "test-secret-4711"
+MIC = "LiveCam test mic"
+OWN_OFFSET_MS = 37  # the user's own sync offset of the microphone, put back at the end
 PROFILE = "LiveCamTest"
 START_TIMEOUT_S = 90.0  # a cold OBS on two shared cores
 
@@ -139,6 +141,27 @@ class ObsStudio:
     def session(self) -> Session:
         """A connection of the test's own, to look at OBS."""
         return connect("127.0.0.1", self.port, self.password, 5.0)
+
+    def prepared(self) -> Session:
+        """OBS running (started again if a test killed it) with the microphone input
+        ``MIC`` in its current scene at the user's own offset ``OWN_OFFSET_MS``; a
+        connection of the test's own."""
+        if not self.answers():
+            self.start()
+        session = self.session()
+        scene = session.call("GetCurrentProgramScene")["currentProgramSceneName"]
+        names = [i["inputName"] for i in session.call("GetInputList")["inputs"]]
+        if MIC not in names:
+            data = {"inputName": MIC, "inputKind": "pulse_input_capture", "inputSettings": {}}
+            session.call("CreateInput", {"sceneName": scene, "sceneItemEnabled": True, **data})
+        own = {"inputName": MIC, "inputAudioSyncOffset": OWN_OFFSET_MS}
+        session.call("SetInputAudioSyncOffset", own)
+        return session
+
+    def offset(self, session: Session) -> int:
+        """The microphone's audio sync offset in OBS now, ms."""
+        got = session.call("GetInputAudioSyncOffset", {"inputName": MIC})
+        return int(got["inputAudioSyncOffset"])
 
 
 @contextlib.contextmanager

@@ -98,14 +98,17 @@ class LiveView:
     target: str = "auto"
     recordings: tuple[Path, ...] = ()
     recording_since: float | None = None
+    on_air: bool = False  # OBS streams or records (livecam.obs), when linked
 
     @property
     def badges(self) -> tuple[str, ...]:
         """The preview's and the status bar's warnings: ``BLANK``, ``FROZEN``, ``SWAP OFF``
-        (while running; the output is not what a swap would send)."""
+        (while running; the output is not what a swap would send), ``ON AIR: SWAP OFF``
+        while OBS streams or records it."""
         if not self.running:
             return ()
-        flags = (("BLANK", self.blank), ("FROZEN", self.frozen), ("SWAP OFF", not self.swap))
+        swap_off = "ON AIR: SWAP OFF" if self.on_air else "SWAP OFF"
+        flags = (("BLANK", self.blank), ("FROZEN", self.frozen), (swap_off, not self.swap))
         return tuple(name for name, on in flags if on)
 
     def recording_text(self, now: float | None = None) -> str:
@@ -262,6 +265,7 @@ class StreamController(QObject):
             target=state.target_text,
             recordings=recordings,
             recording_since=self._recording_since,
+            on_air=app is not None and app.obs is not None and app.obs.state.on_air,
         )
 
     def set_swap(self, on: bool) -> None:

@@ -216,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     from livecam.cli.verify import add_verify_command
 
     add_verify_command(sub)
+    from livecam.obs.command import add_obs_command
+
+    add_obs_command(sub)
     from livecam.benchmark.command import add_bench_options, cmd_bench
 
     bench = sub.add_parser(

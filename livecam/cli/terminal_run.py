@@ -116,7 +116,10 @@ def run_pipeline(
             raise StopSignal(signum)
 
     def print_status() -> None:
-        printer.status(app.snapshot(recent=True).status_line())
+        line = app.snapshot(recent=True).status_line()
+        if app.obs is not None:  # first: the line is cut at the terminal's width
+            line = f"{app.obs.state.status_text()} | {line}"
+        printer.status(line)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

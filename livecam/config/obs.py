@@ -30,7 +30,12 @@ class ObsConfig(Validated):
         help="connect to OBS Studio (obs-websocket 5): show its stream and recording state "
         "and reconnect by itself (password: $LIVECAM_OBS_PASSWORD or `livecam obs password`)",
     )
-    host: str = setting("localhost", option="--obs-host", metavar="HOST", help="OBS's host")
+    host: str = setting(
+        "localhost",
+        option="--obs-host",
+        metavar="HOST",
+        help="the host OBS runs on (default {default})",
+    )
     port: int = setting(
         4455,
         option="--obs-port",

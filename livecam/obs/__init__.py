@@ -10,6 +10,7 @@
 * ``source``: ``livecam obs add-source``: LiveCam's camera (or its window) as a source of
   the current scene, added once.
 * ``secret``: the WebSocket password, kept out of config files and logs.
+* ``command``: the ``livecam obs`` command (add-source, status, password).
 
 Every call to OBS runs on the link's own thread (or the caller's, for add-source), never
 on the capture, inference or output threads.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from livecam.errors import LivecamError, one_line
@@ -112,9 +112,9 @@ class Session:
     """An open connection: ``call`` sends one request; ``alive`` is False once the event
     client lost the connection (OBS quit)."""
 
-    requests: Any
-    events: Any | None
-    timeout_s: float
+    requests: Any = field(repr=False)  # obsws-python's repr shows the password
+    events: Any | None = field(repr=False)
+    timeout_s: float = 2.0
 
     def call(self, request: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send ``request`` and return its response data ({} when none). RequestFailed

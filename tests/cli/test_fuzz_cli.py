@@ -37,6 +37,8 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
               ["0", "-5", "1e-300", "1e300", "nan", "inf", "241", "x"]),
     "--output-fps": (["30", "120", "240"], ["1e-10", "0", "nan", "1000", "y"]),
     "--size": (["160x120", "320x240", "64x48", "16x16"], ["15x15", "0x0", "abc", "7682x4320"]),
+    "--obs-host": (["127.0.0.1", "localhost"], ["", " "]),
+    "--obs-audio-input": (["Mic/Aux"], ["", " "]),
     "--sink": (["null", "{tmp}/o.png", "{tmp}/o.mp4"],
                ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", "",
                 "{tmp}/no/deeper/o.mp4"]),

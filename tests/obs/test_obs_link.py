@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakes import SlowStage
-from obs_studio import ObsStudio
+from obs_studio import MIC, OWN_OFFSET_MS, ObsStudio
 from synthetic_stream import small_config
 from waiting import poll
 
@@ -21,30 +20,8 @@ from livecam.obs.link import ObsLink
 from livecam.sinks.null import NullSink
 from livecam.telemetry.hub import Telemetry
 
-MIC = "LiveCam test mic"
-OWN_OFFSET_MS = 37  # the user's own sync offset of the microphone, put back at the end
 FPS = 30.0
 EXTRA_S = 0.12  # latency injected by a slow stage
-
-
-@pytest.fixture
-def studio(obs: ObsStudio, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
-    """The running OBS with a microphone input in its current scene at the user's own
-    offset, and LiveCam given OBS's password; a connection of the test's own."""
-    if not obs.answers():  # a test before this one killed it
-        obs.start()
-    monkeypatch.setenv("LIVECAM_OBS_PASSWORD", obs.password)
-    session = obs.session()
-    scene = session.call("GetCurrentProgramScene")["currentProgramSceneName"]
-    names = [i["inputName"] for i in session.call("GetInputList")["inputs"]]
-    if MIC not in names:
-        data = {"inputName": MIC, "inputKind": "pulse_input_capture", "inputSettings": {}}
-        session.call("CreateInput", {"sceneName": scene, "sceneItemEnabled": True, **data})
-    session.call(
-        "SetInputAudioSyncOffset", {"inputName": MIC, "inputAudioSyncOffset": OWN_OFFSET_MS}
-    )
-    yield session
-    session.close()
 
 
 def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
@@ -65,11 +42,6 @@ def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
     return app
 
 
-def offset(session: Session) -> int:
-    got = session.call("GetInputAudioSyncOffset", {"inputName": MIC})
-    return int(got["inputAudioSyncOffset"])
-
-
 def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
     obs: ObsStudio, studio: Session
 ) -> None:
@@ -80,7 +52,7 @@ def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
         assert poll(lambda: link.state.audio_delay_ms is not None, 30), link.state
         state = link.state
         assert state.audio_inputs == (MIC,) and not state.audio_problem
-        set_ms = offset(studio)  # read back from OBS
+        set_ms = obs.offset(studio)  # read back from OBS
         assert set_ms == state.audio_delay_ms
         latency = app.snapshot().latency_ms
         assert latency is not None and latency.p50 > EXTRA_S * 1000
@@ -89,7 +61,7 @@ def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
         assert "audio delayed by" in state.audio_text()
     finally:
         app.stop()
-    assert offset(studio) == OWN_OFFSET_MS  # the user's own offset is back
+    assert obs.offset(studio) == OWN_OFFSET_MS  # the user's own offset is back
 
 
 def test_switching_lip_sync_off_puts_the_offset_back_while_running(
@@ -101,7 +73,7 @@ def test_switching_lip_sync_off_puts_the_offset_back_while_running(
         assert link is not None
         assert poll(lambda: link.state.audio_delay_ms is not None, 30), link.state
         link.set_sync_audio(False)
-        assert poll(lambda: offset(studio) == OWN_OFFSET_MS, 10)
+        assert poll(lambda: obs.offset(studio) == OWN_OFFSET_MS, 10)
         assert link.state.audio_delay_ms is None and app.running
     finally:
         app.stop()

@@ -18,6 +18,8 @@
   only, and then the line says so in red, naming EU AI Act Article 50). **Verify a file**
   runs ``livecam verify`` on a video or image (a worker thread) and shows its report.
 
+**OBS Studio**: the OBS box (``ui.panels.obs_box``).
+
 Sinks are opened at start: a change made while running applies at the next start
 (``next_start``), and each setting says "applies at restart" beside it.
 """
@@ -50,6 +52,7 @@ from livecam.telemetry.doctor import Check, check_virtualcam
 from ui.main_window import error_text
 from ui.notice import ERROR_TEXT_STYLE
 from ui.panels.next_start import NextStartChanges, restart_row
+from ui.panels.obs_box import ObsBox
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -182,6 +185,8 @@ class OutputPanel(QWidget):
         form.addRow(self.size_note)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        self.obs_box = ObsBox(stream, self.changes, self)  # OBS Studio (livecam.obs)
+        layout.addWidget(self.obs_box)
         layout.addWidget(self.message)
         layout.addWidget(self.changes.bar)
         layout.addStretch(1)
