@@ -49,6 +49,7 @@ LAYERS = (
     ("telemetry",),
     ("stream",),
     ("control",),
+    ("obs",),  # the link to OBS Studio: reads telemetry, runs beside the stream
     ("app",),
     ("cli", "benchmark"),
     ("ui",),
