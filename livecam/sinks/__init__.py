@@ -12,6 +12,7 @@ from livecam.sinks.null import NullSink
 from livecam.sinks.preview import PreviewWindowSink
 from livecam.sinks.recording.image import IMAGE_SUFFIXES, ImageWriterSink
 from livecam.sinks.recording.provenance import Provenance
+from livecam.sinks.recording.recovery import recover_noted
 from livecam.sinks.recording.video import VIDEO_CODECS, RecorderSink
 from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
@@ -121,7 +122,9 @@ def make_sinks(
     specs: tuple[str, ...], cfg: OutputConfig, provenance: Provenance | None = None
 ) -> list[Sink]:
     """Build every sink named in ``specs`` (several are allowed), in order; the files are
-    signed with ``provenance``."""
+    signed with ``provenance``. First, whatever a killed recording left, wherever it was,
+    is recovered (``recover_noted``; each said in one line)."""
     if not specs:
         raise SinkError("no output sink given", f"use {ACCEPTED}")
+    recover_noted()
     return [make_sink(s, cfg, provenance) for s in specs]

@@ -7,11 +7,13 @@ fails with ENOSPC (a tmpfs or loop mount would need root). Each writer is tried 
 limit hit at its first writes ("early") and at its very last byte ("late": an .avi's index,
 the last fragment and index of a fragmented .mp4/.mov, the tag copy of an .mkv, a still's
 last block), the sizes taken from an unlimited conversion of a real clip (31 frames with
-AAC sound, converted frame by frame: the same bytes every run)."""
+AAC sound, converted frame by frame: the same bytes every run). What of a recording
+plays is kept under its name, and the error line says so."""
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -20,11 +22,13 @@ from pathlib import Path
 
 import av
 import pytest
+from unprivileged import obeying_permissions
 
 from livecam.sinks.recording.provenance import read_provenance, user_signing_key
 
 CLIP = "video/openmpf_video_01_short_h264_aac.mp4"
-FORMATS = (".mp4", ".mov", ".mkv", ".avi", ".png", ".jpg")
+VIDEOS = (".mp4", ".mov", ".mkv", ".avi")
+FORMATS = (*VIDEOS, ".png", ".jpg")
 
 
 def livecam(args: list[str], limit: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,6 +46,11 @@ def livecam(args: list[str], limit: int | None = None) -> subprocess.CompletedPr
         text=True,
         timeout=300,
     )
+
+
+def frames_in(path: Path) -> int:
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
 
 
 def errors(err: str) -> list[str]:
@@ -81,10 +90,84 @@ def test_a_full_disk_fails_every_writer_with_status_1(
     assert str(out) in line and "File too large" in line
     assert line.count("File too large") == 1, line
     assert leftovers(tmp_path) == []
-    if out.exists():  # only the .mkv, whole, when its tagged copy did not fit
+    if suffix in VIDEOS and when == "late":  # what plays is kept, and the line says so
+        assert out.exists(), line
+        kept = frames_in(out)
+        assert f"its first {kept} frames" in line or "kept UNSIGNED" in line, line
+        assert kept >= 30, line  # all but the last fragment (at most a second)
+    elif out.exists():  # only the .mkv, whole, when its tagged copy did not fit
         assert suffix == ".mkv" and "kept UNSIGNED" in line
-        with av.open(str(out)) as container:
-            assert sum(1 for _ in container.decode(video=0)) == 31
+        assert frames_in(out) == 31
+    else:
+        assert "nothing was saved" in line or suffix in (".png", ".jpg"), line
+
+
+@pytest.mark.parametrize("suffix", VIDEOS)
+def test_a_disk_that_fills_mid_recording_keeps_what_plays_under_its_name(
+    testdata: Path, tmp_path: Path, suffix: str
+) -> None:
+    """The disk fills seconds into a conversion (250 KB: about 4 s of a 480x480 clip):
+    the frames written up to the last whole fragment keep the chosen name, the error
+    line says how many, and the run fails (it used to remove them all)."""
+    out = tmp_path / f"long{suffix}"
+    clip = testdata / "video" / "liveportrait_d6.mp4"
+    done = livecam(["run", "--source", str(clip), "--quiet", "--sink", str(out)], 250_000)
+    assert done.returncode == 1, done.stderr
+    [line] = errors(done.stderr)
+    assert "No space" in line or "File too large" in line, line
+    written = int(re.search(r"failed after (\d+) frames", line)[1])  # type: ignore[index]
+    kept = frames_in(out)
+    # all but the fragment whose write failed and the one being filled: at most 2 s
+    assert kept >= max(10, written - 2 * 31), line
+    assert f"its first {kept} frames" in line and str(out) in line, line
+    assert "nothing was saved" not in line
+    assert leftovers(tmp_path) == []
+
+
+FOLDER_LOCKER = """
+import os, sys
+import numpy as np
+from livecam.errors import SinkError
+from livecam.sinks import RecorderSink
+out = sys.argv[1]
+sink = RecorderSink(out)
+sink.open(64, 48, 30.0)
+for i in range(60):
+    sink.send(np.full((48, 64, 3), i * 4, np.uint8), i * 33_333_333)
+os.chmod(os.path.dirname(out), 0o555)  # the folder turns read-only before the end
+try:
+    sink.close()
+except SinkError as e:
+    print(e.message)
+"""
+
+
+def test_a_folder_made_unwritable_mid_recording_leaves_the_recording_under_its_name(
+    tmp_path: Path,
+) -> None:
+    """The finished recording cannot be renamed into place: its content goes into the
+    claimed file (never a 0-byte file under the user's name), and the line says where
+    the hidden copy that could not be removed is. Root writes anywhere: as root the
+    recorder runs without the capabilities that let it (``obeying_permissions``)."""
+    folder = tmp_path / "shows"
+    folder.mkdir()
+    out = folder / "o.mp4"
+    env = {**os.environ, "LIVECAM_CACHE_DIR": str(folder / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", FOLDER_LOCKER, str(out)],
+        preexec_fn=obeying_permissions(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.strip()
+    assert "Permission denied" in said and f"are kept in {out}" in said, said
+    assert frames_in(out) == 60
+    [copy] = leftovers(folder)
+    assert str(folder / copy) in said, said
 
 
 def test_a_full_disk_while_signing_keeps_the_recording_unsigned_with_status_1(

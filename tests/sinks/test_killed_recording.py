@@ -21,24 +21,35 @@ import numpy as np
 import pytest
 from framegen import psnr
 
+from livecam.cli.main import main
 from livecam.sinks import RecorderSink
 from livecam.sinks.recording.recovery import playable
 
 CLIP = "video/liveportrait_d6.mp4"  # 1008 frames, 480x480, 30 fps
 FPS = 30
 
+#: feeds a RecorderSink (argv 1) the clip's frames (argv 2), each stamped at its own time
+#: times the slowdown (argv 3: 5 is a pipeline that delivers 6 of a 30 fps camera's frames)
 FEEDER = """
 import sys, av
 from livecam.sinks import RecorderSink
 sink = RecorderSink(sys.argv[1])
+slowdown = float(sys.argv[3])
 with av.open(sys.argv[2]) as clip:
     for i, picture in enumerate(clip.decode(video=0)):
         frame = picture.to_ndarray(format="bgr24")
         if i == 0:
             sink.open(frame.shape[1], frame.shape[0], 30.0)
-        sink.send(frame, round(float(picture.time) * 1e9))
+        sink.send(frame, round(float(picture.time) * slowdown * 1e9))
         print(i + 1, flush=True)
 """
+
+
+@pytest.fixture(autouse=True)
+def _own_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test notes its recordings in a cache folder of its own (its children too):
+    what these tests kill is never recovered by another test's start."""
+    monkeypatch.setenv("LIVECAM_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def temps(folder: Path) -> list[Path]:
@@ -50,10 +61,12 @@ def decoded(path: Path) -> list[np.ndarray]:
         return [p.to_ndarray(format="bgr24") for p in container.decode(video=0)]
 
 
-def kill_feeder_after(out: Path, clip: Path, frames: int) -> None:
+def kill_feeder_after(out: Path, clip: Path, frames: int, slowdown: float = 1.0) -> None:
     """Run FEEDER into ``out`` and SIGKILL it once it has sent ``frames`` frames."""
     child = subprocess.Popen(
-        [sys.executable, "-c", FEEDER, str(out), str(clip)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", FEEDER, str(out), str(clip), str(slowdown)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     for line in child.stdout:
@@ -79,6 +92,47 @@ def test_a_killed_mp4_keeps_every_frame_but_about_the_last_second(
     with av.open(str(clip)) as container:
         source = [p.to_ndarray(format="bgr24") for _, p in zip(kept, container.decode(video=0))]
     assert min(psnr(got, want) for got, want in zip(kept, source, strict=True)) > 30
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv"])
+def test_a_killed_recording_of_a_slow_pipeline_loses_at_most_about_a_second(
+    testdata: Path, tmp_path: Path, suffix: str
+) -> None:
+    """At 6 frames a second (a slow pipeline behind a 30 fps camera) the loss is still
+    bounded in seconds: a keyframe and a fragment each second of time, no encoder
+    lookahead (it was 13 frames: over 2 s at 6 fps)."""
+    out = tmp_path / f"slow{suffix}"
+    sent = 60  # 10 s of stream time
+    kill_feeder_after(out, testdata / CLIP, sent, slowdown=5.0)
+    [temp] = temps(tmp_path)
+    facts = playable(temp)
+    assert facts is not None, "nothing of 10 s plays"
+    frames, seconds = facts
+    assert seconds >= sent / 6 - 1.5, f"{frames} frames, {seconds:.2f} s kept of {sent / 6} s"
+
+
+def test_any_start_recovers_a_recording_killed_in_another_folder(
+    testdata: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A killed recording's folder is noted in the cache: the next start that writes a
+    still elsewhere gives it its name, with one line (it used to stay a 0-byte file and a
+    hidden temporary, without a word)."""
+    (tmp_path / "shows").mkdir()
+    out = tmp_path / "shows" / "show.mp4"
+    kill_feeder_after(out, testdata / CLIP, 100)
+    [temp] = temps(out.parent)
+    on_disk = playable(temp)
+    assert on_disk is not None and out.stat().st_size == 0
+    still = tmp_path / "elsewhere" / "still.png"
+    still.parent.mkdir()
+    face = Path(__file__).resolve().parents[2] / "assets" / "grace_hopper.jpg"
+    args = ["run", "--source", str(face), "--frames", "1", "--quiet", "--sink", str(still)]
+    with caplog.at_level(logging.WARNING):
+        assert main(args) == 0
+    said = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert len(said) == 1 and "RECOVERED" in said[0] and str(out) in said[0], said
+    assert len(decoded(out)) == on_disk[0]
+    assert temps(out.parent) == [] and still.is_file()
 
 
 def test_the_next_run_recovers_a_killed_livecam_recording(testdata: Path, tmp_path: Path) -> None:

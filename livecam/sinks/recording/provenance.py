@@ -33,6 +33,7 @@ import io
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,7 +163,10 @@ def signing_folder() -> Path:
 
 def user_signing_key(folder: Path | None = None) -> SigningKey:
     """The user's signing key, made on first use (and again when its certificate has
-    expired or the file is unreadable); the file is written atomically with mode 0600."""
+    expired, or the file is damaged: that file is kept aside as ``KEY.bad-STAMP``); the
+    file is written atomically with mode 0600. A key that cannot be read (no permission)
+    is the user's identity, never replaced: ProvenanceError, as when the key folder
+    cannot be written, naming the file."""
     path = (folder or signing_folder()) / KEY_FILE
     try:
         key = _read_key(path)
@@ -171,11 +175,33 @@ def user_signing_key(folder: Path | None = None) -> SigningKey:
         log.info("the C2PA signing certificate in %s has expired: making a new one", path)
     except FileNotFoundError:
         log.info("making LiveCam's C2PA signing key (self-signed, once per user): %s", path)
-    except (OSError, ValueError) as e:
-        log.warning("the C2PA signing key %s is unreadable (%s): making a new one", path, e)
+    except OSError as e:  # no permission, a folder in its place: not damage
+        raise ProvenanceError(
+            f"the C2PA signing key {path} cannot be read ({e.strerror or e}); it is kept",
+            f"make it readable by you (chmod 600 {path}) or move it away for a new key",
+        ) from e
+    except ValueError as e:
+        aside = path.with_name(f"{path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            os.replace(path, aside)
+        except OSError as moved:
+            raise ProvenanceError(
+                f"the C2PA signing key {path} is damaged ({e}) and cannot be moved aside "
+                f"({moved.strerror or moved}); it is kept",
+                f"move it away yourself for a new key: mv {path} {aside}",
+            ) from moved
+        log.warning(
+            "the C2PA signing key %s is damaged (%s): kept as %s, making a new one", path, e, aside
+        )
     key_pem, chain_pem = _new_key()
-    write_private(path, key_pem + chain_pem)
-    return _read_key(path)
+    try:
+        write_private(path, key_pem + chain_pem)
+        return _read_key(path)
+    except OSError as e:
+        raise ProvenanceError(
+            f"the C2PA signing key cannot be written to {path.parent} ({e.strerror or e})",
+            f"free some room or make {path.parent} writable",
+        ) from e
 
 
 def _now() -> datetime.datetime:

@@ -9,7 +9,12 @@ that no live process holds: one that plays (.mp4 and .mov are fragmented, so a k
 recording keeps all but its last second) takes its claimed name when that name is free
 or the empty file its run claimed, else a ``NAME-recovered`` name beside it; one that
 does not play is removed, with the empty claim it left. Each is said in one line. A
-recovered file is not signed (signing happens when a recording is finished). Where
+recovered file is not signed (signing happens when a recording is finished).
+
+Each recording being written is also noted in LiveCam's cache folder (``note``: one small
+file naming its temporary file, removed when the recording ends), so that any later
+start, whatever it writes and wherever (``recover_noted``, when the sinks are built),
+recovers what a killed recording left in another folder. Where
 there is no ``fcntl`` (Windows) nothing is recovered: a live recording cannot be told
 from a dead one's.
 """
@@ -20,9 +25,11 @@ import contextlib
 import logging
 import os
 import re
+import secrets
 from pathlib import Path
 
 import av
+import platformdirs
 
 from livecam.userfiles import OutputFile
 
@@ -93,6 +100,38 @@ def playable(path: Path) -> tuple[int, float] | None:
         return None
 
 
+#: the containers written as fragmented MP4: ISO boxes from the first byte to the last
+BOXED = (".mp4", ".mov")
+
+
+def cut_to_whole_boxes(path: Path) -> None:
+    """Cut a fragmented MP4 cut short (a full disk, a kill) after its last whole box that
+    is not a fragment's header (``moof``) whose samples (``mdat``) never came, so that
+    what is left ends with a complete fragment. A file whose boxes do not parse is left
+    as it is."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            at, end = 0, 0
+            while at + 8 <= size:
+                f.seek(at)
+                head = f.read(16)
+                length, kind = int.from_bytes(head[:4], "big"), head[4:8]
+                if length == 1 and len(head) == 16:
+                    length = int.from_bytes(head[8:16], "big")
+                elif length == 0:
+                    length = size - at
+                if length < 8 or at + length > size:
+                    break
+                at += length
+                if kind != b"moof":
+                    end = at
+        if 0 < end < size:
+            os.truncate(path, end)
+    except OSError as e:
+        log.debug("could not cut %s to whole boxes: %s", path, e)
+
+
 def recover(folder: Path, suffixes: tuple[str, ...], *, keep: Path | None = None) -> list[Path]:
     """Recover or remove the stale temporaries (of ``suffixes``) in ``folder`` (see the
     module docstring); return the files recovered. ``keep``: a name this run is about to
@@ -136,6 +175,8 @@ def recover(folder: Path, suffixes: tuple[str, ...], *, keep: Path | None = None
 
 
 def _recover_one(temp: Path, claim: Path, keep: Path | None) -> Path | None:
+    if temp.suffix.lower() in BOXED:
+        cut_to_whole_boxes(temp)
     facts = playable(temp)
     empty_claim = _is_empty(claim)
     if facts is None:
@@ -176,3 +217,59 @@ def _remove(temp: Path, claim: Path | None, what: str) -> None:
             claim.unlink()
     also = f" and its empty claim {claim.name}" if claim is not None else ""
     log.warning("removed %s: %s%s", what, temp, also)
+
+
+def journal_folder() -> Path:
+    """Where the recordings being written are noted: ``recordings`` in LiveCam's cache
+    folder (``$LIVECAM_CACHE_DIR`` or the user cache dir)."""
+    env = os.environ.get("LIVECAM_CACHE_DIR")
+    return (Path(env) if env else Path(platformdirs.user_cache_dir("livecam"))) / "recordings"
+
+
+def note(temp: Path, journal: Path | None = None) -> Path | None:
+    """Note the temporary file of a recording that begins; the note (forget it when the
+    recording ends), or None when it cannot be written (the recording goes on; only a
+    later start elsewhere would not find it if it were killed)."""
+    folder = journal or journal_folder()
+    path = folder / f"{secrets.token_hex(8)}.txt"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(str(temp.absolute()))
+    except OSError as e:
+        log.debug("the recording %s is not noted in %s: %s", temp, folder, e)
+        return None
+    return path
+
+
+def forget(noted: Path | None) -> None:
+    if noted is not None:
+        with contextlib.suppress(OSError):
+            noted.unlink()
+
+
+def recover_noted(journal: Path | None = None) -> list[Path]:
+    """Recover (``recover``) the folders of the noted recordings that no live process is
+    writing; forget the notes of those that are gone. Return the files recovered."""
+    folder = journal or journal_folder()
+    try:
+        notes = sorted(folder.glob("*.txt"))
+    except OSError:
+        return []
+    found: list[Path] = []
+    for noted in notes:
+        try:
+            if noted.is_symlink() or noted.stat().st_size > 4096:
+                raise ValueError("not a note of ours")
+            temp = Path(noted.read_text(encoding="utf-8").strip())
+            if not temp.is_absolute() or not TEMP_NAME.match(temp.name):
+                raise ValueError("not a recording's temporary file")
+        except (OSError, ValueError, UnicodeError):
+            forget(noted)
+            continue
+        if temp.exists():
+            found += recover(temp.parent, (temp.suffix.lower(),))
+        if not temp.exists():
+            forget(noted)
+    return found

@@ -20,18 +20,29 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 import av
 import numpy as np
+from av.video.frame import PictureType
 
 from livecam.errors import SinkError
 from livecam.sinks.base import Sink
 from livecam.sinks.recording.audio import AudioTrack, has_audio
 from livecam.sinks.recording.provenance import CARRIES, FileFacts, Provenance, ProvenanceError
-from livecam.sinks.recording.recovery import Lock, hold, recover
+from livecam.sinks.recording.recovery import (
+    BOXED,
+    Lock,
+    cut_to_whole_boxes,
+    forget,
+    hold,
+    note,
+    playable,
+    recover,
+)
 from livecam.sinks.recording.timeline import TIME_BASE, Timeline
 from livecam.sinks.recording.watched import FFmpegFile, open_watched
 from livecam.types import Frame
@@ -61,6 +72,8 @@ _AV_OPTIONS: dict[str, dict[str, str]] = {
     }
     for fmt in ("mp4", "mov")
 }
+#: seconds of the frames' own time between keyframes at most (a fragment begins at one)
+KEY_EVERY_S = 1.0
 #: FFmpeg H.264 encoders tried in order (libx264 ships in PyAV's wheels)
 H264_ENCODERS = ("libx264", "libopenh264", "h264_videotoolbox", "h264_mf", "h264_nvenc")
 MP4V_FALLBACK_NOTE = (
@@ -82,9 +95,12 @@ class _PyAVWriter:
     H.264 is timed to ``TIME_BASE``; mp4v and MJPEG to the frame period (MPEG-4 part 2
     takes no time base finer than 1/65535 s, and AVI has a fixed frame rate), with the
     rate control of OpenCV's FFmpeg writer (at most 1.5 bits per pixel and frame, qmin 3).
-    A keyframe comes at least once a second (``gop_size``: the nominal rate), so a
-    fragmented recording cut short loses at most about a second; libx264 is told the
-    nominal rate (``force-cfr``: its stream header says 30 fps, not 90000).
+    A keyframe comes at least once a second of the frames' own time (forced by time,
+    whatever rate the pipeline delivers; ``gop_size``, the nominal rate, bounds it in
+    frames) and libx264 has no lookahead and no frame threads (``zerolatency``): every
+    frame is in the file as soon as it was sent, so a fragmented recording cut short
+    loses at most the fragment being filled, about a second, at any frame rate. libx264
+    is told the nominal rate (``force-cfr``: its stream header says 30 fps, not 90000).
 
     ``audio_from``: a media file whose sound goes into the recording too (see
     ``livecam.sinks.recording.audio``); when it cannot be carried, the video is recorded
@@ -106,6 +122,7 @@ class _PyAVWriter:
         rate = Fraction(fps).limit_denominator(1001)
         self.time_base = TIME_BASE if codec == "h264" else 1 / rate
         self.last_pts: int | None = None  # in ``time_base`` units
+        self.last_key: int | None = None  # the last keyframe's pts
         self.audio: AudioTrack | None = None
         failures: list[str] = []
         for name in encoders:
@@ -144,9 +161,12 @@ class _PyAVWriter:
             stream.codec_context.time_base = self.time_base
             stream.codec_context.gop_size = max(1, round(rate))
             if name == "libx264":
-                stream.options = {"preset": "veryfast", "crf": "21", "x264-params": "force-cfr=1"}
-                if fmt in _AV_OPTIONS:  # B-frames would delay a fragment's first frame
-                    stream.options |= {"bf": "0"}
+                stream.options = {
+                    "preset": "veryfast",
+                    "tune": "zerolatency",  # no B-frames, lookahead or frame threads
+                    "crf": "21",
+                    "x264-params": "force-cfr=1",
+                }
             elif self.time_base != TIME_BASE:
                 stream.codec_context.bit_rate = round(1.5 * self.size[0] * self.size[1] * rate)
                 stream.codec_context.qmin = 3
@@ -172,6 +192,9 @@ class _PyAVWriter:
         self.last_pts = pts
         picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
         picture.pts, picture.time_base = pts, self.time_base
+        if self.last_key is None or (pts - self.last_key) * self.time_base >= KEY_EVERY_S:
+            picture.pict_type = PictureType.I  # a keyframe each second of time, at any rate
+            self.last_key = pts
         for packet in self.stream.encode(picture):
             self.container.mux(packet)
         if self.audio is not None:
@@ -204,7 +227,9 @@ class RecorderSink(Sink):
     The file is written to a hidden temporary file beside the target and renamed when
     ``close`` succeeds; ``target`` is the name it gets (a new one with a timestamp when the
     requested file exists and ``overwrite`` is False). Any write or encoder failure raises
-    SinkError, the temporary file is removed and nothing claims success.
+    SinkError and nothing claims success: what of the file plays is kept under the
+    claimed name (``NAME-partial`` when that is the user's file) and the error says so;
+    the rest is removed.
 
     In a conversion of a video file (``take_audio_from``), the file's sound is recorded
     too (.mp4 and .mkv recordings; see ``livecam.sinks.recording.audio``).
@@ -255,6 +280,7 @@ class RecorderSink(Sink):
         self.provenance_kind: str | None = None  # what the finished file carries
         self._writer: _PyAVWriter | None = None
         self._locks: list[Lock] = []  # on the temporary files while they are written
+        self._noted: Path | None = None  # the journal's note of the recording
         self._out: OutputFile | None = None
         self._tmp: Path | None = None
         self._size = (0, 0)
@@ -275,6 +301,7 @@ class RecorderSink(Sink):
             self.target = out.claim()
             tmp = out.temp_path("recording")
             self._locks.append(hold(tmp))  # tells a later run this recording is alive
+            self._noted = note(tmp)  # tells a later start where to look if it is killed
         except OSError as e:
             out.discard()
             raise SinkError(
@@ -438,9 +465,12 @@ class RecorderSink(Sink):
         locks, self._locks = self._locks, []
         for lock in locks:
             lock.release()
+        forget(self._noted)
+        self._noted = None
 
     def _fail(self, error: Exception) -> NoReturn:
-        """Drop the writer, its temporary file and the claimed name, then raise SinkError."""
+        """Drop the writer, keep what of its file plays (``_keep``) or remove it and the
+        claimed name, then raise SinkError saying which."""
         writer, tmp, out = self._writer, self._tmp, self._out
         self.recording = None
         self._writer = self._tmp = self._out = None
@@ -448,17 +478,57 @@ class RecorderSink(Sink):
         if writer is not None:
             cause = writer.file.error or error  # the disk's own error, not FFmpeg's
             _quietly(writer.abort)
-        if tmp is not None:
+        kept = "nothing was saved"
+        if tmp is not None and out is not None:
+            kept = self._keep(tmp, out)
+        elif tmp is not None:
             _quietly(lambda: tmp.unlink(missing_ok=True))
         self._release()
         if out is not None:
             out.discard()
         why = cause.strerror if isinstance(cause, OSError) and cause.strerror else cause
         raise SinkError(
-            f"recording to {self.target} failed after {self.frames_written} frames: "
-            f"{why}; nothing was saved",
+            f"recording to {self.target} failed after {self.frames_written} frames: {why}; {kept}",
             "check that the folder still exists and the disk has room",
         ) from error
+
+    def _keep(self, tmp: Path, out: OutputFile) -> str:
+        """Keep what of the failed recording ``tmp`` plays (a fragmented .mp4/.mov up to
+        its last whole fragment; an .mkv or .avi as far as it decodes) under the claimed
+        name, or ``NAME-partial`` when that name holds the user's file (``overwrite``);
+        where the folder no longer takes a rename, its content is copied into the claimed
+        (empty) file. Remove what does not play. Return the words for the error line."""
+        if tmp.suffix.lower() in BOXED:
+            cut_to_whole_boxes(tmp)
+        facts = playable(tmp)
+        if facts is None:
+            _quietly(lambda: tmp.unlink(missing_ok=True))
+            return "nothing was saved" + (f"; {tmp} is left" if tmp.exists() else "")
+        what = f"its first {facts[0]} frames ({facts[1]:.1f} s), which play, are kept in"
+        unsigned = "signed" if ".signed-" in tmp.name else "unsigned"
+        claim = out.target
+        if not _is_empty(claim):  # --overwrite: the user's file is not replaced by a part
+            partial = OutputFile(claim.with_name(f"{claim.stem}-partial{claim.suffix}"))
+            try:
+                partial.claim()
+                return f"{what} {partial.commit(tmp)} ({unsigned})"
+            except OSError:
+                partial.discard()
+                return f"{what} {tmp} ({unsigned})"
+        try:
+            return f"{what} {out.commit(tmp)} ({unsigned})"
+        except OSError as e:
+            log.debug("could not rename %s into place: %s", tmp, e)
+        try:  # a folder that no longer takes a rename: the claim is ours to write
+            _copy_into(tmp, claim)
+        except OSError as e:
+            log.debug("could not copy %s into %s: %s", tmp, claim, e)
+            return f"{what} {tmp} ({unsigned}; {claim.name} could not take it)"
+        try:
+            tmp.unlink()
+        except OSError as e:
+            return f"{what} {claim} ({unsigned}; a copy is left at {tmp}: {e.strerror or e})"
+        return f"{what} {claim} ({unsigned})"
 
 
 def _describe_audio(writer: _PyAVWriter) -> str | None:
@@ -482,6 +552,28 @@ def _crop_even(frame: Frame) -> Frame:
     if (w % 2, h % 2) == (0, 0):
         return frame
     return np.ascontiguousarray(frame[: h - h % 2, : w - w % 2])
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _copy_into(src: Path, claim: Path) -> None:
+    """Copy ``src`` into the existing file ``claim`` (never following a link, never
+    creating it); on failure it is emptied again."""
+    fd = os.open(claim, os.O_WRONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "wb") as dst:
+        try:
+            with src.open("rb") as f:
+                shutil.copyfileobj(f, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        except OSError:
+            _quietly(lambda: os.ftruncate(dst.fileno(), 0))
+            raise
 
 
 def _quietly(action: Any) -> None:

@@ -10,6 +10,8 @@ import hashlib
 import json
 import logging
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import cv2
 import numpy as np
 import pytest
 from cryptography import x509
+from unprivileged import obeying_permissions
 
 from livecam.app import swap_details
 from livecam.config.schema import Config
@@ -235,6 +238,51 @@ def test_the_signing_key_is_made_once_per_user_private_and_self_signed(
         )
         serials.add(active(c2pa_store(path))["signature_info"]["cert_serial_number"])
     assert serials == {str(signer.serial_number)}
+
+
+KEY_READER = """
+import sys
+from pathlib import Path
+from livecam.sinks.recording.provenance import ProvenanceError, user_signing_key
+try:
+    user_signing_key(Path(sys.argv[1]))
+except ProvenanceError as e:
+    print(e.message)
+"""
+
+
+def test_a_signing_key_that_cannot_be_read_is_never_replaced(tmp_path: Path) -> None:
+    """No permission to read the key is not damage: the user's signing identity is kept
+    and the error names it (it used to be replaced by a new key, the old one gone)."""
+    folder = tmp_path / "key"
+    key = user_signing_key(folder)
+    (folder / KEY_FILE).chmod(0)
+    done = subprocess.run(
+        [sys.executable, "-c", KEY_READER, str(folder)],
+        preexec_fn=obeying_permissions(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (folder / KEY_FILE).chmod(0o600)
+    assert done.returncode == 0, done.stderr
+    assert f"{folder / KEY_FILE} cannot be read (Permission denied); it is kept" in done.stdout
+    assert (folder / KEY_FILE).read_bytes() == key.key_pem + key.chain_pem
+    assert sorted(p.name for p in folder.iterdir()) == [KEY_FILE]
+
+
+def test_a_damaged_signing_key_is_kept_aside_before_a_new_one_is_made(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "key"
+    folder.mkdir()
+    (folder / KEY_FILE).write_bytes(b"-----BEGIN PRIVATE KEY-----\ngarbage\n")
+    with caplog.at_level(logging.WARNING):
+        key = user_signing_key(folder)
+    [aside] = [p for p in folder.iterdir() if p.name != KEY_FILE]
+    assert aside.name.startswith(f"{KEY_FILE}.bad-") and str(aside) in caplog.text
+    assert aside.read_bytes() == b"-----BEGIN PRIVATE KEY-----\ngarbage\n"
+    assert user_signing_key(folder).key_pem == key.key_pem
 
 
 def test_a_changed_byte_breaks_the_signature(
