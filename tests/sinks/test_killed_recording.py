@@ -46,10 +46,10 @@ with av.open(sys.argv[2]) as clip:
 
 
 @pytest.fixture(autouse=True)
-def _own_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test notes its recordings in a cache folder of its own (its children too):
     what these tests kill is never recovered by another test's start."""
-    monkeypatch.setenv("LIVECAM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LIVECAM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
 def temps(folder: Path) -> list[Path]:
