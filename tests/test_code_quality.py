@@ -22,6 +22,7 @@ TREES = ["livecam", "ui", "tests", "bench"]
         pytest.param(["mypy", *TREES], id="mypy"),
     ],
 )
+@pytest.mark.timeout(660)  # a cold mypy of the whole tree on 2 loaded cores
 def test_the_code_passes_the_gate(gate: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", *gate], cwd=REPO, capture_output=True, text=True, timeout=600
