@@ -193,7 +193,9 @@ class ObsLink(Worker):
             audio.set_at_s = now  # tried: again after the interval, not every tick
             if self.state.audio_problem != e.message:
                 self._say("warning", f"lip sync: {e.message}", e.hint)
-            self._update(audio_problem=e.message, audio_delay_ms=audio.set_ms)
+            self._update(
+                audio_problem=e.message, audio_delay_ms=audio.set_ms, audio_inputs=audio.inputs
+            )
             return
         self._update(audio_delay_ms=target, audio_inputs=audio.inputs, audio_problem="")
         own = ", ".join(f"{n} {ms} ms" for n, ms in audio.originals.items())

@@ -45,7 +45,7 @@ class LatencyWindow:
     to a bounded deque under a lock (no OBS call, no computation).
     """
 
-    def __init__(self, window_s: float = 2.0, min_frames: int = 10) -> None:
+    def __init__(self, window_s: float = 2.0, min_frames: int = 8) -> None:
         self.window_s = window_s
         self.min_frames = min_frames
         self._lock = threading.Lock()
@@ -56,10 +56,12 @@ class LatencyWindow:
             self._seen.append((report.t_sent_ns, report.latency_ms))
 
     def median_ms(self, now_ns: int) -> float | None:
-        """The median latency of the recent frames, None with fewer than ``min_frames``."""
+        """The median latency of the frames of the last ``window_s``, or of the last
+        ``min_frames`` when fewer were sent meanwhile (a slow pipeline); None before
+        ``min_frames`` frames were sent at all."""
         since = now_ns - int(self.window_s * 1e9)
         with self._lock:
-            while self._seen and self._seen[0][0] < since:
+            while len(self._seen) > self.min_frames and self._seen[0][0] < since:
                 self._seen.popleft()
             recent = [ms for _, ms in self._seen]
         return statistics.median(recent) if len(recent) >= self.min_frames else None

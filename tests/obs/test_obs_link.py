@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -21,10 +22,11 @@ from livecam.sinks.null import NullSink
 from livecam.telemetry.hub import Telemetry
 
 FPS = 30.0
-EXTRA_S = 0.12  # latency injected by a slow stage
+EXTRA_S = 0.06  # latency injected by a slow stage...
+HEAVIER_S = 0.25  # ...and after a change (a heavier preset, a remote GPU)
 
 
-def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
+def obs_app(obs: ObsStudio, stage: SlowStage | None = None, **obs_fields: Any) -> App:
     cfg = small_config(
         source={"fps": FPS},
         obs={
@@ -37,7 +39,7 @@ def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
             **obs_fields,
         },
     )
-    app = App(cfg, stages=[SlowStage(extra_s)], sinks=[NullSink()])
+    app = App(cfg, stages=[stage or SlowStage()], sinks=[NullSink()])
     app.start()
     return app
 
@@ -45,7 +47,9 @@ def obs_app(obs: ObsStudio, extra_s: float = 0.0, **obs_fields: Any) -> App:
 def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
     obs: ObsStudio, studio: Session
 ) -> None:
-    app = obs_app(obs, EXTRA_S, sync_audio=True)
+    stage = SlowStage(EXTRA_S)
+    app = obs_app(obs, stage, sync_audio=True)
+    period_ms = 1000 / FPS
     try:
         link = app.obs
         assert link is not None
@@ -56,11 +60,17 @@ def test_lip_sync_sets_the_microphone_offset_to_the_latency_and_puts_it_back(
         assert set_ms == state.audio_delay_ms
         latency = app.snapshot().latency_ms
         assert latency is not None and latency.p50 > EXTRA_S * 1000
-        period_ms = 1000 / FPS
         assert abs(set_ms - (latency.p50 + period_ms)) <= period_ms, (set_ms, latency)
         assert "audio delayed by" in state.audio_text()
+        stage.process_s = HEAVIER_S  # the latency moves: the offset follows, once
+        assert poll(lambda: obs.offset(studio) > HEAVIER_S * 1000 + period_ms, 30)
+        recent = link.latency.median_ms(time.perf_counter_ns())
+        assert recent is not None and recent > HEAVIER_S * 1000
+        assert abs(obs.offset(studio) - (recent + period_ms)) <= period_ms, recent
     finally:
         app.stop()
+    sets = [e for e in app.telemetry.recent_events() if e.message.startswith("audio delayed")]
+    assert 2 <= len(sets) <= 4, [e.message for e in sets]  # follows, never in a loop
     assert obs.offset(studio) == OWN_OFFSET_MS  # the user's own offset is back
 
 
@@ -77,6 +87,24 @@ def test_switching_lip_sync_off_puts_the_offset_back_while_running(
         assert link.state.audio_delay_ms is None and app.running
     finally:
         app.stop()
+
+
+def test_a_renamed_microphone_is_one_line_and_the_stream_goes_on(
+    obs: ObsStudio, studio: Session
+) -> None:
+    app = obs_app(obs, sync_audio=True, audio_inputs=["Mic renamed", MIC])
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.audio_problem != "", 30), link.state
+        state = link.state
+        assert state.audio_problem == "OBS has no input named 'Mic renamed' (renamed or deleted?)"
+        assert state.audio_inputs == (MIC,) and obs.offset(studio) != OWN_OFFSET_MS  # the rest
+        sent = app.snapshot().frames_out
+        assert poll(lambda: app.snapshot().frames_out > sent + 10, 10) and not app.crashes
+    finally:
+        app.stop()
+    assert obs.offset(studio) == OWN_OFFSET_MS
 
 
 def test_recording_in_obs_shows_in_the_state_within_a_second(
