@@ -52,7 +52,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         provenance = Provenance(lambda: swap_details(cfg, store), key_folder=folder / "key")
-        provenance.frame_swapped = True
         recorder = RecorderSink(folder / "clip.mp4")  # unsigned: the input of the timings
         recorder.open(w, h, 30.0)
         for i, frame in enumerate(frames):

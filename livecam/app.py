@@ -460,7 +460,6 @@ class App:
             lossless=play.lossless,
             label=label_of(cfg.output),
             watermark=Watermarker(self.payload) if cfg.output.watermark and self.payload else None,
-            provenance=self.provenance,
         )
 
     def _go(

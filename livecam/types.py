@@ -115,7 +115,9 @@ class FramePacket:
     replaced (None: no face stage worked on this frame: swap off, blank, freeze);
     ``faces_reused``: how many of those got their track's previous swapped face again
     instead of a swapper run (``swap.reuse``). ``analysis``: what a stage's ``prepare``
-    found in the frame, by stage name, until its ``process`` takes it.
+    found in the frame, by stage name, until its ``process`` takes it. ``swapped``: the
+    swap changed its pixels (it swapped a face, or it is a frozen repeat of a frame that
+    did); the output thread sets it before the sinks get the frame.
     """
 
     frame: Frame
@@ -127,6 +129,7 @@ class FramePacket:
     faces_swapped: int | None = None
     faces_reused: int = 0
     analysis: dict[str, Any] = field(default_factory=dict)
+    swapped: bool = False
 
 
 EventLevel = Literal["info", "warning", "error"]

@@ -64,7 +64,7 @@ class FailingSink(NullSink):
         super().__init__()
         self.name, self.error, self.fail_on, self.close_error = name, error, fail_on, close_error
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         super().send(frame, t_capture_ns)
         if self.frames == self.fail_on:
             raise self.error
@@ -85,7 +85,7 @@ class KeepingSink(NullSink):
         self.kept: list[Frame] = []
         self.lock = threading.Lock()
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         super().send(frame, t_capture_ns)
         with self.lock:
             self.kept.append(frame.copy())

@@ -149,7 +149,7 @@ class PanelSink(Sink):
     def open(self, width: int, height: int, fps: float) -> None:
         pass
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         self.handoff.put(frame)
 
     def close(self) -> None:

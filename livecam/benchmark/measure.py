@@ -39,7 +39,7 @@ class StampSink(Sink):
     def open(self, width: int, height: int, fps: float) -> None:
         """Nothing to open."""
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         now = time.perf_counter_ns()
         stamp = read_stamp(frame)
         with self._lock:

@@ -83,10 +83,10 @@ class AutoSink(Sink):
             return
         self.chosen = cam
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         if self.chosen is None:
             raise SinkError("auto sink: send() before open()")
-        self.chosen.send(frame, t_capture_ns)
+        self.chosen.send(frame, t_capture_ns, swapped)
 
     def close(self) -> None:
         chosen, self.chosen = self.chosen, None

@@ -37,13 +37,16 @@ class Sink(ABC):
         """Prepare for frames of ``width`` x ``height`` at ``fps``; raise SinkError on failure."""
 
     @abstractmethod
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         """Deliver one frame (uint8 BGR (H, W, 3), C-contiguous).
 
         ``t_capture_ns`` is the frame's capture time (``time.perf_counter_ns``) in a
         real-time run; in an unpaced run, the frame's timestamp in its file (a video
         source's ``media_ns``), or None when there is none: a recorder then spaces frames
         one output period apart. Either way only differences between frames matter.
+
+        ``swapped``: the swap changed this frame (a file sink counts it for its signed
+        manifest; a repeat of a frame carries the frame's own answer).
         """
 
     def check(self) -> None:  # noqa: B027 - optional hook

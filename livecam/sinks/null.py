@@ -27,7 +27,7 @@ class NullSink(Sink):
         self.size = (width, height)
         self.fps = fps
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         self.frames += 1
         self.last_frame = frame
         self.last_t_capture_ns = t_capture_ns

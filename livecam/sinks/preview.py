@@ -249,7 +249,7 @@ class PreviewWindowSink(Sink):
         self.fps = fps
         self._open = True
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         if not self._open:
             if self.closed:
                 return

@@ -108,7 +108,7 @@ class VirtualCamSink(Sink):
         if self._cam is None:
             probe_virtualcam(self._want_backend, self._want_device)
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         if self._cam is None:
             raise SinkError("virtual camera sink: send() before open()")
         try:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 
 from livecam.errors import as_livecam_error, one_line
 from livecam.sinks.base import Sink
-from livecam.sinks.recording.provenance import Provenance
 from livecam.stream.label import Label
 from livecam.stream.ring import RingBuffer
 from livecam.stream.watermark import Watermarker
@@ -134,8 +133,6 @@ class OutputWorker(Worker):
     alone), so every sink and every repeat gets the marked frame. If it raises, that frame
     goes out unmarked, one warning is logged (the first time) and the stream goes on;
     ``frames_marked`` and ``mark_failures`` count.
-    ``provenance``: told before each new frame reaches the file sinks whether the swap
-    changed it (``Provenance.frame_swapped``), for their signed manifests.
     """
 
     def __init__(
@@ -150,12 +147,10 @@ class OutputWorker(Worker):
         lossless: bool = False,
         label: Label | None = None,
         watermark: Watermarker | None = None,
-        provenance: Provenance | None = None,
     ) -> None:
         super().__init__("output", stop, telemetry)
         self.label = label
         self.watermark = watermark
-        self.provenance = provenance
         self.frames_marked = 0
         self.mark_failures = 0
         self._swapped_frame: Frame | None = None  # the last frame the swap changed
@@ -198,13 +193,12 @@ class OutputWorker(Worker):
 
     def _arrived(self, packet: FramePacket) -> None:
         swapped = self._swapped(packet)
+        packet = replace(packet, swapped=swapped)  # the sinks get it with the frame
         if self.label is not None:
             packet = replace(packet, frame=self.label.draw(packet.frame))
         if swapped and self.watermark is not None:
             packet = self._mark(packet, self.watermark)
         steady = self._steady()
-        if self.provenance is not None:  # the file sinks (never steady) get it now
-            self.provenance.frame_swapped = swapped
         self._send(packet, [s for s in self.sinks if s not in steady])
         now = time.perf_counter_ns()
         if steady:
@@ -274,7 +268,7 @@ class OutputWorker(Worker):
         t_frame = packet.t_capture_ns if self.paced else packet.t_media_ns
         for sink in sinks:
             try:
-                sink.send(packet.frame, t_frame)
+                sink.send(packet.frame, t_frame, packet.swapped)
             except Exception as e:
                 error = as_livecam_error(e)
                 message, hint = error.message, error.hint

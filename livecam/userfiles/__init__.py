@@ -101,15 +101,12 @@ def write_private(path: Path, data: bytes) -> None:
     of mode 0700): signing keys, passwords."""
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    def private(tmp: Path) -> None:
+        os.chmod(tmp, 0o600)  # before anything is in it
+        tmp.write_bytes(data)
+
+    write_atomically(path, private)
 
 
 def make_folder_for(path: str | os.PathLike[str]) -> Path | None:

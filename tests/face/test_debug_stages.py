@@ -92,7 +92,7 @@ class ClosableWindow(NullSink):
     name = "window"
     wants_repeats = True
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         super().send(frame, t_capture_ns)
         self.closed = self.frames >= 5
 

@@ -60,7 +60,6 @@ def run_output(
     *,
     label: Label | None = None,
     watermark: Watermarker | None = None,
-    provenance: Provenance | None = None,
     counts: list[int | None] = SWAPPED,
 ) -> tuple[OutputWorker, list[Event]]:
     """An unpaced, lossless output thread fed ``images`` with the ``counts`` of swapped
@@ -82,7 +81,6 @@ def run_output(
         lossless=True,
         label=label,
         watermark=watermark,
-        provenance=provenance,
     )
     worker.start()
     for seq, (image, swapped) in enumerate(zip(images, counts, strict=True)):
@@ -157,7 +155,7 @@ def test_the_recorders_manifest_counts_the_swapped_frames_it_was_sent(
     payload = new_session_payload()
     provenance.mark_session = payload.session_id
     recorder = RecorderSink(tmp_path / "out.mp4", provenance=provenance)
-    run_output([recorder], clip, watermark=Watermarker(payload), provenance=provenance)
+    run_output([recorder], clip, watermark=Watermarker(payload))
     assert recorder.frames_written == len(clip) and recorder.frames_swapped == 5
     report = read_provenance(tmp_path / "out.mp4")
     assert report.signature_valid and report.ai_action is not None

@@ -78,9 +78,9 @@ class ImageWriterSink(Sink):
         self._last = None
         self._last_write = time.monotonic()  # first periodic write one interval in
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         self._last = frame
-        self._last_swapped = self.provenance is not None and self.provenance.frame_swapped
+        self._last_swapped = swapped
         now = time.monotonic()
         if now - self._last_write >= self.interval_s:
             self._write()

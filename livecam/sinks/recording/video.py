@@ -368,7 +368,7 @@ class RecorderSink(Sink):
                 f"cannot record to {self.target}: {e!r}", "check the folder is writable"
             ) from e
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         writer, tmp = self._writer, self._tmp
         if writer is None or tmp is None:
             raise SinkError(f"recorder {self.path}: send() before open() (or after a failure)")
@@ -387,7 +387,7 @@ class RecorderSink(Sink):
         except Exception as e:
             self._fail(e)
         self.frames_written += written
-        if written and self.provenance is not None and self.provenance.frame_swapped:
+        if written and swapped:
             self.frames_swapped += 1
 
     def close(self) -> None:

@@ -86,12 +86,12 @@ def record(
     frames: list[Frame],
     swapped: list[bool],
 ) -> Path:
-    """Drive ``sink`` as the output thread does: ``frame_swapped`` set before each send."""
+    """Drive ``sink`` as the output thread does: each frame sent with whether the swap
+    changed it."""
     h, w = frames[0].shape[:2]
     sink.open(w, h, 30.0)
     for i, (frame, changed) in enumerate(zip(frames, swapped, strict=True)):
-        provenance.frame_swapped = changed
-        sink.send(frame, i * 33_333_333)
+        sink.send(frame, i * 33_333_333, changed)
     sink.close()
     assert sink.written is not None
     return sink.written
