@@ -60,7 +60,7 @@ class StampSink(NullSink):
         self.latency: list[tuple[float, float]] = []  # (sent s, ms) of new frames
         self._last_stamp: int | None = None
 
-    def send(self, frame: Frame, t_capture_ns: int | None = None) -> None:
+    def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         now_ns = time.perf_counter_ns()
         stamp = read_stamp(frame)
         with self.lock:
