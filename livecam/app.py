@@ -483,7 +483,9 @@ class App:
         tuner = QualityWorker(self.quality, self._stop, self.telemetry)
         self._workers = [tuner, loader, capture, inference, self._output]
         if cfg.obs.enabled:  # its own thread: no frame waits for OBS; stopped last
-            self.obs = ObsLink(cfg.obs, self.telemetry, self._stop, fps)
+            controls = self._controls
+            blanked = lambda: controls.state.blank  # noqa: E731 - read on the link's thread
+            self.obs = ObsLink(cfg.obs, self.telemetry, self._stop, fps, blanked=blanked)
             self._workers.insert(0, self.obs)
         for worker in self._workers:
             if worker is not capture:

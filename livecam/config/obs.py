@@ -58,6 +58,13 @@ class ObsConfig(Validated):
         help="an OBS input to delay (repeat for several; default: the microphone/aux inputs "
         "of the current scene)",
     )
+    # a "be right back" scene OBS shows while the output is blanked (None: OBS not switched)
+    blank_scene: str | None = setting(
+        None,
+        option="--obs-blank-scene",
+        metavar="SCENE",
+        help="switch OBS to this scene while LiveCam's output is blanked, and back after",
+    )
     # a new offset is set when the target moved by more than this ...
     sync_threshold_ms: float = setting(
         10.0, range=(1, 1000), allowed="a number of milliseconds from {min} to {max}"
@@ -77,6 +84,11 @@ class ObsConfig(Validated):
 
     def _check(self) -> None:
         self._require(bool(self.host.strip()), "host", "a host name or address, e.g. localhost")
+        self._require(
+            self.blank_scene is None or bool(self.blank_scene.strip()),
+            "blank_scene",
+            "the name of an OBS scene, e.g. BRB (or leave the field out)",
+        )
         self._require(
             all(name.strip() for name in self.audio_inputs),
             "audio_inputs",

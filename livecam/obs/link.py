@@ -6,6 +6,8 @@ does every OBS call, each with the config's timeout, so no frame ever waits for 
   is one event (the status line and the panel show ``state``).
 * Follows OBS's stream, recording and virtual-camera state from OBS's own events
   (obsws-python's event thread only records them); the state is read once per connect.
+* With ``obs.blank_scene``, switches OBS to that scene while the output is blanked and
+  back to the scene it showed before when the blank ends (or the stream stops).
 * With ``obs.sync_audio``, keeps the microphone inputs' audio sync offset at LiveCam's
   measured latency (``livecam.obs.lipsync``), and puts each input's own offset back when
   the stream stops or the sync is switched off (``set_sync_audio``).
@@ -17,6 +19,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from livecam.config.obs import ObsConfig
@@ -46,6 +49,7 @@ class ObsLink(Worker):
         stop: threading.Event,
         fps: float,
         password: str | None = None,
+        blanked: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__("obs", stop, telemetry)
         self.cfg = cfg
@@ -61,6 +65,9 @@ class ObsLink(Worker):
         self._audio = AudioSync(cfg.audio_inputs)
         self._policy = SyncPolicy(cfg.sync_threshold_ms, cfg.sync_interval_s)
         self._session: Session | None = None
+        self._blanked = blanked or (lambda: False)
+        self._scene_before: str | None = None  # the scene blank_scene replaced
+        self._blank_seen = False
 
     # --- reading and switching (any thread) ----------------------------------------------
     @property
@@ -168,6 +175,7 @@ class ObsLink(Worker):
             if not session.alive:
                 raise ObsLost("OBS closed the connection (it quit or restarted)", "start OBS again")
             self._sync(session)
+            self._follow_blank(session)
             if time.monotonic() - self._heard_at > HEARTBEAT_S:
                 self._update(recording=_active(session, "GetRecordStatus"))
                 self._heard_at = time.monotonic()
@@ -205,6 +213,34 @@ class ObsLink(Worker):
             f"+ one frame); own offsets, put back at the end: {own}",
         )
 
+    def _follow_blank(self, session: Session, blank: bool | None = None) -> None:
+        """OBS on ``obs.blank_scene`` while the output is blanked, back after (each change
+        of the blank once: a missing scene is one warning, not a retry every tick)."""
+        scene = self.cfg.blank_scene
+        blank = self._blanked() if blank is None else blank
+        if scene is None or blank == self._blank_seen:
+            return
+        self._blank_seen = blank
+        target = scene if blank else self._scene_before
+        if target is None:  # the switch to the blank scene had failed
+            return
+        try:
+            if blank:
+                now = session.call("GetCurrentProgramScene").get("currentProgramSceneName")
+                session.call("SetCurrentProgramScene", {"sceneName": scene})
+                self._scene_before = str(now)
+                self._say("info", f"blanked: OBS shows the scene {scene!r}")
+            else:
+                self._scene_before = None
+                session.call("SetCurrentProgramScene", {"sceneName": target})
+                self._say("info", f"blank off: OBS shows the scene {target!r} again")
+        except RequestFailed as e:
+            self._say(
+                "warning",
+                f"OBS did not switch to the scene {target!r}: {e.comment or e.message}",
+                "name an existing scene: --obs-blank-scene SCENE ([obs] blank_scene)",
+            )
+
     def _put_back(self, session: Session) -> None:
         originals = dict(self._audio.originals)
         lines = self._audio.restore(session)
@@ -220,11 +256,13 @@ class ObsLink(Worker):
         self._subscription.unsubscribe()
         session = self._session
         try:
-            if self._audio.originals:
+            if self._audio.originals or self._scene_before is not None:
                 if session is None or not session.alive:
                     cfg = self.cfg
                     session = connect(cfg.host, cfg.port, self._password, cfg.timeout_s)
-                self._put_back(session)
+                self._follow_blank(session, blank=False)
+                if self._audio.originals:
+                    self._put_back(session)
         except ObsError as e:
             lost = ", ".join(f"{n} to {ms} ms" for n, ms in self._audio.originals.items())
             self._say(

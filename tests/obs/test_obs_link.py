@@ -107,6 +107,29 @@ def test_a_renamed_microphone_is_one_line_and_the_stream_goes_on(
     assert obs.offset(studio) == OWN_OFFSET_MS
 
 
+def test_blank_shows_the_be_right_back_scene_in_obs_and_back(
+    obs: ObsStudio, studio: Session
+) -> None:
+    def program() -> str:
+        return str(studio.call("GetCurrentProgramScene")["currentProgramSceneName"])
+
+    scenes = [s["sceneName"] for s in studio.call("GetSceneList")["scenes"]]
+    if "BRB" not in scenes:
+        studio.call("CreateScene", {"sceneName": "BRB"})
+    show = program()
+    app = obs_app(obs, blank_scene="BRB")
+    try:
+        link = app.obs
+        assert link is not None
+        assert poll(lambda: link.state.connected, 30), link.state
+        app.controls.set_blank(True).wait(10)
+        assert poll(lambda: program() == "BRB", 10)
+        app.controls.set_blank(False).wait(10)
+        assert poll(lambda: program() == show, 10)
+    finally:
+        app.stop()
+
+
 def test_recording_in_obs_shows_in_the_state_within_a_second(
     obs: ObsStudio, studio: Session
 ) -> None:
