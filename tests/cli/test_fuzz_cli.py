@@ -39,6 +39,7 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
     "--size": (["160x120", "320x240", "64x48", "16x16"], ["15x15", "0x0", "abc", "7682x4320"]),
     "--obs-host": (["127.0.0.1", "localhost"], ["", " "]),
     "--obs-audio-input": (["Mic/Aux"], ["", " "]),
+    "--obs-blank-scene": (["BRB"], ["", " "]),
     "--sink": (["null", "{tmp}/o.png", "{tmp}/o.mp4"],
                ["bogus.xyz", "window", "auto", "virtualcam", "{tmp}/nofolder/o.mp4", "",
                 "{tmp}/no/deeper/o.mp4"]),
