@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal, get_type_hints
 from livecam.config.keycombo import ALLOWED as KEYCOMBO_ALLOWED
 from livecam.config.keycombo import canonical, find_conflict
 from livecam.config.obs import ObsConfig
+from livecam.config.remote import RemoteConfig
 from livecam.config.setting import (
     FPS_RANGE,
     FPS_WORDS,
@@ -80,6 +81,7 @@ __all__ = [
     "Preset",
     "Provider",
     "QualityLevel",
+    "RemoteConfig",
     "RunConfig",
     "SourceConfig",
     "StageName",
@@ -413,6 +415,7 @@ class Config(Validated):
     run: RunConfig = field(default_factory=RunConfig)
     hotkeys: HotkeysConfig = field(default_factory=HotkeysConfig)
     obs: ObsConfig = field(default_factory=ObsConfig)
+    remote: RemoteConfig = field(default_factory=RemoteConfig)
 
     def with_section(self, section: str, **changes: Any) -> Config:
         """Return a copy with fields of one section changed (validated)."""

@@ -31,7 +31,7 @@ from livecam.face.enhance import FaceEnhancer
 from livecam.face.identity.onnx import OnnxRecognizer
 from livecam.face.landmarks.onnx import Landmarker106, Pfld68Landmarker
 from livecam.face.masks import BoxMasker, CombinedMasker, EllipseMasker, MouthMasker, RegionMasker
-from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recognizer
+from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recognizer, Swapper
 from livecam.face.paste.blenders import AffineBlender, RoiBlender
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.swap.classic import ClassicSwapper
@@ -393,6 +393,20 @@ def build_parts(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None
             part.close()
         builder.close_opened()
         raise
+
+
+def build_swapper(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None) -> Swapper[Any]:
+    """Only the swapper of ``row`` for ``cfg`` (a swap server needs no detector or
+    recognizer): its file resolved like ``build_parts`` does."""
+    builder = PartsBuilder(row, cfg, store if store is not None else ModelStore())
+    builder.plan = {"swapper": builder.plan["swapper"]}
+    builder.resolve_files()
+    try:
+        swapper: Swapper[Any] = builder.part("swapper", {"recognizer": None})
+    except BaseException:
+        builder.close_opened()
+        raise
+    return swapper
 
 
 def _parts(built: Built) -> list[Part]:

@@ -256,8 +256,7 @@ class NeuralSwapper:
                 todo.append((work, affine))
         if not todo:
             return list(faces)
-        vectors = np.stack([np.asarray(sources[w.source_index], np.float32) for w, _ in todo])
-        vectors = self._balanced(frames, [w for w, _ in todo], vectors)
+        vectors = self.source_vectors(frames, [w for w, _ in todo], sources)
         if self.compute == "torch":
             crops, outputs = device_path.swap_crops(
                 self.model,
@@ -319,6 +318,17 @@ class NeuralSwapper:
         if hi[0] <= 0 or hi[1] <= 0 or lo[0] >= w or lo[1] >= h:
             return None
         return affine
+
+    def source_vectors(
+        self,
+        frames: Sequence[FrameContext],
+        works: Sequence[FaceWork],
+        sources: Sequence[Latent],
+    ) -> npt.NDArray[np.float32]:
+        """(F, 512) source vectors the model gets for ``works``: each record's prepared
+        source with the identity weight applied."""
+        vectors = np.stack([np.asarray(sources[w.source_index], np.float32) for w in works])
+        return self._balanced(frames, list(works), vectors)
 
     def _balanced(
         self,
