@@ -158,7 +158,12 @@ def build_stages(
         elif name == "swap":
             from livecam.face.swap_stage import build_swap_stage
 
-            stages.append(build_swap_stage(config.swap, faces, store))
+            wrap = None
+            if config.remote.url is not None:
+                from livecam.remote.swapper import remote_wrapper
+
+                wrap = remote_wrapper(config.remote)
+            stages.append(build_swap_stage(config.swap, faces, store, wrap))
     return stages
 
 

@@ -20,6 +20,7 @@ from recording_backend import RecordingStore, register_recording_backend, unregi
 
 if TYPE_CHECKING:
     from livecam.obs.client import Session
+    from triton_serve import Served
     from ui.settings import UiSettings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -140,3 +141,39 @@ def vcam() -> Iterator[RecordingStore]:
     store = register_recording_backend()
     yield store
     unregister(store.name)
+
+
+@pytest.fixture(scope="session")
+def remote_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> dict[str, Path]:
+    """The models of the remote-swap tests: the narrow synthetic inswapper, the
+    latent-to-colour oracle, and a 512-d recognizer with ArcFace's interface."""
+    from livecam.benchmark.synthetic_models import (
+        arcface_like,
+        inswapper_like,
+        latent_colour_swapper,
+    )
+
+    folder = tmp_path_factory.mktemp("remote-models")
+    files = {
+        "narrow": folder / "narrow_swapper.onnx",
+        "colour": folder / "colour_swapper.onnx",
+        "recognizer": folder / "arcface_like.onnx",
+    }
+    inswapper_like(files["narrow"], 16)
+    latent_colour_swapper(files["colour"], 128, "inswapper")
+    arcface_like(files["recognizer"], testdata / "models" / "mobilefacenet.onnx")
+    return files
+
+
+@pytest.fixture(scope="session")
+def narrow_server(
+    remote_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """`livecam serve` of the narrow synthetic swapper on 127.0.0.1, with a token, for
+    the whole session (the tests that kill a server start their own)."""
+    from triton_serve import needs_serve_extra, served
+
+    needs_serve_extra()
+    log = tmp_path_factory.mktemp("serve") / "narrow.log"
+    with served(remote_models["narrow"], log) as server:
+        yield server

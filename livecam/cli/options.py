@@ -41,6 +41,7 @@ GROUPS = {
     NEURAL: NEURAL,
     "run": "run",
     "obs": "OBS Studio (obs-websocket 5; see docs/obs.md)",
+    "remote": "swap on another machine's GPU",
 }
 DEBUG_GROUP = "test and bench knobs (left out of --help)"
 

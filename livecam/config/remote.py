@@ -4,8 +4,8 @@ the server's address (``grpc://HOST:PORT``, ``grpcs://`` for TLS) parsed once.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 from typing import ClassVar, Literal
+from urllib.parse import urlsplit
 
 from livecam.config.setting import setting
 from livecam.config.validation import Validated
@@ -78,8 +78,7 @@ class RemoteConfig(Validated):
         None,
         option="--remote-token",
         metavar="SECRET",
-        help="the server's access token (`livecam serve --token`; default: "
-        "$LIVECAM_REMOTE_TOKEN)",
+        help="the server's access token (`livecam serve --token`; default: $LIVECAM_REMOTE_TOKEN)",
     )
     ca_cert: str | None = setting(
         None,

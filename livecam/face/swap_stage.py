@@ -3,9 +3,11 @@ swap the source face in and paste it back."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import cv2
 import numpy as np
@@ -15,7 +17,7 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.build import build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
-from livecam.face.parts import FaceParts
+from livecam.face.parts import FaceParts, Swapper
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
@@ -174,9 +176,13 @@ class FaceSwapStage:
         self._selector.set_target(point)
 
     def report_to(self, report: CheckReport) -> None:
-        """Send the swap check's readings and warnings to ``report`` (the telemetry)."""
+        """Send the swap check's readings and warnings, and the swapper's own events (the
+        remote swap's), to ``report`` (the telemetry)."""
         if self.check is not None:
             self.check.attach(report)
+        attach = getattr(self.parts.swapper, "report_to", None)
+        if callable(attach):
+            attach(report)
 
     def close(self) -> None:
         if self.check is not None:
@@ -227,6 +233,7 @@ def build_swap_stage(
     cfg: SwapConfig,
     faces: SourceFaceCache,
     store: ModelStore | None = None,
+    swapper_wrap: Callable[[Swapper[Any]], Swapper[Any]] | None = None,
 ) -> FaceSwapStage:
     """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
 
@@ -234,12 +241,19 @@ def build_swap_stage(
     through it, once per photo and analyzer model across builds. The stage may be built and
     warmed on the loader thread while another build runs on the inference thread. ``store``
     finds (or downloads) the preset's model files (default: a store of this machine's
-    folders).
+    folders). ``swapper_wrap`` puts another swapper in front of the preset's (the remote
+    swap, which falls back to the preset's own).
     """
     check_swap_config(cfg)
     store = store if store is not None else ModelStore()
     row = resolve_preset(cfg.preset, store, cfg)
     parts = build_parts(row, cfg, store)
+    if swapper_wrap is not None:
+        try:
+            parts = dataclasses.replace(parts, swapper=swapper_wrap(parts.swapper))
+        except BaseException:
+            parts.close()
+            raise
     try:
         # the source photo is embedded only for a swapper that uses the identity (the
         # classic swapper warps pixels: its photo is analysed without the recognizer)

@@ -18,9 +18,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.remote import ServerAddress
 from livecam.errors import LivecamError
 from livecam.remote import wire
-from livecam.config.remote import ServerAddress
 
 log = logging.getLogger(__name__)
 

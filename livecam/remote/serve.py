@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.remote import ServerAddress
 from livecam.errors import ConfigError, LivecamError
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.proxy_patch import use_dlpack
-from livecam.config.remote import ServerAddress
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,9 @@ class SwapServer:
 
     @property
     def address(self) -> ServerAddress:
-        return ServerAddress(self.options.host, self.options.port, self.options.tls_cert is not None)
+        return ServerAddress(
+            self.options.host, self.options.port, self.options.tls_cert is not None
+        )
 
     def start(self) -> None:
         try:

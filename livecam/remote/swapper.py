@@ -25,19 +25,22 @@ guards the shared state.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from livecam.config.remote import RemoteConfig
+from livecam.config.remote import RemoteConfig, parse_address
+from livecam.errors import ConfigError
 from livecam.face.crops import align
-from livecam.face.parts import FrameContext, Providers
+from livecam.face.parts import FrameContext, Providers, Swapper
 from livecam.face.swap.neural import Latent, NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.link import BatchCounts, RemoteError, RemoteLink
@@ -52,6 +55,7 @@ ORIGIN = "remote"
 LOST = "REMOTE LOST, local swap"
 RTT_WINDOW = 200  # round trips kept for p50/p99
 RETRY_S = 1.0  # the monitor's period
+TOKEN_ENV = "LIVECAM_REMOTE_TOKEN"
 
 
 class EventSink(Protocol):
@@ -430,3 +434,30 @@ class RemoteSwapper:
 def _key(work: FaceWork, index: int) -> int:
     """The face's identity across frames: its track id, else its place in the batch."""
     return work.face.track_id if work.face.track_id >= 0 else -1 - index
+
+
+def remote_wrapper(settings: RemoteConfig) -> Callable[[Swapper[Any]], Swapper[Any]]:
+    """What ``build_swap_stage`` puts in front of the preset's swapper for ``[remote]``:
+    a RemoteSwapper falling back to it (a ConfigError for a swapper it cannot offload)."""
+    if settings.url is None:
+        raise ConfigError("no remote server set", "give --remote grpc://HOST:PORT")
+    address = parse_address(settings.url)
+    token = settings.token or os.environ.get(TOKEN_ENV) or None
+
+    def wrap(local: Swapper[Any]) -> Swapper[Any]:
+        if not isinstance(local, NeuralSwapper):
+            raise ConfigError(
+                "the remote swap offloads a neural swapper; this preset swaps with the "
+                "classic CPU swapper",
+                "use --preset standard (or quality) with --remote",
+            )
+        link = RemoteLink(
+            address,
+            token=token,
+            ca_cert=Path(settings.ca_cert) if settings.ca_cert else None,
+            compression=settings.compression,
+            timeout_s=settings.timeout_ms / 1000,
+        )
+        return RemoteSwapper(local, link, settings)
+
+    return wrap

@@ -211,6 +211,11 @@ class NeuralSwapper:
         """The side of the face crop in pixels (``input_size * pixel_boost``)."""
         return self.input_size * self.pixel_boost
 
+    @property
+    def input_names(self) -> tuple[str, str]:
+        """The model's (target, source) input names."""
+        return self._target.name, self._source.name
+
     def warmup(self) -> None:
         self.model.warmup()
 

@@ -1,0 +1,197 @@
+"""The remote swap against a real `livecam serve` (NVIDIA Triton through PyTriton) on
+127.0.0.1: the same frames swapped here and there agree, the exported repository's graph
+agrees with the server, and a wrong token, an unreachable host or a malformed URL each give
+one line while the local swap goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from triton_serve import TOKEN, Served, face_region, free_port, remote_swapper
+
+from livecam.config.remote import RemoteConfig
+from livecam.config.swap import SwapConfig
+from livecam.errors import ConfigError
+from livecam.face.parts import FrameContext
+from livecam.face.source.photo import SourceFaceCache
+from livecam.face.swap.neural import NeuralSwapper
+from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
+from livecam.remote import wire
+from livecam.remote.export import export_repository
+from livecam.remote.link import RemoteLink
+from livecam.remote.swapper import LOST, RemoteSwapper
+from livecam.sources.image import load_image_bgr
+from livecam.types import Event, FaceWork, FramePacket
+
+FRAMES = 5
+
+
+def standard(testdata: Path, models: dict[str, Path]) -> SwapConfig:
+    return SwapConfig(
+        preset="standard",
+        provider="cpu",
+        detector_model=str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
+        recognizer_model=str(models["recognizer"]),
+        swapper_model=str(models["narrow"]),
+        face=str(testdata / "faces" / "biden_official_portrait.jpg"),
+    )
+
+
+def clip(testdata: Path) -> list[np.ndarray]:
+    """A head moving 6 px a frame across a 480x360 frame."""
+    portrait = load_image_bgr(testdata / "faces" / "obama_official_portrait_2012.jpg")
+    head = cv2.resize(portrait, (200, 250), interpolation=cv2.INTER_AREA)
+    frames = []
+    for i in range(FRAMES):
+        frame = np.full((360, 480, 3), 70, np.uint8)
+        x = 120 + 6 * i
+        frame[50:300, x : x + 200] = head
+        frames.append(frame)
+    return frames
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[Event] = []
+
+    def event(self, event: Event) -> None:
+        self.seen.append(event)
+
+
+def run_stage(stage: FaceSwapStage, frames: list[np.ndarray]) -> list[FramePacket]:
+    packets = [
+        FramePacket(f.copy(), seq=i, t_capture_ns=i * 33_000_000) for i, f in enumerate(frames)
+    ]
+    for packet in packets:
+        stage.process([packet])
+    return packets
+
+
+@pytest.fixture(scope="module")
+def local_stage(
+    testdata: Path, remote_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+):
+    stage = build_swap_stage(
+        standard(testdata, remote_models), SourceFaceCache(tmp_path_factory.mktemp("faces"))
+    )
+    stage.warmup(480, 360)
+    yield stage
+    stage.close()
+
+
+def test_remote_swap_agrees_with_the_local_swap_in_the_face(
+    testdata: Path,
+    remote_models: dict[str, Path],
+    narrow_server: Served,
+    local_stage: FaceSwapStage,
+    tmp_path: Path,
+) -> None:
+    """The same moving clip through the local stage and through `livecam serve`: every
+    frame's face region within 1 grey level, every face swapped by the server."""
+    made: list[RemoteSwapper] = []
+
+    def wrap(local):  # type: ignore[no-untyped-def]
+        # wait for each frame's own answer (a LAN), so the frames compare one to one
+        made.append(remote_swapper(local, narrow_server.url, wait_ms=200, timeout_ms=3000))
+        return made[0]
+
+    cfg = standard(testdata, remote_models)
+    remote = build_swap_stage(cfg, SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap)
+    try:
+        remote.warmup(480, 360)
+        assert made[0].lost is None, made[0].lost
+        frames = clip(testdata)
+        here, there = run_stage(local_stage, frames), run_stage(remote, frames)
+        for a, b in zip(here, there, strict=True):
+            assert a.faces_swapped == b.faces_swapped == 1
+            face = a.faces[0]
+            ys, xs = face_region(FrameContext(a.frame), face)
+            assert np.array_equal(a.frame[ys, xs], b.frame[ys, xs]) or (
+                np.abs(a.frame[ys, xs].astype(int) - b.frame[ys, xs]).max() <= 1
+            )
+            assert np.abs(a.frame[ys, xs].astype(int) - frames[a.seq][ys, xs]).mean() > 5
+        stats = made[0].stats()
+        assert (stats.faces_remote, stats.faces_local) == (FRAMES, 0), stats
+        assert stats.route == "remote" and stats.rtt_p50_ms is not None
+        assert stats.server == "cpu" and stats.bytes_up_per_face == 128 * 128 * 3 + 512 * 4
+    finally:
+        remote.close()
+
+
+def test_exported_repository_parses_and_its_graph_agrees_with_the_server(
+    local_stage: FaceSwapStage, narrow_server: Served, tmp_path: Path
+) -> None:
+    """`config.pbtxt` parses as Triton's ModelConfig; the exported ONNX graph (uint8 in,
+    uint8 out, normalisation folded in) run by ONNX Runtime answers what the server does."""
+    import onnxruntime as ort
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    swapper = local_stage.parts.swapper
+    assert isinstance(swapper, NeuralSwapper)
+    folder = export_repository(
+        swapper, tmp_path / "repo", max_batch=8, queue_delay_us=500, tensorrt_fp16=True
+    )
+    config = text_format.Parse((folder / wire.MODEL / "config.pbtxt").read_text(), mc.ModelConfig())
+    assert (config.name, config.backend, config.max_batch_size) == (wire.MODEL, "onnxruntime", 8)
+    assert config.dynamic_batching.max_queue_delay_microseconds == 500
+    assert [(i.name, list(i.dims), i.data_type) for i in config.input] == [
+        (wire.CROP, [128, 128, 3], mc.TYPE_UINT8),
+        (wire.LATENT, [512], mc.TYPE_FP32),
+    ]
+    accelerator = config.optimization.execution_accelerators.gpu_execution_accelerator[0]
+    assert accelerator.name == "tensorrt" and accelerator.parameters["precision_mode"] == "FP16"
+
+    rng = np.random.default_rng(3)
+    crops = rng.integers(0, 256, (3, 128, 128, 3), dtype=np.uint8)
+    latents = rng.standard_normal((3, 512)).astype(np.float32)
+    latents /= np.linalg.norm(latents, axis=1, keepdims=True)
+    session = ort.InferenceSession(
+        str(folder / wire.MODEL / "1" / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+    exported = session.run(None, {wire.CROP: crops, wire.LATENT: latents})[0]
+    link = RemoteLink(narrow_server.address, token=TOKEN)
+    try:
+        served, _ = link.round_trip(crops, latents, timeout_s=10)
+    finally:
+        link.close()
+    assert exported.dtype == np.uint8 and exported.shape == crops.shape
+    assert np.abs(exported.astype(int) - served).max() <= 1
+    assert np.abs(served.astype(int) - crops).mean() > 5  # a swap, not a copy
+
+
+@pytest.mark.parametrize("case", ["wrong token", "unreachable"])
+def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
+    case: str, local_stage: FaceSwapStage, narrow_server: Served, testdata: Path
+) -> None:
+    local = local_stage.parts.swapper
+    assert isinstance(local, NeuralSwapper)
+    url = narrow_server.url if case == "wrong token" else f"grpc://127.0.0.1:{free_port()}"
+    swapper = remote_swapper(local, url, token="not-the-token")
+    swapper.close = lambda: swapper.link.close()  # type: ignore[method-assign] # keep local
+    events = Events()
+    swapper.report_to(events)
+    try:
+        swapper.warmup()
+        [said] = [e.message for e in events.seen]
+        assert said.startswith(f"{LOST}: ") and "\n" not in said
+        assert ("refused the token" if case == "wrong token" else "nothing answers") in said
+        frame = clip(testdata)[0]
+        packet = FramePacket(frame.copy(), seq=0, t_capture_ns=0)
+        local_stage.prepare([packet])
+        work = FaceWork(0, 0, packet.faces[0], source_index=0)
+        [done] = swapper.swap([FrameContext(frame)], [work], [local.prepare(local_stage.source)])
+        assert done.output is not None  # swapped here, never an unswapped face
+        stats = swapper.stats()
+        assert (stats.faces_local, stats.faces_remote, stats.route) == (1, 0, "local")
+    finally:
+        swapper.close()
+
+
+def test_a_malformed_url_is_one_line() -> None:
+    with pytest.raises(ConfigError) as e:
+        RemoteConfig(url="http://gpu-box:8001")
+    assert "grpc://HOST:PORT" in str(e.value) and e.value.field == "remote.url"
