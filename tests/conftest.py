@@ -21,6 +21,7 @@ from recording_backend import RecordingStore, register_recording_backend, unregi
 if TYPE_CHECKING:
     from livecam.obs.client import Session
     from triton_serve import Served
+
     from ui.settings import UiSettings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -183,17 +183,24 @@ class DelayProxy:
     def __exit__(self, *exc: object) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        assert not self._thread.is_alive(), "the delay proxy did not stop"
 
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        loop = self._loop
+        asyncio.set_event_loop(loop)
+        server = loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
         self.port = server.sockets[0].getsockname()[1]
         self._started.set()
         try:
-            self._loop.run_forever()
+            loop.run_forever()
         finally:
             server.close()
-            self._loop.close()
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(server.wait_closed())
+            loop.close()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -201,9 +208,13 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(
-            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
-        )
+        try:
+            await asyncio.gather(
+                self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+            )
+        finally:
+            writer.close()
+            up_writer.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()

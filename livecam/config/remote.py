@@ -106,7 +106,7 @@ class RemoteConfig(Validated):
         20,
         option="--remote-wait-ms",
         metavar="MS",
-        range=(0, 200),
+        range=(0, 1000),
         help="how long a frame waits for its own swapped faces while the server usually "
         "answers that fast; else it shows the newest answer (default {default})",
     )

@@ -28,6 +28,19 @@ Compression = Literal["none", "gzip", "deflate"]
 Answer = Callable[[npt.NDArray[np.uint8] | None, "RemoteError | None"], None]
 
 
+MAX_MESSAGE = 64 * 1024 * 1024
+#: gRPC channel options: tritonclient's message limits, and reconnect attempts at most a
+#: second apart (gRPC's default backoff grows to two minutes, far too slow to notice that
+#: a restarted server is back)
+CHANNEL_ARGS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
 class RemoteError(LivecamError):
     """The swap server cannot be used: ``message`` says why, ``hint`` how to fix it."""
 
@@ -129,6 +142,7 @@ class RemoteLink:
             url=address.target,
             ssl=tls,
             root_certificates=str(ca_cert) if ca_cert is not None else None,
+            channel_args=CHANNEL_ARGS,
         )
 
     def close(self) -> None:
@@ -185,7 +199,8 @@ class RemoteLink:
 
     def check(self, crop_size: int, timeout_s: float = 2.0) -> wire.ServerInfo:
         """Ask the server whether it is live and serves ``livecam_swapper`` with crops of
-        ``crop_size`` (and the token is right): its ``ServerInfo``, else a RemoteError."""
+        ``crop_size`` (and the token is right), and swap one blank crop through it: its
+        ``ServerInfo``, else a RemoteError."""
         try:
             if not self._client.is_server_live(headers=self.headers, client_timeout=timeout_s):
                 raise RemoteError(f"{self.address} is up but not live", "restart the server")
@@ -204,7 +219,11 @@ class RemoteLink:
                 f"preset sends crop {want} and latent [-1, {wire.LATENT_DIM}])",
                 "serve the same preset and swapper model on both machines",
             )
-        return self._info(crop_size, timeout_s)
+        info = self._info(crop_size, timeout_s)
+        crops = np.zeros((1, crop_size, crop_size, 3), np.uint8)
+        latents = np.full((1, wire.LATENT_DIM), wire.LATENT_DIM**-0.5, np.float32)
+        self.round_trip(crops, latents, timeout_s)  # the whole path, warmed
+        return info
 
     def _info(self, crop_size: int, timeout_s: float) -> wire.ServerInfo:
         """The server's own description (``livecam_info``), or a plain one for a Triton
