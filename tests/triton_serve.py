@@ -138,16 +138,21 @@ def served(
 
 
 def remote_swapper(
-    local: NeuralSwapper, url: str, token: str | None = TOKEN, **settings: object
+    local: NeuralSwapper,
+    url: str,
+    token: str | None = TOKEN,
+    close_local: bool = False,
+    **settings: object,
 ) -> RemoteSwapper:
-    """A RemoteSwapper in front of ``local`` (which it closes), monitor on."""
+    """A RemoteSwapper in front of ``local`` (closed with it when ``close_local``), with
+    its monitor thread."""
     cfg = RemoteConfig(url=url, token=token, **settings)  # type: ignore[arg-type]
     link = RemoteLink(
         ServerAddress("127.0.0.1", int(url.rpartition(":")[2])),
         token=token,
         timeout_s=cfg.timeout_ms / 1000,
     )
-    return RemoteSwapper(local, link, cfg)
+    return RemoteSwapper(local, link, cfg, close_local=close_local)
 
 
 def face_work(face: Face, index: int = 0) -> FaceWork:

@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_check_options(check)
     check.set_defaults(func=cmd_check)
-    from livecam.cli.serve import add_serve_command
+    from livecam.remote.command import add_serve_command
 
     add_serve_command(sub)
     return parser

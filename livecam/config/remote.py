@@ -4,6 +4,7 @@ the server's address (``grpc://HOST:PORT``, ``grpcs://`` for TLS) parsed once.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -117,6 +118,13 @@ class RemoteConfig(Validated):
     )
 
     def _check(self) -> None:
+        if self.ca_cert is not None and not Path(self.ca_cert).is_file():
+            raise ConfigError(
+                f"config field 'remote.ca_cert': no such certificate file {self.ca_cert}",
+                "give the server's root certificate (a PEM file) to --remote-ca",
+                field="remote.ca_cert",
+                value=self.ca_cert,
+            )
         if self.url is None:
             return
         try:

@@ -133,7 +133,8 @@ class RemoteSwapper:
 
     ``settings``: in flight, timeout and wait of ``[remote]``. ``clock``: seconds (for the
     deadlines). ``monitor``: run the reconnect/statistics thread (tests of the state machine
-    may drive ``check_server`` themselves)."""
+    may drive ``check_server`` themselves). ``close_local``: ``close`` closes ``local`` too
+    (it is this part's own)."""
 
     needs_identity = True
 
@@ -145,6 +146,7 @@ class RemoteSwapper:
         *,
         clock: Callable[[], float] = time.monotonic,
         monitor: bool = True,
+        close_local: bool = True,
     ) -> None:
         self.local = local
         self.link = link
@@ -163,6 +165,7 @@ class RemoteSwapper:
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._use_monitor = monitor
+        self._close_local = close_local
 
     # -- the Swapper protocol ------------------------------------------------------------
 
@@ -184,7 +187,8 @@ class RemoteSwapper:
             self._monitor.join(timeout=3)
             self._monitor = None
         self.link.close()
-        self.local.close()
+        if self._close_local:
+            self.local.close()
 
     def report_to(self, report: EventSink) -> None:
         """Send "REMOTE LOST" and "remote swap back" events to ``report``."""

@@ -72,6 +72,10 @@ VALUES: dict[str, tuple[list[str | None], list[str | None]]] = {
     "--swapper": ([], ["nope"]),
     "--enhancer": ([], ["nope"]),
     "--save-config": ([], ["{tmp}/saved.toml", "{tmp}/nofolder/c.toml", "{tmp}"]),
+    # the remote swap (used by the swap stage only; nothing listens on port 1)
+    "--remote": (["grpc://127.0.0.1:1"], ["http://127.0.0.1:1", "grpc://", "grpc://h:99999", LONG]),
+    "--remote-token": (["secret"], []),
+    "--remote-ca": ([], ["{tmp}/missing.pem", "{tmp}"]),
 }  # fmt: skip
 #: the config field options the fuzz leaves out, and why
 NOT_FUZZED: dict[str, str] = {

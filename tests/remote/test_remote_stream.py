@@ -48,9 +48,11 @@ def local_swapper(model: Path, data: Path) -> NeuralSwapper:
 @pytest.fixture(scope="module")
 def face_frame(testdata: Path) -> tuple[FrameContext, Face]:
     """A real portrait and its face's 5 points (the ArcFace template placed on it)."""
-    image = load_image_bgr(testdata / "faces" / "obama_official_portrait_2012.jpg")
-    image = cv2.resize(image, (320, 400), interpolation=cv2.INTER_AREA)
-    kps = np.asarray(ARCFACE_112, np.float32) * 1.3 + np.float32([88, 110])
+    photo = load_image_bgr(testdata / "faces" / "obama_official_portrait_2012.jpg")
+    image = np.asarray(cv2.resize(photo, (320, 400), interpolation=cv2.INTER_AREA), np.uint8)
+    kps = (np.asarray(ARCFACE_112, np.float32) * 1.3 + np.array([88, 110], np.float32)).astype(
+        np.float32
+    )
     box = np.array([60, 80, 260, 330], np.float32)
     return FrameContext(image), Face(bbox=box, score=0.99, kps=kps, track_id=1)
 
@@ -100,6 +102,7 @@ def test_four_clients_get_their_own_colour_while_triton_batches(
             remote_swapper(
                 local_swapper(remote_models["colour"], tmp_path / f"d{i}"),
                 srv.url,
+                close_local=True,
                 wait_ms=500,
                 timeout_ms=3000,
             )
@@ -153,7 +156,6 @@ def test_server_killed_mid_stream_then_back(
     latent = unit(7)
     with served(remote_models["narrow"], tmp_path / "serve.log") as srv:
         swapper = remote_swapper(narrow_local, srv.url, wait_ms=100, timeout_ms=300)
-        swapper.close = lambda: swapper.link.close()  # type: ignore[method-assign]
         said = Said()
         swapper.report_to(said)
         swapper.warmup()
@@ -222,7 +224,6 @@ def test_frame_rate_does_not_depend_on_the_round_trip(
         swapper = remote_swapper(
             narrow_local, f"grpc://127.0.0.1:{port}", in_flight=3, timeout_ms=1500
         )
-        swapper.close = lambda s=swapper: s.link.close()  # type: ignore[misc]
         swapper.warmup()
         try:
             assert swapper.lost is None, swapper.lost

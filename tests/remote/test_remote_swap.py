@@ -6,6 +6,7 @@ one line while the local swap goes on."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -15,7 +16,7 @@ from triton_serve import TOKEN, Served, face_region, free_port, remote_swapper
 from livecam.config.remote import RemoteConfig
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
-from livecam.face.parts import FrameContext
+from livecam.face.parts import FrameContext, Swapper
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
@@ -93,9 +94,12 @@ def test_remote_swap_agrees_with_the_local_swap_in_the_face(
     frame's face region within 1 grey level, every face swapped by the server."""
     made: list[RemoteSwapper] = []
 
-    def wrap(local):  # type: ignore[no-untyped-def]
+    def wrap(local: Swapper[Any]) -> Swapper[Any]:
+        assert isinstance(local, NeuralSwapper)
         # wait for each frame's own answer (a LAN), so the frames compare one to one
-        made.append(remote_swapper(local, narrow_server.url, wait_ms=200, timeout_ms=3000))
+        made.append(
+            remote_swapper(local, narrow_server.url, close_local=True, wait_ms=200, timeout_ms=3000)
+        )
         return made[0]
 
     cfg = standard(testdata, remote_models)
@@ -171,7 +175,6 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
     assert isinstance(local, NeuralSwapper)
     url = narrow_server.url if case == "wrong token" else f"grpc://127.0.0.1:{free_port()}"
     swapper = remote_swapper(local, url, token="not-the-token")
-    swapper.close = lambda: swapper.link.close()  # type: ignore[method-assign] # keep local
     events = Events()
     swapper.report_to(events)
     try:
