@@ -19,9 +19,9 @@ from obs_studio import ObsStudio, obs_studio
 from recording_backend import RecordingStore, register_recording_backend, unregister
 
 if TYPE_CHECKING:
-    from livecam.obs.client import Session
     from triton_serve import Served
 
+    from livecam.obs.client import Session
     from ui.settings import UiSettings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

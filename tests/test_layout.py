@@ -45,6 +45,7 @@ LAYERS = (
     ("config",),
     ("runtime",),
     ("face",),
+    ("remote",),  # the swapper's model call on a Triton server (client and `livecam serve`)
     ("sources", "sinks"),
     ("telemetry",),
     ("stream",),

@@ -20,12 +20,11 @@ import numpy as np
 from waiting import poll
 
 from livecam.config.remote import RemoteConfig, ServerAddress
-from livecam.face.parts import FrameContext
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.link import RemoteLink
 from livecam.remote.swapper import RemoteSwapper
-from livecam.types import Face, FaceWork
+from livecam.types import Face, FaceWork, FrameContext
 
 START_TIMEOUT_S = 180.0  # Triton starts in ~10 s; a loaded 2-core machine may take longer
 TOKEN = "test-token-2f9c"

@@ -78,8 +78,8 @@ def add_serve_command(sub: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from livecam.face.build import build_swapper
-    from livecam.face.presets import resolve_preset
     from livecam.face.swap.neural import NeuralSwapper
+    from livecam.models.presets import resolve_preset
     from livecam.models.store import ModelStore
 
     cfg = SwapConfig(

@@ -26,13 +26,12 @@ from livecam.benchmark.synthetic_models import latent_colour
 from livecam.config.swap import SwapConfig
 from livecam.face.build import build_swapper
 from livecam.face.crops.align import ARCFACE_112
-from livecam.face.parts import FrameContext
-from livecam.face.presets import resolve_preset
 from livecam.face.swap.neural import NeuralSwapper
+from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
 from livecam.remote.swapper import LOST, RemoteSwapper
 from livecam.sources.image import load_image_bgr
-from livecam.types import Event, Face, FaceWork
+from livecam.types import Event, Face, FaceWork, FrameContext
 
 FPS = 30.0
 

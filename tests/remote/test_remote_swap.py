@@ -16,7 +16,7 @@ from triton_serve import TOKEN, Served, face_region, free_port, remote_swapper
 from livecam.config.remote import RemoteConfig
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
-from livecam.face.parts import FrameContext, Swapper
+from livecam.face.parts import Swapper
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
@@ -25,7 +25,7 @@ from livecam.remote.export import export_repository
 from livecam.remote.link import RemoteLink
 from livecam.remote.swapper import LOST, RemoteSwapper
 from livecam.sources.image import load_image_bgr
-from livecam.types import Event, FaceWork, FramePacket
+from livecam.types import Event, FaceWork, FrameContext, FramePacket
 
 FRAMES = 5
 
