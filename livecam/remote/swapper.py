@@ -40,10 +40,11 @@ import numpy.typing as npt
 from livecam.config.remote import RemoteConfig, parse_address
 from livecam.errors import ConfigError
 from livecam.face.crops import align
-from livecam.face.parts import Providers, Swapper
+from livecam.face.parts import Swapper
 from livecam.face.swap.neural import Latent, NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.link import BatchCounts, RemoteError, RemoteLink
+from livecam.runtime.providers import Providers
 from livecam.types import Affine, Event, EventLevel, FaceWork, FrameContext
 
 if TYPE_CHECKING:
