@@ -11,7 +11,6 @@ of the panel with it).
 from __future__ import annotations
 
 import logging
-import re
 
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
@@ -103,21 +102,3 @@ def contrast_ratio(foreground: str, background: str) -> float:
     """WCAG 2's contrast ratio of two colours: 1 (the same) to 21 (black on white)."""
     a, b = sorted((relative_luminance(foreground), relative_luminance(background)))
     return (b + 0.05) / (a + 0.05)
-
-
-_COLOUR = re.compile(r"(?<![-\w])color:\s*([#\w]+)")
-_BACKGROUND = re.compile(r"background(?:-color)?:\s*([#\w]+)")
-
-
-def style_contrast(style: str, window: str = WINDOW) -> float:
-    """The lowest contrast ratio of a style sheet's text colours against its background
-    (its own ``background``, else ``window``); each ``{...}`` block is judged alone.
-    ``inf`` when the style sets no text colour."""
-    blocks = re.findall(r"\{([^}]*)\}", style) or [style]
-    ratios = []
-    for block in blocks:
-        back = _BACKGROUND.search(block)
-        ratios += [
-            contrast_ratio(fg, back.group(1) if back else window) for fg in _COLOUR.findall(block)
-        ]
-    return min(ratios, default=float("inf"))

@@ -217,10 +217,6 @@ class Controls:
         """Turn the face swap on or off (off: the camera frames pass through)."""
         return self.set_stage_enabled(SWAP, on)
 
-    def toggle_swap(self) -> Change:
-        """Flip the face swap from its requested state (what the hotkey does)."""
-        return self.toggle("swap")
-
     def set_stage_enabled(self, name: str, on: bool) -> Change:
         """Run or skip one stage of the pipeline by name (e.g. an enhancer)."""
         self._require_stage(name)

@@ -496,11 +496,6 @@ class Detector:
         return StreamDetection(total, marked, windows, windows_marked, payload, windows_marked > 0)
 
 
-def detect_frame(frame: Frame) -> FrameDetection:
-    """The verdict on one frame (see ``Detector``)."""
-    return Detector().frame(frame)
-
-
 def detect_frames(frames: Iterable[Frame], window: int) -> StreamDetection:
     """The verdict on a stream of frames in windows of ``window`` frames (see ``Detector``)."""
     return Detector().frames(frames, window)

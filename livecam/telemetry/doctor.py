@@ -208,11 +208,6 @@ def _has_nvidia() -> bool:
         return reader.available
 
 
-def installed_onnxruntime() -> dict[str, str]:
-    """The ONNX Runtime packages of this environment (distribution -> version)."""
-    return _versions(ORT_DISTS)
-
-
 def check_providers() -> list[Check]:
     """One check per ONNX Runtime provider, each really running a tiny model."""
     from livecam.runtime.providers import fix_for, probe_providers, short_name

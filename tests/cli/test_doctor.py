@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import logging
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from livecam.runtime.providers import (
 )
 from livecam.telemetry.doctor import (
     DIRECTML_SWAP,
+    ORT_DISTS,
     Check,
     check_display,
     check_onnxruntime,
@@ -35,7 +37,6 @@ from livecam.telemetry.doctor import (
     check_presets,
     check_window,
     format_checks,
-    installed_onnxruntime,
     run_doctor,
 )
 from livecam.telemetry.doctor import _Package as Package
@@ -159,7 +160,8 @@ def test_package_check_flags_both_onnxruntime_builds() -> None:
 
 
 def test_doctor_names_the_onnxruntime_of_this_venv_from_its_metadata() -> None:
-    installed = installed_onnxruntime()
+    present = {dist.metadata["Name"].lower() for dist in metadata.distributions()}
+    installed = {d: metadata.version(d) for d in ORT_DISTS if d in present}
     assert installed == {"onnxruntime-gpu": ort.__version__}  # this venv: the CUDA build
     check = check_onnxruntime(sys.platform, _has_nvidia(), installed, "x86_64")
     assert check.ok is True, check

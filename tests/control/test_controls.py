@@ -112,7 +112,7 @@ def test_swap_blank_freeze_and_stage_switches_apply_live(
     result = app.controls.set_swap(False).wait(APPLY_TIMEOUT_S)
     assert result.state.swap is False and result.config.swap.face is not None
     assert all(passed_through(f, plain) for f in next_frames(vcam)), "camera frames pass"
-    on = frames_after(vcam, app.controls.toggle_swap())
+    on = frames_after(vcam, app.controls.toggle("swap"))
     assert app.controls.state.swap is True
     assert not any(passed_through(f, plain) for f in on)
 

@@ -25,7 +25,7 @@ from livecam.sinks.recording.video import RecorderSink
 from livecam.stream.label import Label
 from livecam.stream.output import OutputWorker
 from livecam.stream.ring import RingBuffer
-from livecam.stream.watermark import Watermarker, detect_frame, new_session_payload
+from livecam.stream.watermark import Detector, Watermarker, new_session_payload
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, Frame, FramePacket
 
@@ -107,11 +107,11 @@ def test_swapped_frames_leave_marked_after_the_label_and_the_others_untouched(
         labelled = label.draw(image)
         if swapped:
             assert np.array_equal(sent, reference.embed(labelled)), "the mark goes on the label"
-            found = detect_frame(sent)
+            found = Detector().frame(sent)
             assert found.marked and found.payload == payload
         else:
             assert np.array_equal(sent, labelled), "a pass-through frame is not marked"
-            assert not detect_frame(sent).marked
+            assert not Detector().frame(sent).marked
     assert worker.frames_marked == sum(1 for s in SWAPPED if s) == 5
     assert not [e for e in events if e.level != "info"]
 
@@ -126,7 +126,7 @@ def test_a_freeze_on_a_swapped_frame_stays_marked(clip: list[Frame]) -> None:
     worker, _ = run_output(
         [keep], images, watermark=Watermarker(new_session_payload()), counts=counts
     )
-    assert [detect_frame(k).marked for k in keep.kept] == [True, True, True, False, False]
+    assert [Detector().frame(k).marked for k in keep.kept] == [True, True, True, False, False]
     assert worker.frames_marked == 3
 
 
@@ -161,7 +161,7 @@ def test_the_recorders_manifest_counts_the_swapped_frames_it_was_sent(
     assert report.signature_valid and report.ai_action is not None
     with av.open(str(tmp_path / "out.mp4")) as container:
         decoded = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
-    marked = [detect_frame(np.ascontiguousarray(f)).marked for f in decoded]
+    marked = [Detector().frame(np.ascontiguousarray(f)).marked for f in decoded]
     # every swapped frame keeps its mark through H.264 (an unswapped frame between marked
     # ones may inherit it: inter prediction copies the reference's texture)
     assert all(m for m, s in zip(marked, SWAPPED, strict=True) if s), marked

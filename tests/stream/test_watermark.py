@@ -17,7 +17,6 @@ from livecam.stream.watermark import (
     Detector,
     Payload,
     Watermarker,
-    detect_frame,
     detect_frames,
     new_session_payload,
 )
@@ -86,14 +85,14 @@ def test_unmarked_clips_and_photos_are_never_detected(testdata: Path) -> None:
 def test_jpeg70_and_a_10_percent_crop_keep_the_mark(talking_head: list[np.ndarray]) -> None:
     payload = new_session_payload()
     marked = Watermarker(payload).embed(talking_head[0])
-    photo = detect_frame(jpeg(marked, 70))
+    photo = Detector().frame(jpeg(marked, 70))
     assert photo.marked and photo.payload == payload
     cut = crop(marked)
     assert cut.shape == (648, 1152, 3)
-    cropped = detect_frame(cut)
+    cropped = Detector().frame(cut)
     assert cropped.marked and cropped.payload == payload
     assert cropped.scale == pytest.approx(1 / 0.9, rel=0.01)  # the period, found again
-    assert not detect_frame(crop(talking_head[0])).marked
+    assert not Detector().frame(crop(talking_head[0])).marked
 
 
 @pytest.mark.parametrize("size", [(320, 240), (641, 359), (1280, 720), (1920, 1080)])
@@ -112,7 +111,7 @@ def test_marked_frame_keeps_size_and_dtype_and_stays_close(
     delta = marked.astype(np.int16) - frame
     inside = ((frame > 8) & (frame < 247)).all(axis=2)
     assert (delta[inside, 0] == delta[inside, 1]).all()
-    assert detect_frame(marked).marked
+    assert Detector().frame(marked).marked
 
 
 def test_payload_bits_and_check(talking_head: list[np.ndarray]) -> None:
@@ -126,7 +125,7 @@ def test_payload_bits_and_check(talking_head: list[np.ndarray]) -> None:
     with pytest.raises(ValueError):
         Payload(session_id=1, tag=0x1234)
     assert new_session_payload() != new_session_payload()
-    assert detect_frame(Watermarker(payload).embed(talking_head[0])).payload == payload
+    assert Detector().frame(Watermarker(payload).embed(talking_head[0])).payload == payload
 
 
 def test_windows_are_marked_by_majority(talking_head: list[np.ndarray]) -> None:

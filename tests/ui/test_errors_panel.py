@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +24,27 @@ from livecam.app import App
 from livecam.config.schema import Config
 from livecam.errors import StartupError
 from ui.main_window import MainWindow, apply_theme, startup_text
-from ui.notice import ERROR_STYLE, MIN_CONTRAST, WINDOW, contrast_ratio, style_contrast
+from ui.notice import ERROR_STYLE, MIN_CONTRAST, WINDOW, contrast_ratio
 from ui.settings import UiSettings
 from ui.stream import StreamController
+
+_COLOUR = re.compile(r"(?<![-\w])color:\s*([#\w]+)")
+_BACKGROUND = re.compile(r"background(?:-color)?:\s*([#\w]+)")
+
+
+def style_contrast(style: str, window: str = WINDOW) -> float:
+    """The lowest contrast ratio of a style sheet's text colours against its background
+    (its own ``background``, else ``window``); each ``{...}`` block is judged alone.
+    ``inf`` when the style sets no text colour."""
+    blocks = re.findall(r"\{([^}]*)\}", style) or [style]
+    ratios = []
+    for block in blocks:
+        back = _BACKGROUND.search(block)
+        ratios += [
+            contrast_ratio(fg, back.group(1) if back else window) for fg in _COLOUR.findall(block)
+        ]
+    return min(ratios, default=float("inf"))
+
 
 UI = Path(ui.__file__).resolve().parent
 

@@ -67,18 +67,6 @@ def apply_mean_std(
     return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
 
 
-def transfer_mean_std(
-    src: FloatImage,
-    src_region: npt.NDArray[np.bool_],
-    ref: FloatImage,
-    ref_region: npt.NDArray[np.bool_],
-    max_ratio: float = 2.0,
-) -> FloatImage:
-    """Reinhard-style transfer: give ``src`` the per-channel mean/std of ``ref``, the
-    statistics taken over the masked regions (see ``apply_mean_std``)."""
-    return apply_mean_std(src, transfer_stats(src, src_region, ref, ref_region), max_ratio)
-
-
 def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImage:
     """Normalised-convolution Gaussian low-pass of ``img`` using only pixels where ``mask``.
 

@@ -13,11 +13,9 @@ Points = npt.NDArray[np.float32]
 Triangles = npt.NDArray[np.int32]
 
 JAW = slice(0, 17)
-BROWS = slice(17, 27)
 NOSE = slice(27, 36)
 LEFT_EYE = slice(36, 42)  # eye on the image's left
 RIGHT_EYE = slice(42, 48)
-MOUTH = slice(48, 68)
 INNER_MOUTH = slice(60, 68)
 
 # How much of the source's face shape each of the 68 points takes (times the swapper's
