@@ -33,7 +33,7 @@ from livecam.errors import LivecamError, one_line
 from livecam.sinks.recording.provenance import ProvenanceError, ProvenanceReport, read_provenance
 from livecam.stream.watermark import Payload, StreamDetection, detect_frames
 from livecam.types import Frame
-from livecam.userfiles.images import IMAGE_EXTENSIONS
+from livecam.userfiles.images import IMAGE_EXTENSIONS, MAX_DECODE_PIXELS, header_size
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +116,16 @@ def _provenance(path: Path) -> ProvenanceReport:
         return read_provenance(path)
     except ProvenanceError as e:
         raise VerifyError(f"verify: {e.message}") from None
+    except Exception as e:  # forged provenance never hides the mark: damaged, reported
+        log.debug("reading the provenance of %s failed", path, exc_info=True)
+        return ProvenanceReport(True, False, None, detail=f"DAMAGED provenance ({e!r:.120})")
 
 
 def _read_file(path: Path, limit: int) -> Frames:
     """The frames of an image or video file (at most ``limit``); VerifyError when it
     cannot be opened as either."""
     if path.suffix.lower() in IMAGE_EXTENSIONS:
+        _check_image_size(path)
         image = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if image is not None:
             return Frames(iter([np.ascontiguousarray(image)]), 1.0, "image")
@@ -139,6 +143,22 @@ def _read_file(path: Path, limit: int) -> Frames:
     read = Frames(iter(()), fps, "video")
     read.frames = _decode(container, limit, read.note)
     return read
+
+
+def _check_image_size(path: Path) -> None:
+    """VerifyError before decoding an image whose header claims more pixels than any
+    image LiveCam decodes (as a source photo is checked)."""
+    try:
+        with path.open("rb") as f:
+            head = np.frombuffer(f.read(1 << 16), np.uint8)
+    except OSError as e:
+        raise VerifyError(f"verify: cannot read {path}: {e.strerror or e}") from None
+    size = header_size(head)
+    if size is not None and size[0] * size[1] > MAX_DECODE_PIXELS:
+        raise VerifyError(
+            f"verify: {path} claims {size[0]}x{size[1]} pixels, too large to decode "
+            f"(at most {MAX_DECODE_PIXELS // 1_000_000} megapixels)"
+        )
 
 
 def _decode(container: Any, limit: int, note: list[str]) -> Iterator[Frame]:

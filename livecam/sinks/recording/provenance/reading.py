@@ -77,7 +77,7 @@ def _read_c2pa(file: Path) -> ProvenanceReport:
             if reader is None:
                 return ProvenanceReport(False, False, None, detail="no C2PA manifest")
             with reader:
-                store = json.loads(reader.json())
+                text = reader.json()
     except c2pa.C2paError.NotSupported:
         return ProvenanceReport(
             False, False, None, detail="no C2PA manifest (a format c2pa does not read)"
@@ -85,28 +85,109 @@ def _read_c2pa(file: Path) -> ProvenanceReport:
     except Exception as e:
         why = one_line(str(e))
         return ProvenanceReport(False, False, None, detail=f"no readable C2PA manifest ({why})")
+    store = _untrusted_json(text)
+    if not isinstance(store, dict):
+        return ProvenanceReport(True, False, None, detail="a damaged C2PA manifest", kind="c2pa")
     return _report(store)
 
 
+# Everything a file says about itself is untrusted: anyone can write a tag, and anyone can
+# sign a manifest with a key of their own. Each field is read for the type it should have;
+# any other type, nesting or size is named as damaged, never raised.
+
+#: the longest text kept of one field, and the most models named
+_TEXT_LIMIT = 300
+_MODELS_LIMIT = 64
+
+
+def _untrusted_json(text: object) -> object:
+    """``text`` parsed as JSON, or None when it is not JSON (or nested too deeply)."""
+    if not isinstance(text, str | bytes):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _at(data: object, *keys: str) -> object:
+    """``data[key][key]...`` of untrusted JSON; None where a level is not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _items(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+class _Fields:
+    """Reads typed fields of untrusted JSON, noting the names of the damaged ones."""
+
+    def __init__(self) -> None:
+        self.damaged: list[str] = []
+
+    def text(self, value: object, name: str) -> str:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.damaged.append(name)
+            return ""
+        return value if len(value) <= _TEXT_LIMIT else value[:_TEXT_LIMIT] + "..."
+
+    def models(self, value: object) -> tuple[dict[str, str], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or len(value) > _MODELS_LIMIT:
+            self.damaged.append("models")
+            return ()
+        found = []
+        for model in value:
+            if not isinstance(model, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in model.items()
+            ):
+                self.damaged.append("models")
+                continue
+            found.append({k: self.text(v, "models") for k, v in model.items()})
+        return tuple(found)
+
+    def note(self, detail: str) -> str:
+        """``detail`` with the damaged fields named."""
+        if not self.damaged:
+            return detail
+        return f"{detail}; DAMAGED fields: {', '.join(dict.fromkeys(self.damaged))}"
+
+
 def _report(store: dict[str, Any]) -> ProvenanceReport:
-    active = store.get("manifests", {}).get(store.get("active_manifest", ""), {})
-    results = store.get("validation_results", {}).get("activeManifest", {})
-    failures = tuple(
-        f["code"] for f in results.get("failure", []) if f.get("code") not in UNTRUSTED_CODES
+    fields = _Fields()
+    active = _at(store, "manifests", fields.text(_at(store, "active_manifest"), "active"))
+    results = _at(store, "validation_results", "activeManifest")
+    codes = [fields.text(_at(f, "code"), "failure") for f in _items(_at(results, "failure"))]
+    failures = tuple(c or "an unnamed failure" for c in codes if c not in UNTRUSTED_CODES)
+    signed = any(
+        _at(s, "code") == "claimSignature.validated" for s in _items(_at(results, "success"))
     )
-    signed = any(s.get("code") == "claimSignature.validated" for s in results.get("success", []))
-    info = active.get("signature_info", {})
-    signer = ", ".join(str(info[k]) for k in ("common_name", "issuer") if info.get(k))
+    signer = ", ".join(
+        t
+        for k in ("common_name", "issuer")
+        if (t := fields.text(_at(active, "signature_info", k), "signature_info"))
+    )
     ai_action: str | None = None
-    params: dict[str, Any] = {}
-    for assertion in active.get("assertions", []):
-        if not str(assertion.get("label", "")).startswith("c2pa.actions"):
+    params: object = None
+    for assertion in _items(_at(active, "assertions")):
+        if not fields.text(_at(assertion, "label"), "label").startswith("c2pa.actions"):
             continue
-        for action in assertion.get("data", {}).get("actions", []):
-            source_type = action.get("digitalSourceType", "")
-            if source_type in AI_SOURCE_TYPES and (ai_action is None or action.get("parameters")):
-                ai_action = f"{action.get('action')} ({source_type.removeprefix(IPTC)})"
-                params = action.get("parameters") or {}
+        for action in _items(_at(assertion, "data", "actions")):
+            source_type = fields.text(_at(action, "digitalSourceType"), "digitalSourceType")
+            parameters = _at(action, "parameters")
+            if source_type in AI_SOURCE_TYPES and (ai_action is None or parameters):
+                name = fields.text(_at(action, "action"), "action") or "?"
+                ai_action = f"{name} ({source_type.removeprefix(IPTC)})"
+                params = parameters
+    if params is not None and not isinstance(params, dict):
+        fields.damaged.append("parameters")
     trusted = store.get("validation_state") == "Trusted"
     valid = signed and not failures
     if valid:
@@ -114,18 +195,21 @@ def _report(store: dict[str, Any]) -> ProvenanceReport:
         detail = f"signed by {signer or 'an unnamed signer'} ({trust})"
     else:
         detail = "signature or content check FAILED: " + (", ".join(failures) or "not validated")
+    models = fields.models(_at(params, "models"))
+    preset = fields.text(_at(params, "preset"), "preset") or None
+    watermark = fields.text(_at(params, "watermark"), "watermark")
     return ProvenanceReport(
         True,
         valid,
         ai_action,
-        tuple(m for m in params.get("models", []) if isinstance(m, dict)),
-        detail,
+        models,
+        fields.note(detail),
         "c2pa",
         trusted,
         signer,
-        params.get("preset"),
+        preset,
         failures,
-        str(params.get("watermark", "")),
+        watermark,
     )
 
 
@@ -138,23 +222,24 @@ def _read_tag(file: Path) -> ProvenanceReport:
         return ProvenanceReport(False, False, None, detail=f"no readable container tag ({why})")
     if text is None:
         return ProvenanceReport(False, False, None, detail=f"no {TAG_KEY} tag")
-    try:
-        statement = json.loads(text)
-        assert isinstance(statement, dict)
-    except (ValueError, AssertionError):
+    statement = _untrusted_json(text)
+    if not isinstance(statement, dict):
         return ProvenanceReport(True, False, None, detail=f"a damaged {TAG_KEY} tag", kind="tag")
-    action = statement.get("action")
-    source_type = str(statement.get("digitalSourceType", ""))
+    fields = _Fields()
+    action = fields.text(statement.get("action"), "action") or "?"
+    source_type = fields.text(statement.get("digitalSourceType"), "digitalSourceType")
     ai = f"{action} ({source_type.removeprefix(IPTC)})" if source_type in AI_SOURCE_TYPES else None
-    models = tuple(m for m in statement.get("models", []) if isinstance(m, dict))
+    models = fields.models(statement.get("models"))
+    generator = fields.text(statement.get("generator"), "generator") or "?"
+    preset = fields.text(statement.get("preset"), "preset") or None
+    watermark = fields.text(statement.get("watermark"), "watermark")
     return ProvenanceReport(
         True,
         False,
         ai,
         models,
-        f"an unsigned {TAG_KEY} tag ({statement.get('generator', '?')}): anyone can write "
-        "or remove it",
+        fields.note(f"an unsigned {TAG_KEY} tag ({generator}): anyone can write or remove it"),
         "tag",
-        preset=statement.get("preset"),
-        watermark=str(statement.get("watermark", "")),
+        preset=preset,
+        watermark=watermark,
     )
