@@ -11,7 +11,7 @@ from typing import Any, get_args
 from livecam.benchmark.run import NAIVE_FRAMES, BenchOptions, Mode, run_bench
 from livecam.benchmark.synthetic import SyntheticSize
 from livecam.config.option_map import as_option_error
-from livecam.config.schema import MemoryStrategy, Provider, SourceConfig
+from livecam.config.schema import MemoryStrategy, Provider, SourceConfig, field_choices
 from livecam.errors import ConfigError
 from livecam.userfiles import check_output_path, write_atomically
 
@@ -34,6 +34,19 @@ def on_off(text: str) -> bool:
     if text not in ("on", "off"):
         raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
     return text == "on"
+
+
+def add_bench_command(sub: Any) -> None:
+    """Register `livecam bench` on the CLI's subparsers."""
+    bench = sub.add_parser(
+        "bench",
+        help="measure the live pipeline: fps, latency, faces/s, memory (or vs a naive loop)",
+        description="Run the live pipeline on a synthetic clip (or a video file) into a null "
+        "sink and print fps, glass-to-glass latency, stage times, faces/s, peak memory and "
+        "the provider used.",
+    )
+    add_bench_options(bench, list(field_choices("swap.preset")))
+    bench.set_defaults(func=cmd_bench)
 
 
 def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:

@@ -1,4 +1,5 @@
-"""The `livecam` command line: its parser and the run, demo, doctor and verify commands."""
+"""The `livecam` command line: its parser (every command registers itself with an
+``add_*_command``) and the run, demo, doctor and panel commands."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from livecam import __version__
-from livecam.cli.options import add_config_options, check_options, config_from_args, given_fields
+from livecam.cli.options import (
+    GROUPS,
+    add_config_options,
+    check_options,
+    config_from_args,
+    given_fields,
+)
 from livecam.cli.signals import exit_code, pending_stop, stop_behind, stop_signals
 from livecam.cli.terminal_run import exit_status, print_summary, run_pipeline
-from livecam.config.schema import field_choices
 from livecam.errors import ConfigError, LivecamError, cut, format_error, one_line
 from livecam.runtime.providers import quiet_onnxruntime_logs
 from livecam.sources.cv_capture import quiet_ffmpeg_logs
@@ -42,11 +48,6 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
-def offered_presets() -> list[str]:
-    """Every preset (``auto`` included), for ``--preset``."""
-    return list(field_choices("swap.preset"))
-
-
 class _DebugHelp(argparse.Action):
     """``--help-debug``: the help with the test and bench knobs shown, then exit."""
 
@@ -64,8 +65,7 @@ def add_run_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> No
     """Options of `livecam run`: one per config field (generated from the fields'
     Settings, see ``livecam.cli.options``) and those of the run itself. Unset options keep
     the config."""
-    add_config_options(p, debug_shown)
-    run = next(g for g in p._action_groups if g.title == "run")
+    run = add_config_options(p, debug_shown)[GROUPS["run"]]
     run.add_argument("--config", metavar="FILE.toml", help="load settings; options override it")
     run.add_argument(
         "--save-config",
@@ -159,10 +159,7 @@ def cmd_panel(args: argparse.Namespace) -> int:
     return run_panel()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="livecam", description="Real-time face swap to a virtual camera.")
-    parser.add_argument("--version", action="version", version=f"livecam {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_run_command(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="run the live pipeline",
@@ -171,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_options(run)
     run.set_defaults(func=cmd_run)
+
+
+def add_demo_command(sub: Any) -> None:
     demo = sub.add_parser(
         "demo",
         help="put the face of one bundled portrait onto another, offline (no downloads)",
@@ -198,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     demo.set_defaults(func=cmd_demo)
+
+
+def add_doctor_command(sub: Any) -> None:
     doctor = sub.add_parser(
         "doctor", help="check this machine: packages, GPU, cameras, virtual camera, display"
     )
@@ -205,48 +208,43 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--vcam-device", help="check this virtual camera device")
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     doctor.set_defaults(func=cmd_doctor)
+
+
+def add_panel_command(sub: Any) -> None:
     panel = sub.add_parser(
         "panel", help="the desktop panel (the default when livecam runs with no arguments)"
     )
     panel.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     panel.set_defaults(func=cmd_panel)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: each registers itself on the subparsers with its own
+    ``add_*_command`` (the run, demo, doctor and panel ones here, the others in their
+    modules, imported when the parser is built)."""
+    from livecam.benchmark.command import add_bench_command
+    from livecam.cli.check import add_check_command
     from livecam.cli.models import add_models_command
-
-    add_models_command(sub)
     from livecam.cli.verify import add_verify_command
-
-    add_verify_command(sub)
     from livecam.obs.command import add_obs_command
-
-    add_obs_command(sub)
-    from livecam.benchmark.command import add_bench_options, cmd_bench
-
-    bench = sub.add_parser(
-        "bench",
-        help="measure the live pipeline: fps, latency, faces/s, memory (or vs a naive loop)",
-        description="Run the live pipeline on a synthetic clip (or a video file) into a null "
-        "sink and print fps, glass-to-glass latency, stage times, faces/s, peak memory and "
-        "the provider used.",
-    )
-    add_bench_options(bench, offered_presets())
-    bench.set_defaults(func=cmd_bench)
-    from livecam.cli.check import add_check_options, cmd_check
-
-    check = sub.add_parser(
-        "check",
-        help="check every installed preset on the bundled portraits and a moving clip "
-        "(provider, fps, identity, expression, stability): a report to paste into an issue",
-        description="Swap the bundled portraits onto each other and onto a moving clip made "
-        "from one of them, with every preset whose models are installed (or --preset), and "
-        "print a plain-text report: versions, the provider really used, fps, swap strength "
-        "(how far the identity moved toward the source), expression and stability figures. "
-        "Exit status 0 when every checked preset passes, 1 when one does not.",
-    )
-    add_check_options(check)
-    check.set_defaults(func=cmd_check)
     from livecam.remote.command import add_serve_command
 
-    add_serve_command(sub)
+    parser = Parser(prog="livecam", description="Real-time face swap to a virtual camera.")
+    parser.add_argument("--version", action="version", version=f"livecam {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add_command in (
+        add_run_command,
+        add_demo_command,
+        add_doctor_command,
+        add_panel_command,
+        add_models_command,
+        add_verify_command,
+        add_obs_command,
+        add_bench_command,
+        add_check_command,
+        add_serve_command,
+    ):
+        add_command(sub)
     return parser
 
 

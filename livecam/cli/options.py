@@ -53,10 +53,13 @@ def _help(f: dataclasses.Field[Any], info: Setting, debug_shown: bool) -> str:
     return info.help.replace("{default}", option_text(default, ","))
 
 
-def add_config_options(p: argparse.ArgumentParser, debug_shown: bool = False) -> None:
+def add_config_options(
+    p: argparse.ArgumentParser, debug_shown: bool = False
+) -> dict[str, argparse._ArgumentGroup]:
     """The options of `livecam run` that set config fields, generated from the fields'
     Settings; every one defaults to None (unset: the config keeps its value). Debug knobs
-    are hidden from the help unless ``debug_shown``."""
+    are hidden from the help unless ``debug_shown``. Returns the option groups by title
+    (``GROUPS``' values), for the options that set no field."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for title in (*dict.fromkeys(GROUPS.values()), DEBUG_GROUP):
         groups[title] = p.add_argument_group(title)
@@ -90,6 +93,7 @@ def add_config_options(p: argparse.ArgumentParser, debug_shown: bool = False) ->
             metavar=info.metavar,
             help=text,
         )
+    return groups
 
 
 def given_fields(args: argparse.Namespace) -> dict[str, Any]:
