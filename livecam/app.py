@@ -370,7 +370,7 @@ class App:
             paced=play.paced,
             size=cfg.source.size,
             mirror=cfg.source.mirror,
-            max_frames=cfg.run.frames,
+            max_frames=play.frames,
             reopen_interval_s=cfg.source.reopen_interval_s,
             wait_for_go=True,
         )
@@ -520,9 +520,11 @@ class App:
 
     @property
     def failure(self) -> str | None:
-        """Why the run failed, in one line (every output failed, or a file could not be
-        written), or None. Final once the stream has ended."""
-        return self._output.failure if self._output is not None else None
+        """Why the run failed, in one line (the source file is gone, every output failed,
+        or a file could not be written), or None. Final once the stream has ended."""
+        failures = [w.failure for w in self._workers if isinstance(w, CaptureWorker)]
+        failures.append(self._output.failure if self._output is not None else None)
+        return "; ".join(f for f in failures if f) or None
 
     @property
     def running(self) -> bool:

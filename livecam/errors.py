@@ -68,6 +68,11 @@ class SourceError(LivecamError):
     """A source cannot be opened or stopped delivering frames."""
 
 
+class SourceGone(SourceError):
+    """A source that cannot come back (a file that no longer exists): retrying suits a
+    camera, not a file, so the run ends with this error."""
+
+
 class SinkError(LivecamError):
     """A sink cannot be opened or rejected a frame."""
 

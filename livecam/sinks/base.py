@@ -25,6 +25,8 @@ class Sink(ABC):
     closed: bool = False
     #: a video recording (it can carry a converted file's sound, see ``take_audio_from``)
     records_video: bool = False
+    #: a still image file: it keeps one frame, the last one sent
+    still_file: bool = False
     #: the file this sink finished writing (recorders, image writers), once it is on disk
     written: Path | None = None
     #: the file a video recording is being written to now, by its real name (a new one

@@ -30,6 +30,8 @@ class Source(ABC):
     self_paced: bool = False
     #: True when the source ends by itself (a video file played once)
     finite: bool = False
+    #: True when every frame is the same picture (a still photo)
+    still: bool = False
     #: the media file the frames come from (a video file), e.g. for its audio
     media_path: Path | None = None
 

@@ -28,6 +28,7 @@ class ImageSource(Source):
 
     name = "image"
     self_paced = False
+    still = True
 
     def __init__(self, path: str | Path, cfg: SourceConfig | None = None) -> None:
         self.path = Path(path)

@@ -14,7 +14,7 @@ from pathlib import Path
 import cv2
 
 from livecam.config.schema import SourceConfig
-from livecam.errors import LivecamError, SourceError
+from livecam.errors import LivecamError, SourceError, SourceGone
 from livecam.sources.base import EndOfStream
 from livecam.sources.cv_capture import CvCaptureSource, RawFrame
 
@@ -78,7 +78,8 @@ class VideoSource(CvCaptureSource):
     def _start(self) -> tuple[cv2.VideoCapture, RawFrame]:
         """Open the file from its start and decode the first frame."""
         if not self.path.is_file():
-            raise SourceError(f"video file {self.path} does not exist", "check the path")
+            gone = SourceGone if self._media is not None else SourceError  # played, then gone
+            raise gone(f"video file {self.path} does not exist", "check the path")
         cap = cv2.VideoCapture(str(self.path))
         if not cap.isOpened():
             cap.release()

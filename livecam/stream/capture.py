@@ -8,7 +8,14 @@ import time
 import cv2
 import numpy as np
 
-from livecam.errors import FrameFormatError, LivecamError, SourceError, as_livecam_error
+from livecam.errors import (
+    FrameFormatError,
+    LivecamError,
+    SourceError,
+    SourceGone,
+    as_livecam_error,
+    one_line,
+)
 from livecam.sources.base import EndOfStream, Pacer, Source
 from livecam.stream.ring import RingBuffer
 from livecam.stream.worker import Worker
@@ -53,6 +60,7 @@ class CaptureWorker(Worker):
         self.reopen_interval_s = reopen_interval_s
         self.ready = threading.Event()
         self.startup_error: LivecamError | None = None
+        self.failure: str | None = None  # why the source ended the run (a file gone)
         self.seq = 0
         self.go = threading.Event()
         if not wait_for_go:
@@ -87,6 +95,10 @@ class CaptureWorker(Worker):
             try:
                 self._read_and_push()
             except EndOfStream:
+                break
+            except SourceGone as e:  # a file that is gone does not come back: the run ends
+                self.telemetry.event(Event("error", self.source.name, e.message, e.hint))
+                self.failure = one_line(f"source {self.source.name}: {e.message}")
                 break
             except FrameFormatError as e:  # one malformed frame: report it, keep going
                 self.telemetry.event(Event("error", self.source.name, e.message, e.hint))

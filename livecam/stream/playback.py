@@ -9,6 +9,7 @@ side; unset (None) they follow this rule.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,16 +17,21 @@ from livecam.config.schema import Config
 from livecam.sinks.base import Sink
 from livecam.sources.base import Source
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Playback:
     """``paced``: the capture thread paces the source to its fps and the output thread
     sends on its clock; ``lossless``: no frame is dropped (the source waits instead);
-    ``conversion``: a finite source run unpaced, whose frames carry file timestamps."""
+    ``conversion``: a finite source run unpaced, whose frames carry file timestamps;
+    ``frames``: the frames to capture (None: until the source ends or the run is
+    stopped)."""
 
     paced: bool
     lossless: bool
     conversion: bool
+    frames: int | None = None
 
 
 def plan_playback(config: Config, source: Source, sinks: Sequence[Sink]) -> Playback:
@@ -40,7 +46,12 @@ def plan_playback(config: Config, source: Source, sinks: Sequence[Sink]) -> Play
     lossless = config.buffer.lossless
     if lossless is None:
         lossless = source.finite and unpaced
-    return Playback(paced=not unpaced, lossless=lossless, conversion=source.finite and unpaced)
+    frames = config.run.frames
+    if frames is None and source.still and sinks and all(s.still_file for s in sinks):
+        log.info("a still photo into still files: one frame (give --frames for more)")
+        frames = 1
+    conversion = source.finite and unpaced
+    return Playback(paced=not unpaced, lossless=lossless, conversion=conversion, frames=frames)
 
 
 def expected_frames(config: Config, source: Source) -> int | None:

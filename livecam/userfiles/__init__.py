@@ -320,6 +320,21 @@ def check_stats_path(path: str, option: str, overwrite: bool) -> None:
         )
 
 
+def _write_in_place(path: str, data: bytes) -> None:
+    """Write ``data`` to a device or pipe. A FIFO is opened without waiting: with no
+    reader it is an OSError at once (ENXIO, said in words), never a run that waits for
+    ever after its end."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise OSError(e.errno, "it is a pipe (FIFO) that nobody reads") from None
+        raise
+    os.set_blocking(fd, True)  # a reader is there: let it take the data at its pace
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def write_output(path: str, data: bytes, *, overwrite: bool) -> str:
     """Write ``data`` (a whole file the user asked for, e.g. the run's stats) to ``path``:
     ``-`` is standard output, a device or pipe is written in place, anything else goes
@@ -330,8 +345,7 @@ def write_output(path: str, data: bytes, *, overwrite: bool) -> str:
         sys.stdout.flush()
         return path
     if is_device(path):
-        with open(path, "wb") as f:
-            f.write(data)
+        _write_in_place(path, data)
         return path
     if overwrite:
         problem = kind_problem(path)

@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 import pytest
 from fakes import PassStage, SlowStage
@@ -266,3 +267,24 @@ def test_a_clip_played_in_real_time_is_recorded_without_sound_and_says_so(
     assert app.stop() == []
     assert f"the sound of {clip} is not recorded" in caplog.text
     assert probe(out).audio is None
+
+
+def test_a_still_photo_into_still_files_is_one_frame(tmp_path: Path) -> None:
+    """A photo into a still file is one frame: written, and the run ends (it ran until
+    Ctrl-C). With another output (a window, a camera, null) it runs until stopped."""
+    photo = Path(__file__).resolve().parents[2] / "assets" / "grace_hopper.jpg"
+    still = tmp_path / "still.jpg"
+    cfg = Config.from_dict({"source": {"spec": str(photo)}, "output": {"sinks": [str(still)]}})
+    source = make_source(cfg.source)
+    assert plan_playback(cfg, source, make_sinks(cfg.output.sinks, cfg.output)).frames == 1
+    both = cfg.with_section("output", sinks=(str(still), "null"))
+    assert plan_playback(both, source, make_sinks(both.output.sinks, both.output)).frames is None
+    done = subprocess.run(
+        [sys.executable, "-m", "livecam", "run", "--source", str(photo), "--sink", str(still)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,  # a run that never ends fails here
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {still}" in done.stdout and cv2.imread(str(still)) is not None

@@ -36,6 +36,7 @@ class ImageWriterSink(Sink):
 
     name = "image"
     wants_repeats = False
+    still_file = True
 
     def __init__(
         self,
