@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from livecam.config.schema import OutputConfig
 from livecam.config.specs import SinkSpec
@@ -18,6 +20,7 @@ from livecam.sinks.virtualcam import VirtualCamSink
 from livecam.types import Frame
 
 __all__ = [
+    "SINKS",
     "AutoSink",
     "ImageWriterSink",
     "NullSink",
@@ -99,23 +102,45 @@ class AutoSink(Sink):
         return self.chosen is not None and self.chosen.closed
 
 
+SinkFactory = Callable[[SinkSpec, OutputConfig, Provenance | None], Sink]
+
+
+def _recorder(spec: SinkSpec, cfg: OutputConfig, provenance: Provenance | None) -> Sink:
+    return RecorderSink(spec.text, overwrite=cfg.overwrite, provenance=provenance)
+
+
+def _image_writer(spec: SinkSpec, cfg: OutputConfig, provenance: Provenance | None) -> Sink:
+    return ImageWriterSink(spec.text, overwrite=cfg.overwrite, provenance=provenance)
+
+
+SINKS: Mapping[str, SinkFactory] = MappingProxyType(
+    {
+        "virtualcam": lambda spec, cfg, provenance: VirtualCamSink(
+            backend=cfg.virtualcam_backend, device=cfg.virtualcam_device
+        ),
+        "auto": lambda spec, cfg, provenance: AutoSink(
+            backend=cfg.virtualcam_backend, device=cfg.virtualcam_device
+        ),
+        "window": lambda spec, cfg, provenance: PreviewWindowSink(),
+        "null": lambda spec, cfg, provenance: NullSink(),
+        **dict.fromkeys(VIDEO_CODECS, _recorder),
+        **dict.fromkeys(IMAGE_SUFFIXES, _image_writer),
+    }
+)
+"""Every sink kind -> how it is made from its spec, the output config and the session's
+provenance (which signs files): a named sink by its name (``config.specs.SINK_NAMES``,
+which the config checks a spec against), a file sink by its suffix. A new kind is its
+module and one line here (a named one also adds its name to ``SINK_NAMES``)."""
+
+
 def make_sink(spec: str, cfg: OutputConfig, provenance: Provenance | None = None) -> Sink:
     """Build one sink from a spec; raise SinkError listing the accepted forms. Files are
     signed with ``provenance`` (None: not signed)."""
     parsed = SinkSpec.parse(spec)
-    if parsed.kind == "virtualcam":
-        return VirtualCamSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
-    if parsed.kind == "auto":
-        return AutoSink(backend=cfg.virtualcam_backend, device=cfg.virtualcam_device)
-    if parsed.kind == "window":
-        return PreviewWindowSink()
-    if parsed.kind == "null":
-        return NullSink()
-    if parsed.text and parsed.suffix in VIDEO_CODECS:
-        return RecorderSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
-    if parsed.text and parsed.suffix in IMAGE_SUFFIXES:
-        return ImageWriterSink(parsed.text, overwrite=cfg.overwrite, provenance=provenance)
-    raise SinkError(f"unknown output sink {cut(repr(spec))}", f"use {ACCEPTED}")
+    factory = SINKS.get(parsed.suffix if parsed.kind == "file" else parsed.kind)
+    if factory is None or not parsed.text:
+        raise SinkError(f"unknown output sink {cut(repr(spec))}", f"use {ACCEPTED}")
+    return factory(parsed, cfg, provenance)
 
 
 def make_sinks(

@@ -1,13 +1,16 @@
-"""Frame sources: camera, screen, video file, still image, synthetic; ``make_source`` picks one."""
+"""Frame sources: camera, screen, video file, still image, synthetic; ``make_source`` picks
+one by its kind (``SOURCES``)."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from livecam.config.schema import SourceConfig
-from livecam.config.specs import SourceSpec
+from livecam.config.specs import SourceKind, SourceSpec
 from livecam.errors import SourceError, cut
 from livecam.sources.base import Pacer, Source
 from livecam.sources.camera import CameraSource, list_cameras
@@ -18,6 +21,7 @@ from livecam.sources.video import VideoSource
 from livecam.userfiles.images import IMAGE_EXTENSIONS, load_image_bgr, to_bgr8
 
 __all__ = [
+    "SOURCES",
     "CameraSource",
     "ImageSource",
     "Pacer",
@@ -65,22 +69,13 @@ def parse_screen_spec(spec: str) -> tuple[int, tuple[int, int, int, int] | None]
     return parsed.monitor, parsed.region
 
 
-def make_source(cfg: SourceConfig) -> Source:
-    """Build (but do not open) the source ``cfg.spec`` names; SourceError if it names none.
+def _camera(spec: SourceSpec, cfg: SourceConfig) -> Source:
+    assert spec.device is not None
+    return CameraSource(spec.device, cfg)
 
-    ``N`` is camera N; ``/dev/...`` a device path; ``scheme://...`` a stream URL (see
-    ``livecam.config.specs``); a FIFO is read as a stream; other paths are video or image
-    files."""
-    spec = SourceSpec.parse(cfg.spec)
-    if spec.problem is not None:
-        raise _bad(spec.text, spec.problem)
-    if spec.kind == "camera":
-        assert spec.device is not None
-        return CameraSource(spec.device, cfg)
-    if spec.kind == "screen":
-        return ScreenSource(spec.monitor, spec.region, cfg)
-    if spec.kind == "synthetic":
-        return SyntheticSource(cfg)
+
+def _file(spec: SourceSpec, cfg: SourceConfig) -> Source:
+    """A video or image file, or a FIFO another program writes a stream into."""
     path = Path(spec.text).expanduser()
     try:
         mode = path.stat().st_mode
@@ -95,3 +90,30 @@ def make_source(cfg: SourceConfig) -> Source:
     if path.suffix.lower() in IMAGE_EXTENSIONS:
         return ImageSource(path, cfg)
     return VideoSource(path, cfg)
+
+
+SourceFactory = Callable[[SourceSpec, SourceConfig], Source]
+
+SOURCES: Mapping[SourceKind, SourceFactory] = MappingProxyType(
+    {
+        "camera": _camera,
+        "screen": lambda spec, cfg: ScreenSource(spec.monitor, spec.region, cfg),
+        "synthetic": lambda spec, cfg: SyntheticSource(cfg),
+        "file": _file,
+    }
+)
+"""Every source kind (``SourceSpec.kind``, how ``livecam.config.specs`` reads a spec) -> how
+it is made: a new kind is its module, its spec form in ``SourceSpec.parse`` and one line
+here."""
+
+
+def make_source(cfg: SourceConfig) -> Source:
+    """Build (but do not open) the source ``cfg.spec`` names; SourceError if it names none.
+
+    ``N`` is camera N; ``/dev/...`` a device path; ``scheme://...`` a stream URL (see
+    ``livecam.config.specs``); a FIFO is read as a stream; other paths are video or image
+    files."""
+    spec = SourceSpec.parse(cfg.spec)
+    if spec.problem is not None:
+        raise _bad(spec.text, spec.problem)
+    return SOURCES[spec.kind](spec, cfg)

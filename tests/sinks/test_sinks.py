@@ -13,8 +13,10 @@ from framegen import psnr, smooth_frames
 from recording_backend import RecordingStore, register_failing_backend, unregister
 
 from livecam.config.schema import OutputConfig
+from livecam.config.specs import SINK_NAMES
 from livecam.errors import SinkError, VirtualCameraUnavailable
 from livecam.sinks import (
+    SINKS,
     AutoSink,
     ImageWriterSink,
     NullSink,
@@ -23,6 +25,8 @@ from livecam.sinks import (
     VirtualCamSink,
     make_sinks,
 )
+from livecam.sinks.recording.image import IMAGE_SUFFIXES
+from livecam.sinks.recording.video import VIDEO_CODECS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,6 +127,12 @@ def test_make_sinks_builds_each_kind(tmp_path: Path) -> None:
     assert [s.overwrite for s in sinks[4:]] == [False, False, False]  # type: ignore[attr-defined]
     replacing = make_sinks(("a.mp4", "c.png"), OutputConfig(overwrite=True))
     assert [s.overwrite for s in replacing] == [True, True]  # type: ignore[attr-defined]
+
+
+def test_every_sink_name_and_file_suffix_is_registered() -> None:
+    """The registry has a factory for every name the config accepts and every recording
+    and image suffix, and nothing else: a sink the config lets through can be made."""
+    assert set(SINKS) == set(SINK_NAMES) | set(VIDEO_CODECS) | set(IMAGE_SUFFIXES)
 
 
 @pytest.mark.parametrize("spec", ["virtualcamera", "out.gif", "", "screen"])

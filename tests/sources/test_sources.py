@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import cv2
 import numpy as np
@@ -30,8 +31,10 @@ from conftest import missing
 from waiting import poll
 
 from livecam.config.schema import SourceConfig
+from livecam.config.specs import SourceKind
 from livecam.errors import SourceError
 from livecam.sources import (
+    SOURCES,
     CameraSource,
     ImageSource,
     ScreenSource,
@@ -60,6 +63,13 @@ def _bgr(img: object) -> Frame:
 @pytest.fixture(scope="module")
 def video01(testdata: Path) -> Path:
     return testdata / "video" / "openmpf_video_01.mp4"
+
+
+def test_every_source_kind_has_a_factory() -> None:
+    """Every kind a spec can name (``SourceSpec.kind``) is made by one registry entry."""
+    assert set(SOURCES) == set(get_args(SourceKind))
+    made = make_source(SourceConfig(spec="synthetic", size=(64, 48)))
+    assert isinstance(made, SyntheticSource)
 
 
 def test_camera_path_reads_a_video_file_and_replays_it(video01: Path) -> None:
