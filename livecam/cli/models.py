@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,7 @@ def _folder_models(store: ModelStore) -> list[str]:
 def format_table(store: ModelStore) -> str:
     """One row per model: name, task, size, present, where, licence, commercial, hash."""
     rows = [("name", "task", "size", "present", "where", "commercial", "sha256", "licence")]
+    links: list[str] = []  # model files that are links: where they really point
     for name in _folder_models(store):
         entry = store.entry(name)
         found = store.candidates(name)
@@ -158,12 +160,17 @@ def format_table(store: ModelStore) -> str:
         hash_state = (
             "known" if entry.sha256 else ("recorded" if store.recorded_hash(name) else "unknown")
         )
+        shown = path or (found[0].path if found else None)
+        if shown is not None and shown.is_symlink():
+            links.append(f"{name}: {shown} is a symbolic link to {os.readlink(shown)}")
         rows.append(
             (
                 name,
                 entry.task,
                 size,
-                "yes" if path else ("bad" if found else "no"),
+                ("link" if shown is not None and shown.is_symlink() else "yes")
+                if path
+                else ("bad" if found else "no"),
                 where,
                 "yes" if entry.commercial else "no",
                 hash_state,
@@ -173,4 +180,8 @@ def format_table(store: ModelStore) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
     folders = ", ".join(f"{w}={p}" for w, p in store.folders)
-    return "\n".join([*lines, f"folders: {folders}", f"downloads go to {store.download_dir}"])
+    problem = store.env_problem()
+    warnings = [f"WARNING: {problem.message} (fix: {problem.hint})"] if problem else []
+    return "\n".join(
+        [*lines, *links, f"folders: {folders}", f"downloads go to {store.download_dir}", *warnings]
+    )

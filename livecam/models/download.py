@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from livecam.userfiles import OutputFile
+from livecam.userfiles import OutputFile, open_own, refuse_unless_own
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,7 @@ def download(
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(target)
+    refuse_unless_own(part)
     reasons: list[str] = []
     for url in urls:
         try:
@@ -138,7 +139,7 @@ def _fetch(
 ) -> None:
     """Bring ``part`` to the full length ``url`` serves, resuming an early stop."""
     for _ in range(RESUMES + 1):
-        have = part.stat().st_size if part.exists() else 0
+        have = part.lstat().st_size if part.exists() else 0
         if size and have > size:
             part.unlink()
             have = 0
@@ -185,7 +186,7 @@ def _transfer(
         expected = int(length) if length is not None else None
         received = 0
         with (
-            open(part, "ab" if have else "wb") as out,
+            open_own(part, append=bool(have)) as out,
             tqdm(
                 total=(have + expected) if expected is not None else None,
                 initial=have,

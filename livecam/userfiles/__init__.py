@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import logging
 import os
 import secrets
@@ -227,6 +228,38 @@ class OutputFile:
                 if self.target.stat().st_size == 0:
                     self.target.unlink()
         self._claimed = False
+
+
+def refuse_unless_own(path: Path) -> None:
+    """OSError unless ``path`` is missing or a regular file with one name: a symbolic or
+    hard link planted in a folder others may write (models, cache, config) would make
+    LiveCam write into another file."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, f"{path} is a symbolic link: refused (remove it)")
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        kind = "not a regular file" if not stat.S_ISREG(st.st_mode) else "a hard link"
+        raise OSError(errno.EPERM, f"{path} is {kind}: refused (remove it)")
+
+
+def open_own(path: Path, *, append: bool = False) -> io.BufferedWriter:
+    """``path`` opened for writing (appended to, or emptied; created when missing),
+    never through a link (``O_NOFOLLOW``; checked again on the open file)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, f"{path} is a symbolic link: refused (remove it)") from e
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        raise OSError(errno.EPERM, f"{path} is not a regular file of its own: refused")
+    return os.fdopen(fd, "ab" if append else "wb")
 
 
 def write_atomically(

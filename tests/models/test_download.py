@@ -5,6 +5,7 @@ ONNX model from the shared test data."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,25 @@ def test_without_a_hash_the_check_decides_and_a_failed_check_leaves_nothing(
     with pytest.raises(DownloadFailed, match="outputs do not match"):
         download([url], target, check=reject, progress=False)
     assert not target.exists() and not part_path(target).exists()
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_part_file_planted_as_a_link_is_refused_and_its_target_untouched(
+    server: FileServer, payload: bytes, tmp_path: Path, link: str
+) -> None:
+    """A link named like a partial download in a models folder others may write must not
+    redirect the download into another file (a victim file grew to the model's size)."""
+    url = server.add("/m.onnx", payload)
+    target = tmp_path / "models" / "m.onnx"
+    target.parent.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"the user's own file")
+    if link == "symbolic":
+        part_path(target).symlink_to(victim)
+    else:
+        os.link(victim, part_path(target))
+    with pytest.raises(OSError, match="refused") as refused:
+        download([url], target, sha256=_sha(payload), size=len(payload), progress=False)
+    assert str(part_path(target)) in str(refused.value)
+    assert victim.read_bytes() == b"the user's own file"
+    assert not target.exists() and server.requests("/m.onnx") == []

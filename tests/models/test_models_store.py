@@ -456,3 +456,33 @@ def test_models_verify_reports_a_bad_file_with_exit_1(
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: licence not accepted for scrfd-500m")
     assert "Traceback" not in proc.stderr
+
+
+def test_models_list_says_which_model_files_are_links_and_where_they_point(
+    testdata: Path,
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A link named like a model (planted, or the user's own) is not shown as a plain
+    "present" file: the table says "link" and a line says where it points."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    real = testdata / "models" / "landmarks_68_pfld.onnx"
+    (folder / real.name).symlink_to(real)
+    monkeypatch.setenv("LIVECAM_MODELS_DIR", str(folder))
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line}
+    assert rows["pfld-68"][4] == "link"
+    assert f"pfld-68: {folder / real.name} is a symbolic link to {real}" in out
+
+
+def test_models_list_warns_when_the_models_folder_variable_names_a_file(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LIVECAM_MODELS_DIR", "/etc/passwd")
+    main(["models", "list"])
+    out = capsys.readouterr().out
+    assert "WARNING: LIVECAM_MODELS_DIR=/etc/passwd is not a folder" in out
