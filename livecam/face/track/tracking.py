@@ -26,14 +26,14 @@ import dataclasses
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
 from livecam.face.parts import Detector, RefitLandmarker
-from livecam.types import Face, FaceWork, Frame, FrameContext, validate_frame
+from livecam.face.track.repeat import HeldRepeats
+from livecam.types import Face, FaceWork, FrameContext, validate_frame
 
 log = logging.getLogger(__name__)
 
@@ -148,51 +148,6 @@ class JumpLimits:
         )
 
 
-REPEAT_SHARE = 0.002
-"""A frame repeats the last one when at most this share of its values changed by more than
-the tolerance (a few stray pixels of compression noise; a blink changes ~1 % of a face)."""
-
-
-def _changed(x: Frame, y: Frame, tolerance: float) -> float:
-    """The share of values of two same-size images that differ by more than ``tolerance``."""
-    diff = cv2.absdiff(np.ascontiguousarray(x), np.ascontiguousarray(y))
-    return float(np.count_nonzero(diff > tolerance)) / max(diff.size, 1)
-
-
-class FrameSnapshot:
-    """What a later frame is compared with to tell a repeat: every 8th pixel of a frame and
-    its face boxes at full resolution (copies; a fraction of the frame)."""
-
-    def __init__(self, image: Frame, boxes: Sequence[FloatArray]) -> None:
-        h, w = image.shape[:2]
-        self.shape = image.shape
-        self.thumb = image[::8, ::8].copy()
-        self.regions: list[tuple[slice, slice]] = []
-        for box in boxes:
-            x1, y1 = max(int(box[0]), 0), max(int(box[1]), 0)
-            x2, y2 = min(int(math.ceil(box[2])), w), min(int(math.ceil(box[3])), h)
-            if x2 > x1 and y2 > y1:
-                self.regions.append((slice(y1, y2), slice(x1, x2)))
-        self.crops = [image[r].copy() for r in self.regions]
-
-    def repeated_by(self, image: Frame, tolerance: float) -> bool:
-        """Whether ``image`` repeats the snapshot's frame: nearly no value (``REPEAT_SHARE``;
-        none with ``tolerance`` 0) differs by more than ``tolerance`` inside each face box
-        or over the frame. Cheap for a frame that moved: a coarse look at the faces first."""
-        if image.shape != self.shape:
-            return False
-        limit = REPEAT_SHARE if tolerance > 0 else 0.0
-        for region, crop in zip(self.regions, self.crops, strict=True):
-            if _changed(image[region][::4, ::4], crop[::4, ::4], tolerance) > limit:
-                return False
-        if _changed(image[::8, ::8], self.thumb, tolerance) > limit:
-            return False
-        return all(
-            _changed(image[region], crop, tolerance) <= limit
-            for region, crop in zip(self.regions, self.crops, strict=True)
-        )
-
-
 class OneEuroFilter:
     """One-Euro filter (Casiez et al. 2012) over an array of 2-D points.
 
@@ -249,6 +204,23 @@ class _Track:
     correction: FloatArray | None = None  # box shift toward that detection, this frame
     hidden: int = 0  # frames in a row whose refit was rejected (held out of the output)
 
+    def shift(self, seq: int) -> FloatArray:
+        """How far the track moved since its last measurement, by its velocity."""
+        return self.velocity * np.float32(max(seq - self.measured_seq, 0))
+
+    def box(self, seq: int, landmarker: RefitLandmarker | None) -> FloatArray:
+        """The box of the track's last measurement moved to frame ``seq``."""
+        return face_box(self.measured, landmarker) + np.tile(self.shift(seq), 2)
+
+    def predicted(self, seq: int) -> Face:
+        """The track's face in frame ``seq``: its new detection, else its last measurement
+        moved by its velocity."""
+        if self.start is not None:
+            return self.start
+        shift = self.shift(seq)
+        face = self.measured
+        return dataclasses.replace(face, bbox=face.bbox + np.tile(shift, 2), kps=face.kps + shift)
+
 
 def _anchor(face: Face) -> FloatArray:
     """The point whose motion is the track's velocity: the mean of its landmarks, or of
@@ -256,6 +228,96 @@ def _anchor(face: Face) -> FloatArray:
     points = face.landmarks if face.landmarks is not None else face.kps
     centre: npt.NDArray[np.float32] = np.asarray(points, np.float32).mean(axis=0)
     return centre
+
+
+def face_box(face: Face, landmarker: RefitLandmarker | None) -> FloatArray:
+    """The landmarker's box around the face's landmarks when it has them, else its box."""
+    if landmarker is not None and face.landmarks is not None:
+        return landmarker.box_for(face.landmarks)
+    return face.bbox
+
+
+def scheduled(frames: Sequence[FrameContext], i: int, every: int) -> list[int]:
+    """Frame ``i`` and the later frames of the batch that a detection schedule of one in
+    ``every`` frames makes due while tracking steadily (assuming the detector keeps finding
+    every track); a rewound frame ends the plan."""
+    planned = [i]
+    prev, since = frames[i].seq, 0
+    for j in range(i + 1, len(frames)):
+        seq = frames[j].seq
+        if seq <= prev:  # rewound: the schedule starts over
+            break
+        since += 1
+        if since >= every:
+            planned.append(j)
+            since = 0
+        prev = seq
+    return planned
+
+
+def jumped_fits(
+    tracks: Sequence[_Track], moved: Sequence[Face], seq: int, limits: JumpLimits | None
+) -> list[bool]:
+    """Per track, whether its refit in frame ``seq`` jumped: a restart that lands away from
+    its detection, or a refit whose landmarks changed more than ``limits`` allows (None:
+    no check)."""
+    if limits is None:
+        return [False] * len(moved)
+    out = []
+    for track, face in zip(tracks, moved, strict=True):
+        assert face.landmarks is not None
+        if track.start is not None:
+            out.append(iou(face.bbox, track.start.bbox) < 0.35)
+            continue
+        prev = track.measured.landmarks
+        if prev is None or prev.shape != face.landmarks.shape:
+            out.append(False)
+            continue
+        gap = max(seq - track.measured_seq, 1)
+        change = fit_change(prev, face.landmarks, track.shift(seq))
+        out.append(limits.exceeded(change, gap))
+    return out
+
+
+def dedupe(tracks: list[_Track], landmarker: RefitLandmarker | None) -> list[_Track]:
+    """Two tracks that converged on one face: keep the older id."""
+    out: list[_Track] = []
+    for track in sorted(tracks, key=lambda t: t.track_id):
+        box = face_box(track.face, landmarker)
+        if all(iou(box, face_box(o.face, landmarker)) < 0.6 for o in out):
+            out.append(track)
+    return out
+
+
+def smoothed(
+    track: _Track, t_s: float, smoothing: float, landmarker: RefitLandmarker | None
+) -> Face:
+    """The track's face for output, smoothed: its landmarks and keypoints (the box is the
+    landmarker's box around the smoothed landmarks), or its keypoints and box."""
+    face = dataclasses.replace(track.face, track_id=track.track_id)
+    if smoothing <= 0:
+        return face
+    box = face_box(track.face, landmarker)
+    scale = float(box[2] - box[0])
+    lm = face.landmarks
+    if lm is not None and landmarker is not None:
+        s = track.filter(np.concatenate([lm, face.kps]), t_s, scale=scale)
+        n = len(lm)
+        return dataclasses.replace(face, bbox=landmarker.box_for(s[:n]), kps=s[n:], landmarks=s[:n])
+    s = track.filter(np.concatenate([face.kps, face.bbox.reshape(2, 2)]), t_s, scale=scale)
+    return dataclasses.replace(face, kps=s[:5], bbox=s[5:].reshape(4))
+
+
+def refitted(frame: FrameContext, landmarker: RefitLandmarker, seeds: list[Face]) -> list[Face]:
+    """The landmarks of the faces ``seeds`` fitted in ``frame`` (one landmarker call); each
+    face's box is then the landmarker's box around its new points."""
+    works = landmarker.fit([frame], [FaceWork(0, frame.seq, face) for face in seeds])
+    faces = []
+    for work in works:
+        if work.face.landmarks is None:
+            raise ValueError("the tracker's landmarker returned no landmarks")
+        faces.append(dataclasses.replace(work.face, bbox=landmarker.box_for(work.face.landmarks)))
+    return faces
 
 
 class FaceTracker:
@@ -276,14 +338,11 @@ class FaceTracker:
     detector's ``start_score`` keeps a track alive but never starts one. Track ids count up
     from 1 per tracker, never reused.
 
-    ``repeat_tolerance``: a frame that differs from the last tracked frame by at most this
-    many grey levels (bar ``REPEAT_SHARE`` of its values, inside every face box and over
-    every 8th pixel of the frame; 0: not one value differs there) gives that frame's faces
-    again, moving nothing, while the tracker is steady (when the detector did not run on
-    the frame repeated, it runs on the repeat, which is held only if it finds every shown
-    face). ``correction``: the share of a matched detection's box offset that moves the
-    refit's box on a detection frame (0: detections only confirm tracks; on the
-    talking-head clips 0 and 0.3 give the same swim, 0 a flicker p95 ~0.05 lower,
+    ``repeat_tolerance``: a frame that repeats the last tracked frame within this many grey
+    levels gives its faces again, moving nothing, while the tracker is steady (see
+    ``repeat.HeldRepeats``). ``correction``: the share of a matched detection's box offset
+    that moves the refit's box on a detection frame (0: detections only confirm tracks; on
+    the talking-head clips 0 and 0.3 give the same swim, 0 a flicker p95 ~0.05 lower,
     bench/bench_live_face.py). ``jumps``: the refit changes that count as a fit sliding
     off the face (None: no check).
     """
@@ -318,31 +377,31 @@ class FaceTracker:
         self.min_face = min_face
         self.min_cutoff = min_cutoff
         self.beta = beta
-        self.repeat_tolerance = repeat_tolerance
         self.correction = correction
         self.jumps = jumps
-        self.repeats_held = 0  # frames answered with the last frame's faces
         self.fits_rejected = 0  # refits that jumped (the track then restarts from a detection)
         self.fits_held = 0  # frames a track was held out (no trustworthy fit)
         self._tracks: list[_Track] = []
         self._next_id = 1
         self._since_detect: int | None = None  # frames processed since the last detection
         self._last_seq: int | None = None
-        self._last_frame: FrameSnapshot | None = None  # the last tracked frame, in part
-        self._last_faces: list[Face] = []
-        self._checked = False  # whether the detector ran on the last tracked frame
+        self._held = HeldRepeats(repeat_tolerance)  # repeats of the last tracked frame
 
     @property
     def track_count(self) -> int:
         return len(self._tracks)
+
+    @property
+    def repeats_held(self) -> int:
+        """Frames answered with the last tracked frame's faces (``HeldRepeats``)."""
+        return self._held.held
 
     def reset(self) -> None:
         """Forget every track (ids keep counting up)."""
         self._tracks = []
         self._since_detect = None
         self._last_seq = None
-        self._last_frame = None
-        self._last_faces = []
+        self._held.reset()
 
     def update(self, frames: Sequence[FrameContext]) -> list[list[Face]]:
         """Track faces through the next frames (in order); per frame, its faces with
@@ -360,66 +419,27 @@ class FaceTracker:
             if self._last_seq is not None and frame.seq <= self._last_seq:
                 self.reset()  # a restarted or rewound stream
             detections = None
-            if self._repeats(frame.image):
-                if not self._checked:  # no detector saw these pixels yet: it must agree
+            if not self._unsure() and self._held.repeats(frame.image):
+                if not self._held.checked:  # no detector saw these pixels yet: it must agree
                     detections = ready.pop(i) if i in ready else self.detector.detect([frame])[0]
-                if detections is None or self._confirmed(detections):
+                if detections is None or self._held.confirmed(detections, iou):
                     self._last_seq = frame.seq
-                    self._checked = True
-                    self.repeats_held += 1
-                    out.append(list(self._last_faces))
+                    out.append(self._held.hold())
                     continue
             if detections is None and self._needs_detection():
                 if i not in ready:
-                    planned = self._plan(frames, i)
+                    planned = [i] if self._unsure() else scheduled(frames, i, self.detect_every)
                     found = self.detector.detect([frames[j] for j in planned])
                     ready.update(zip(planned, found, strict=True))
                 detections = ready.pop(i)
             faces = self._step(frame, detections)
-            self._remember(frame.image, faces)
-            self._checked = detections is not None
+            self._held.remember(frame.image, faces, checked=detections is not None)
             out.append(faces)
         return out
-
-    def _repeats(self, image: Frame) -> bool:
-        """Whether ``image`` repeats the last tracked frame (``repeat_tolerance``) while
-        every track is steady and shown."""
-        last = self._last_frame
-        if last is None or not self._last_faces or self._unsure():
-            return False
-        return last.repeated_by(image, self.repeat_tolerance)
-
-    def _confirmed(self, detections: list[Face]) -> bool:
-        """Whether every face shown in the last frame has a detection on it."""
-        return all(
-            any(iou(face.bbox, d.bbox) >= 0.3 for d in detections) for face in self._last_faces
-        )
-
-    def _remember(self, image: Frame, faces: list[Face]) -> None:
-        self._last_frame = FrameSnapshot(image, [f.bbox for f in faces]) if faces else None
-        self._last_faces = faces
 
     def _needs_detection(self) -> bool:
         since = self._since_detect
         return since is None or since + 1 >= self.detect_every or self._unsure()
-
-    def _plan(self, frames: Sequence[FrameContext], i: int) -> list[int]:
-        """Frame ``i`` and, while tracking steadily, the later frames of the batch that the
-        detection schedule makes due (assuming the detector keeps finding every track)."""
-        planned = [i]
-        if self._unsure():
-            return planned
-        prev, since = frames[i].seq, 0
-        for j in range(i + 1, len(frames)):
-            seq = frames[j].seq
-            if seq <= prev:  # rewound: the schedule starts over
-                break
-            since += 1
-            if since >= self.detect_every:
-                planned.append(j)
-                since = 0
-            prev = seq
-        return planned
 
     def _unsure(self) -> bool:
         """Whether the next frame needs the detector whatever the schedule: nothing is
@@ -439,7 +459,7 @@ class FaceTracker:
             self._associate(detections, seq)
         detected = detections is not None
         moved = self._move(frame)
-        rejected = self._rejected(moved, seq)
+        rejected = jumped_fits(self._tracks, moved, seq, self._limits())
         if any(rejected):
             self.fits_rejected += sum(rejected)
             moved, rejected = self._retry(frame, detected, rejected)
@@ -474,37 +494,25 @@ class FaceTracker:
                 track.measurements += 1
             track.face, track.start, track.new = face, None, False
             kept.append(track)
-        self._tracks = self._dedupe(kept)
-        faces = [self._output(track, frame.t_s) for track in self._tracks if not track.hidden]
+        self._tracks = dedupe(kept, self.landmarker)
+        faces = [
+            smoothed(track, frame.t_s, self.smoothing, self.landmarker)
+            for track in self._tracks
+            if not track.hidden
+        ]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
 
     def _move(self, frame: FrameContext) -> list[Face]:
-        """Every track's face in this frame: refitted, or moved by its velocity."""
-        if self.landmarker is not None:
-            return self._refit(frame, self.landmarker)
-        return [self._predict(track, frame.seq) for track in self._tracks]
-
-    def _rejected(self, moved: list[Face], seq: int) -> list[bool]:
-        """Per track, whether its refit jumped: a restart that lands away from its
-        detection, or a refit whose landmarks changed more than ``jumps`` allows."""
-        limits = self.jumps
-        if limits is None or self.landmarker is None:
-            return [False] * len(moved)
-        out = []
-        for track, face in zip(self._tracks, moved, strict=True):
-            assert face.landmarks is not None
-            if track.start is not None:
-                out.append(iou(face.bbox, track.start.bbox) < 0.35)
-                continue
-            prev = track.measured.landmarks
-            if prev is None or prev.shape != face.landmarks.shape:
-                out.append(False)
-                continue
-            gap = max(seq - track.measured_seq, 1)
-            change = fit_change(prev, face.landmarks, self._shift(track, seq))
-            out.append(limits.exceeded(change, gap))
-        return out
+        """Every track's face in this frame: refitted in the box of its new detection or
+        the box its last landmarks predict, or (no landmarker) moved by its velocity."""
+        if self.landmarker is None:
+            return [track.predicted(frame.seq) for track in self._tracks]
+        seeds = [
+            replace(t.measured, bbox=self._seed(t, frame.seq)) if t.start is None else t.start
+            for t in self._tracks
+        ]
+        return refitted(frame, self.landmarker, seeds)
 
     def _retry(
         self, frame: FrameContext, detected: bool, rejected: list[bool]
@@ -518,59 +526,16 @@ class FaceTracker:
             if bad and track.start is None and track.detection is not None:
                 track.start = track.detection
         moved = self._move(frame)
-        return moved, self._rejected(moved, frame.seq)
-
-    def _face_box(self, face: Face) -> FloatArray:
-        """The landmarker's box around the face's landmarks when it has them, else its box."""
-        if self.landmarker is not None and face.landmarks is not None:
-            return self.landmarker.box_for(face.landmarks)
-        return face.bbox
-
-    def _shift(self, track: _Track, seq: int) -> FloatArray:
-        """How far the track moved since its last measurement, by its velocity."""
-        return track.velocity * np.float32(max(seq - track.measured_seq, 0))
-
-    def _box(self, track: _Track, seq: int) -> FloatArray:
-        """The box of the track's last measurement moved to frame ``seq``."""
-        return self._face_box(track.measured) + np.tile(self._shift(track, seq), 2)
+        return moved, jumped_fits(self._tracks, moved, frame.seq, self._limits())
 
     def _seed(self, track: _Track, seq: int) -> FloatArray:
         """Where the landmarker refits a track: its moved box, shifted toward its
         detection in this frame by ``correction`` of the offset."""
-        box = self._box(track, seq)
+        box = track.box(seq, self.landmarker)
         return box if track.correction is None else box + track.correction
 
-    def _refit(self, frame: FrameContext, landmarker: RefitLandmarker) -> list[Face]:
-        """Every track's landmarks fitted in this frame (one landmarker call), in the box of
-        its new detection or the box its last landmarks predict; the face's box is then the
-        landmarker's box around the new points."""
-        seeds = [
-            track.start
-            if track.start is not None
-            else dataclasses.replace(track.measured, bbox=self._seed(track, frame.seq))
-            for track in self._tracks
-        ]
-        works = landmarker.fit([frame], [FaceWork(0, frame.seq, face) for face in seeds])
-        faces = []
-        for work in works:
-            if work.face.landmarks is None:
-                raise ValueError("the tracker's landmarker returned no landmarks")
-            faces.append(
-                dataclasses.replace(work.face, bbox=landmarker.box_for(work.face.landmarks))
-            )
-        return faces
-
-    def _predict(self, track: _Track, seq: int) -> Face:
-        """The track's face in frame ``seq``: its new detection, else its last measurement
-        moved by its velocity."""
-        if track.start is not None:
-            return track.start
-        shift = self._shift(track, seq)
-        face = track.measured
-        return dataclasses.replace(face, bbox=face.bbox + np.tile(shift, 2), kps=face.kps + shift)
-
     def _associate(self, detections: list[Face], seq: int) -> None:
-        boxes = [self._box(t, seq) for t in self._tracks]
+        boxes = [t.box(seq, self.landmarker) for t in self._tracks]
         matches = greedy_match(boxes, [d.bbox for d in detections], self.min_iou)
         matched_t = {ti for ti, _, _ in matches}
         matched_d = {di for _, di, _ in matches}
@@ -600,40 +565,16 @@ class FaceTracker:
         for di, det in enumerate(detections):
             if di in matched_d or det.score < self.detector.start_score:
                 continue  # matched, or too weak to be a face on its own
-            filt = OneEuroFilter(self._min_cutoff(), self._beta())
+            filt = self._new_filter()
             survivors.append(_Track(self._next_id, det, det, seq, start=det, filter=filt))
             self._next_id += 1
         self._tracks = survivors
 
-    def _dedupe(self, tracks: list[_Track]) -> list[_Track]:
-        """Two tracks that converged on one face: keep the older id."""
-        out: list[_Track] = []
-        for track in sorted(tracks, key=lambda t: t.track_id):
-            box = self._face_box(track.face)
-            if all(iou(box, self._face_box(o.face)) < 0.6 for o in out):
-                out.append(track)
-        return out
+    def _limits(self) -> JumpLimits | None:
+        """The refit checks (none without a landmarker: a detection is then no refit)."""
+        return self.jumps if self.landmarker is not None else None
 
-    def _min_cutoff(self) -> float:
-        return self.min_cutoff / self.smoothing if self.smoothing > 0 else 1e6
-
-    def _beta(self) -> float:
-        return self.beta / self.smoothing if self.smoothing > 0 else 0.0
-
-    def _output(self, track: _Track, t_s: float) -> Face:
-        """The track's face for output, smoothed: its landmarks and keypoints (the box is
-        the landmarker's box around the smoothed landmarks), or its keypoints and box."""
-        face = dataclasses.replace(track.face, track_id=track.track_id)
+    def _new_filter(self) -> OneEuroFilter:
         if self.smoothing <= 0:
-            return face
-        box = self._face_box(track.face)
-        scale = float(box[2] - box[0])
-        lm = face.landmarks
-        if lm is not None and self.landmarker is not None:
-            s = track.filter(np.concatenate([lm, face.kps]), t_s, scale=scale)
-            n = len(lm)
-            return dataclasses.replace(
-                face, bbox=self.landmarker.box_for(s[:n]), kps=s[n:], landmarks=s[:n]
-            )
-        s = track.filter(np.concatenate([face.kps, face.bbox.reshape(2, 2)]), t_s, scale=scale)
-        return dataclasses.replace(face, kps=s[:5], bbox=s[5:].reshape(4))
+            return OneEuroFilter(1e6, 0.0)
+        return OneEuroFilter(self.min_cutoff / self.smoothing, self.beta / self.smoothing)
