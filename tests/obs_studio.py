@@ -158,6 +158,11 @@ class ObsStudio:
         session.call("SetInputAudioSyncOffset", own)
         return session
 
+    def remove(self, session: Session, name: str) -> None:
+        """Remove input ``name`` from OBS when it is there (a test that adds it starts clean)."""
+        if name in [i["inputName"] for i in session.call("GetInputList")["inputs"]]:
+            session.call("RemoveInput", {"inputName": name})
+
     def offset(self, session: Session) -> int:
         """The microphone's audio sync offset in OBS now, ms."""
         got = session.call("GetInputAudioSyncOffset", {"inputName": MIC})

@@ -31,6 +31,7 @@ def livecam_items(session: Session) -> list[dict[str, object]]:
 def test_add_source_twice_leaves_one_source_on_the_device_of_now(
     obs: ObsStudio, studio: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    obs.remove(studio, SOURCE_NAME)
     assert livecam_obs(obs, "add-source", "--device", "/dev/video10") == 0
     assert "added LiveCam (the virtual camera /dev/video10)" in capsys.readouterr().out
     assert livecam_obs(obs, "add-source", "--device", "/dev/video10") == 0

@@ -89,16 +89,23 @@ def test_switching_lip_sync_off_puts_the_offset_back_while_running(
         app.stop()
 
 
-def test_a_renamed_microphone_is_one_line_and_the_stream_goes_on(
+def test_a_renamed_microphone_or_one_without_audio_is_one_line_and_the_stream_goes_on(
     obs: ObsStudio, studio: Session
 ) -> None:
-    app = obs_app(obs, sync_audio=True, audio_inputs=["Mic renamed", MIC])
+    scene = studio.call("GetCurrentProgramScene")["currentProgramSceneName"]
+    if "Colour card" not in [i["inputName"] for i in studio.call("GetInputList")["inputs"]]:
+        card = {"inputName": "Colour card", "inputKind": "color_source_v3", "inputSettings": {}}
+        studio.call("CreateInput", {"sceneName": scene, "sceneItemEnabled": True, **card})
+    app = obs_app(obs, sync_audio=True, audio_inputs=["Mic renamed", "Colour card", MIC])
     try:
         link = app.obs
         assert link is not None
         assert poll(lambda: link.state.audio_problem != "", 30), link.state
         state = link.state
-        assert state.audio_problem == "OBS has no input named 'Mic renamed' (renamed or deleted?)"
+        assert state.audio_problem == (
+            "OBS has no input named 'Mic renamed' (renamed or deleted?); "
+            "OBS's input 'Colour card' has no audio"
+        )
         assert state.audio_inputs == (MIC,) and obs.offset(studio) != OWN_OFFSET_MS  # the rest
         sent = app.snapshot().frames_out
         assert poll(lambda: app.snapshot().frames_out > sent + 10, 10) and not app.crashes

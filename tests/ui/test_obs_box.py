@@ -17,6 +17,7 @@ from livecam.config.schema import Config
 from livecam.obs.client import Session
 from ui.main_window import MainWindow
 from ui.panels.obs_box import ObsBox
+from ui.panels.output_panel import OutputPanel
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -72,3 +73,23 @@ def test_the_lip_sync_switch_works_live(
     box.sync_audio.setChecked(False)
     qtbot.waitUntil(lambda: obs.offset(studio) == OWN_OFFSET_MS, timeout=10000)
     assert window.stream.running
+
+
+def test_the_add_button_adds_livecam_to_the_scene_once(
+    qtbot: QtBot, settings: UiSettings, obs: ObsStudio, studio: Session
+) -> None:
+    cfg = small_config(
+        output={"virtualcam_device": "/dev/video12"},
+        obs={"enabled": True, "host": "127.0.0.1", "port": obs.port},
+    )
+    obs.remove(studio, "LiveCam")
+    panel = OutputPanel(StreamController(cfg), settings)
+    qtbot.addWidget(panel)
+    box = panel.obs_box
+    for expected in ("added LiveCam (the virtual camera /dev/video12)", "already in"):
+        qtbot.mouseClick(box.add_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda e=expected: e in box.result.text(), timeout=TIMEOUT_MS)  # type: ignore[misc]
+        qtbot.waitUntil(box.add_button.isEnabled)
+    scene = studio.call("GetCurrentProgramScene")["currentProgramSceneName"]
+    items = studio.call("GetSceneItemList", {"sceneName": scene})["sceneItems"]
+    assert [i["sourceName"] for i in items].count("LiveCam") == 1
