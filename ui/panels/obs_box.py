@@ -153,7 +153,7 @@ class ObsBox(QGroupBox):
     def add_source(self) -> None:
         """``livecam obs add-source`` on a worker thread; ``added`` tells the outcome."""
         obs = self.changes.merged(self.stream.config).obs
-        device = self.stream.config.output.virtualcam_device
+        device = self.running_device() or self.stream.config.output.virtualcam_device
         self.add_button.setEnabled(False)
         self.result.setStyleSheet("")
         self.result.setText("Adding LiveCam to OBS…")
@@ -174,6 +174,15 @@ class ObsBox(QGroupBox):
                 self._added.emit(f"could not add LiveCam to OBS: {one_line(repr(e))}", False)
 
         threading.Thread(target=work, name="panel-obs-add", daemon=True).start()
+
+    def running_device(self) -> str | None:
+        """The v4l2loopback device the running stream writes (busy: not opened again)."""
+        app = self.stream.app
+        for sink in app.sinks if app is not None else []:
+            if getattr(sink, "backend", None) == "v4l2loopback":
+                device = getattr(sink, "device", None)
+                return str(device) if device else None
+        return None
 
     def _on_added(self, text: str, ok: bool) -> None:
         self.add_button.setEnabled(True)
