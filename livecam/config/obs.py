@@ -46,8 +46,8 @@ class ObsConfig(Validated):
     sync_audio: bool = setting(
         False,
         option="--obs-sync-audio",
-        help="delay OBS's microphone by LiveCam's measured latency so lips match the voice "
-        "(the input's own sync offset is put back when LiveCam stops)",
+        help="with --obs: delay OBS's microphone by LiveCam's measured latency so lips match "
+        "the voice (the input's own sync offset is put back when LiveCam stops)",
     )
     # OBS input names whose audio is delayed; empty: the microphone/aux inputs (the global
     # Mic/Aux devices and the audio capture inputs of the current scene)
@@ -63,7 +63,8 @@ class ObsConfig(Validated):
         None,
         option="--obs-blank-scene",
         metavar="SCENE",
-        help="switch OBS to this scene while LiveCam's output is blanked, and back after",
+        help="with --obs: switch OBS to this scene while LiveCam's output is blanked, and "
+        "back after",
     )
     # a new offset is set when the target moved by more than this ...
     sync_threshold_ms: float = setting(
