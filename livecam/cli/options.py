@@ -22,6 +22,8 @@ from livecam.config.setting import (
     literal_choices,
     option_text,
     plain_type,
+    sections,
+    setting_of,
 )
 from livecam.config.specs import SinkSpec, SourceSpec
 from livecam.config.tomlfile import split_pair
@@ -221,33 +223,14 @@ SCOPES = (
     ),
 )
 
-#: path fields checked before start: field -> (what it is called, the fix)
+#: path fields checked before start: field -> (what it is called, the fix), from the fields'
+#: Settings (``input``)
 INPUT_FILES: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
-        "swap.face": (
-            "the source face photo",
-            "give a photo (JPEG, PNG, ...) of the face to swap in",
-        ),
-        "swap.reference": (
-            "the reference photo",
-            "give a photo (JPEG, PNG, ...) of the person whose face is replaced",
-        ),
-        "source.face_motion": (
-            "the --face-motion portrait",
-            "give a portrait photo (JPEG, PNG, ...)",
-        ),
-        "pipeline.yunet_model": (
-            "the YuNet model",
-            "give the path of face_detection_yunet_2023mar.onnx (OpenCV model zoo)",
-        ),
-        **{
-            f"swap.{part}_model": (
-                f"the {part} model",
-                f"give the path of an ONNX {part} file (`livecam models list` shows the models "
-                "LiveCam knows)",
-            )
-            for part in ("detector", "recognizer", "swapper", "enhancer")
-        },
+        f"{section}.{f.name}": info.input
+        for section, cls in sections(Config)
+        for f in dataclasses.fields(cls)
+        if (info := setting_of(f)).input is not None
     }
 )
 

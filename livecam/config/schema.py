@@ -175,6 +175,10 @@ class SourceConfig(Validated):
     face_motion: str | None = setting(
         None,
         path=True,
+        input=(
+            "the --face-motion portrait",
+            "give a portrait photo (JPEG, PNG, ...)",
+        ),
         option="--face-motion",
         metavar="IMG",
         help="synthetic source: animate this portrait with smooth head motion",
@@ -326,6 +330,10 @@ class PipelineConfig(Validated):
     yunet_model: str | None = setting(
         None,
         path=True,
+        input=(
+            "the YuNet model",
+            "give the path of face_detection_yunet_2023mar.onnx (OpenCV model zoo)",
+        ),
         option="--yunet",
         metavar="ONNX",
         debug=True,

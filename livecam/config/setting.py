@@ -45,7 +45,8 @@ class Setting:
     command line's converter when the value is not a plain number or string (``WxH``).
     ``debug``: a test or bench knob, left out of ``livecam run --help`` (shown by
     ``--help-debug``). ``path``: which values are file paths (relative ones are taken from
-    the config file's folder); ``pairs``: ``A=B`` path pairs.
+    the config file's folder); ``pairs``: ``A=B`` path pairs. ``input``: the field names
+    an input file checked before the stream starts: (what it is called, the fix).
     """
 
     option: str | None = None
@@ -62,6 +63,7 @@ class Setting:
     debug: bool = False
     path: Callable[[str], str | None] | None = None
     pairs: bool = False
+    input: tuple[str, str] | None = None
 
     @property
     def dest(self) -> str:

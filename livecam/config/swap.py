@@ -36,6 +36,15 @@ MAX_FACE_INDEX = 999  # swap.face_index: faces in one group photo
 NEURAL = "neural presets (lite, standard, quality)"
 
 
+def model_input(part: str) -> tuple[str, str]:
+    """How a model file given for ``part`` is named when it cannot be used, and the fix."""
+    return (
+        f"the {part} model",
+        f"give the path of an ONNX {part} file (`livecam models list` shows the models "
+        "LiveCam knows)",
+    )
+
+
 @functools.cache
 def preset_names() -> tuple[str, ...]:
     """Every name ``swap.preset`` accepts: ``auto``, the rows of the preset table and their
@@ -75,7 +84,12 @@ class SwapConfig(Validated):
 
     SECTION: ClassVar[str] = "swap"
     face: str | None = setting(
-        None, path=True, option="--face", metavar="IMG", help="source face image to swap in"
+        None,
+        path=True,
+        input=("the source face photo", "give a photo (JPEG, PNG, ...) of the face to swap in"),
+        option="--face",
+        metavar="IMG",
+        help="source face image to swap in",
     )
     face_index: int | None = setting(
         None,
@@ -100,6 +114,10 @@ class SwapConfig(Validated):
     reference: str | None = setting(
         None,
         path=True,
+        input=(
+            "the reference photo",
+            "give a photo (JPEG, PNG, ...) of the person whose face is replaced",
+        ),
         option="--reference",
         metavar="IMG",
         help="with --select reference: whose face",
@@ -247,6 +265,7 @@ class SwapConfig(Validated):
     detector_model: str | None = setting(
         None,
         path=True,
+        input=model_input("detector"),
         option="--detector-model",
         metavar="PATH",
         group=NEURAL,
@@ -255,6 +274,7 @@ class SwapConfig(Validated):
     recognizer_model: str | None = setting(
         None,
         path=True,
+        input=model_input("recognizer"),
         option="--recognizer-model",
         metavar="PATH",
         group=NEURAL,
@@ -263,6 +283,7 @@ class SwapConfig(Validated):
     swapper_model: str | None = setting(
         None,
         path=True,
+        input=model_input("swapper"),
         option="--swapper-model",
         metavar="PATH",
         group=NEURAL,
@@ -271,6 +292,7 @@ class SwapConfig(Validated):
     enhancer_model: str | None = setting(
         None,
         path=True,
+        input=model_input("enhancer"),
         option="--enhancer-model",
         metavar="PATH",
         group=NEURAL,
