@@ -98,6 +98,9 @@ def add_check_options(p: argparse.ArgumentParser) -> None:
             help=f"your own {role} ONNX file for the checked preset (needs --preset)",
         )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    from livecam.remote.probe import add_remote_probe_options
+
+    add_remote_probe_options(p)
 
 
 @dataclass
@@ -140,6 +143,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for key, path in given.items():
         if not Path(path).is_file():
             raise ConfigError(f"--{key.replace('_', '-')} {path}: no such file")
+    if args.remote:
+        return _check_remote(args, given)
     if args.frames < WARM_FRAMES + 4:
         raise ConfigError(f"--frames {args.frames} is too few", f"use at least {WARM_FRAMES + 4}")
     base = SwapConfig(provider=args.provider, select="one", **given)  # type: ignore[arg-type]
@@ -453,3 +458,30 @@ def _pair(corr: float, mad: float) -> str:
     if math.isnan(corr) and math.isnan(mad):
         return "n/a"
     return f"{_num(corr, '.2f')}/{_num(mad, '.3f')}"
+
+
+def _check_remote(args: argparse.Namespace, given: dict[str, str]) -> int:
+    """`livecam check --remote URL`: the server probed, and its swap compared with this
+    machine's swapper of --preset (standard by default) on the same crop."""
+    from livecam.face.build import build_swapper
+    from livecam.face.swap.neural import NeuralSwapper
+    from livecam.models.presets import resolve_preset
+    from livecam.models.store import ModelStore
+    from livecam.remote.probe import run_probe
+
+    cfg = SwapConfig(
+        preset=args.preset or "standard",
+        provider=args.provider,
+        swapper_model=given.get("swapper_model"),
+    )
+    store = ModelStore()
+    swapper = build_swapper(resolve_preset(cfg.preset, store, cfg), cfg, store)
+    try:
+        if not isinstance(swapper, NeuralSwapper):
+            raise ConfigError(
+                f"preset {cfg.preset} has no neural swapper to compare the server with",
+                "use --preset standard",
+            )
+        return run_probe(args, swapper)
+    finally:
+        swapper.close()

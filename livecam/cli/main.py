@@ -130,6 +130,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from livecam.telemetry.doctor import format_checks, run_doctor
 
+    if args.remote:  # only the swap server
+        from livecam.remote.probe import run_probe
+
+        return run_probe(args)
     checks = run_doctor(args.vcam_backend, args.vcam_device)
     ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
     print(format_checks(checks, ascii_only=ascii_only))
@@ -207,6 +211,9 @@ def add_doctor_command(sub: Any) -> None:
     doctor.add_argument("--vcam-backend", help="check this pyvirtualcam backend only")
     doctor.add_argument("--vcam-device", help="check this virtual camera device")
     doctor.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    from livecam.remote.probe import add_remote_probe_options
+
+    add_remote_probe_options(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
 

@@ -13,15 +13,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from triton_serve import (
-    DelayProxy,
-    Served,
-    needs_serve_extra,
-    remote_swapper,
-    served,
-)
+from triton_serve import Served, needs_serve_extra, remote_swapper, served
 from waiting import poll
 
+from livecam.benchmark.remote_rig import DelayProxy
 from livecam.benchmark.synthetic_models import latent_colour
 from livecam.config.swap import SwapConfig
 from livecam.face.build import build_swapper

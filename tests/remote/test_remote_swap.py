@@ -11,8 +11,9 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from triton_serve import TOKEN, Served, face_region, free_port, remote_swapper
+from triton_serve import TOKEN, Served, face_region, remote_swapper
 
+from livecam.benchmark.remote_rig import free_port
 from livecam.config.remote import RemoteConfig
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
@@ -198,3 +199,48 @@ def test_a_malformed_url_is_one_line() -> None:
     with pytest.raises(ConfigError) as e:
         RemoteConfig(url="http://gpu-box:8001")
     assert "grpc://HOST:PORT" in str(e.value) and e.value.field == "remote.url"
+
+
+def test_doctor_and_check_test_a_server(
+    narrow_server: Served, remote_models: dict[str, Path]
+) -> None:
+    """`livecam check --remote` finds the server, its token, where it swaps and that its
+    swap agrees with this machine's; `livecam doctor --remote` with a wrong token is one
+    FAIL line naming the token."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "livecam"]
+    check = subprocess.run(
+        [
+            *base,
+            "check",
+            "--remote",
+            narrow_server.url,
+            "--remote-token",
+            TOKEN,
+            "--preset",
+            "standard",
+            "--swapper-model",
+            str(remote_models["narrow"]),
+            "--provider",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    lines = check.stdout.splitlines()
+    assert any("agrees with the local one" in line for line in lines), lines
+    assert any("token accepted; swap runs on cpu" in line for line in lines), lines
+    doctor = subprocess.run(
+        [*base, "doctor", "--remote", narrow_server.url, "--remote-token", "wrong"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert doctor.returncode == 1
+    [line] = doctor.stdout.splitlines()
+    assert line.startswith("[FAIL] remote:") and "refused the token" in line
+    assert "Traceback" not in doctor.stderr
