@@ -19,8 +19,9 @@ never a quality figure); the client is the RemoteSwapper in this process, one al
 * 1 / 2 / 4 / 8 streams against one server (each at 30 fps): faces/s the server swapped in
   all, the mean batch size (Triton's metrics), and each stream's round trip p99.
 
-``--provider cuda`` (bench/gpu_check.sh's remote case) serves on the GPU; the client always
-swaps locally on the CPU when it falls back.
+``--provider cuda --width 1024 --fp16`` (bench/gpu_check.sh's remote case) serves the
+inswapper-sized model on the GPU; the client's local swapper (the fallback, and the
+"local" of the latency figure) uses the same provider.
 """
 
 from __future__ import annotations
@@ -214,10 +215,16 @@ def bench_bytes(local: NeuralSwapper, srv: ServeChild, clip: Clip, frames: int) 
 
 
 def bench_streams(
-    local_model: Path, data: Path, srv: ServeChild, clip: Clip, seconds: float, counts: list[int]
+    local_model: Path,
+    data: Path,
+    srv: ServeChild,
+    clip: Clip,
+    seconds: float,
+    counts: list[int],
+    provider: str,
 ) -> dict:
     found = {}
-    locals_ = [local_swapper(local_model, data / f"s{i}") for i in range(max(counts))]
+    locals_ = [local_swapper(local_model, data / f"s{i}", provider) for i in range(max(counts))]
     try:
         for n in counts:
             before = srv.metrics()
@@ -260,6 +267,7 @@ def bench_streams(
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--width", type=int, default=128, help="the synthetic swapper's width")
+    p.add_argument("--fp16", action="store_true", help="the swapper in float16 (GPU)")
     p.add_argument("--frames", type=int, default=90)
     p.add_argument("--seconds", type=float, default=4.0, help="per stream count")
     p.add_argument("--streams", default="1,2,4,8")
@@ -272,13 +280,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model = folder / f"inswapper_like_w{args.width}.onnx"
-        inswapper_like(model, args.width)
-        local = local_swapper(model, folder / "data")
+        inswapper_like(model, args.width, fp16=args.fp16)
+        local = local_swapper(model, folder / "data", args.provider)
         srv = ServeChild(model, folder / "serve.log", provider=args.provider)
         srv.start()
         try:
             figures = {
                 "width": args.width,
+                "fp16": args.fp16,
                 "server_provider": args.provider,
                 "latency": bench_latency(local, srv, clip, args.frames),
                 "delays": bench_delays(
@@ -292,6 +301,7 @@ def main() -> int:
                     clip,
                     args.seconds,
                     [int(n) for n in args.streams.split(",")],
+                    args.provider,
                 ),
             }
         finally:

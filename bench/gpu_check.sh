@@ -10,9 +10,10 @@
 # this script keeps it under /tmp/livecam_carry (a warm machine keeps /tmp between calls).
 # When every part is there (checked against the .sha256 list) they are joined under /tmp and
 # installed with pip --no-deps --target /tmp/site, ahead of the machine's own onnxruntime.
-# Results: JSON under $OUT (env.json, cases.json, summary.json, gpu_check.log), within
-# 8 minutes in all (the Python part gets what is left of 450 s after the install;
-# GPU_CHECK_BUDGET_S changes the 450).
+# Results: JSON under $OUT (env.json, cases.json, summary.json, remote.json, gpu_check.log),
+# within about 11 minutes in all (the Python part gets what is left of 450 s after the
+# install, GPU_CHECK_BUDGET_S changes the 450; the remote case up to 180 s more,
+# GPU_CHECK_REMOTE_S).
 set -u
 START=$(date +%s)
 MODE=run
@@ -88,6 +89,32 @@ RC=${PIPESTATUS[0]}
 if [ ! -s "$OUT/summary.json" ]; then  # killed before it could write one
   printf '{"error": "bench/gpu_check.py ended with rc %s before its summary", "rc": %s}\n' \
     "$RC" "$RC" > "$OUT/summary.json"
+fi
+
+# 4. the remote case (issue 28): `livecam serve` on this GPU (Triton through PyTriton) and
+# 1-32 client streams on 127.0.0.1 (bench/bench_remote.py); the PyTriton wheel comes with
+# the carried wheels (bench/carry/wheels) when the machine has none. Figures in remote.json.
+REMOTE_S=${GPU_CHECK_REMOTE_S:-180}
+if ! $PY -c "import pytriton, tritonclient.grpc" 2>/dev/null; then
+  for f in "$STASH"/wheels/nvidia_pytriton-*.whl "$STASH"/wheels/tritonclient-*.whl; do
+    [ -e "$f" ] && $PY -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$f" \
+      2>&1 | tail -2 | tee -a "$OUT/gpu_check.log"
+  done
+  export PYTHONPATH=$SITE:$PWD
+fi
+if $PY -c "import pytriton, tritonclient.grpc" 2>/dev/null; then
+  if [ "$MODE" = dry ]; then
+    REMOTE_ARGS=(--provider cpu --width 16 --frames 30 --seconds 2 --streams 1,2 --delays 0,50)
+  else
+    REMOTE_ARGS=(--provider cuda --width 1024 --fp16 --frames 90 --seconds 4 --streams 1,8,16,32)
+  fi
+  log "remote case: bench/bench_remote.py ${REMOTE_ARGS[*]}"
+  PYTHONUNBUFFERED=1 timeout "$REMOTE_S" $PY bench/bench_remote.py "${REMOTE_ARGS[@]}" \
+    --json "$OUT/remote.json" 2>&1 | grep -v "REMOTE LOST" | tail -12 | tee -a "$OUT/gpu_check.log"
+  [ -s "$OUT/remote.json" ] || log "remote case: no figures (rc ${PIPESTATUS[0]})"
+else
+  log "remote case skipped: no nvidia-pytriton/tritonclient here (carry their wheels)"
+  echo '{"skipped": "no nvidia-pytriton/tritonclient on this machine"}' > "$OUT/remote.json"
 fi
 log "done, rc $RC"
 exit "$RC"

@@ -18,6 +18,8 @@ PLATFORM=(--python-version 3.12 --implementation cp --only-binary=:all: --no-dep
           --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 TMP=$(mktemp -d)
 $PY -m pip download "onnxruntime-gpu==$VERSION" "${PLATFORM[@]}" -d "$TMP"
+# the remote case (`livecam serve`): PyTriton (~40 MB, bundles tritonserver) is split too
+$PY -m pip download "nvidia-pytriton==0.5.7" "${PLATFORM[@]}" -d "$TMP"
 rm -f ./*.whl.part-* ./*.sha256
 for whl in "$TMP"/*.whl; do
   name=$(basename "$whl")
@@ -28,6 +30,9 @@ done
 rm -rf "$TMP"
 mkdir -p wheels
 $PY -m pip download platformdirs "${PLATFORM[@]}" -d wheels
+# PyTriton's and tritonclient's own dependencies (no-deps wheels; the image may lack them)
+$PY -m pip download "tritonclient[grpc]>=2.45" grpcio protobuf pyzmq sh typing-inspect \
+  mypy-extensions wrapt python-rapidjson "ml-dtypes<=0.5.4" "${PLATFORM[@]}" -d wheels
 ls -l ./*.whl.part-* ./*.sha256 wheels/
 # the small real models `livecam bench --synthetic` needs (SCRFD 2.5G, MobileFaceNet), from
 # the test data beside the checkout (carried with the last call; git-ignored)
