@@ -198,7 +198,11 @@ class Resources:
 class App:
     """The running pipeline: ``start`` (raises StartupError listing every cause), ``wait``,
     ``stop`` (joins every thread within about two seconds), ``controls`` to change the
-    running stream, ``snapshot`` for telemetry."""
+    running stream, ``snapshot`` for telemetry.
+
+    The sinks are those of ``config.output.sinks`` (``make_sinks``: files signed with
+    ``provenance``), then ``extra_sinks`` (the panel's preview); ``sinks`` replaces the
+    configured ones (tests and benchmarks give their own)."""
 
     def __init__(
         self,
@@ -211,6 +215,7 @@ class App:
         quality: QualityOptions | None = None,
         resources: Resources | None = None,
         no_face: NoFaceWatch | None = None,
+        extra_sinks: Sequence[Sink] = (),
     ) -> None:
         self._config = config
         self._gpu = NvmlReader() if telemetry is None else None  # closed by stop/_abort
@@ -223,6 +228,7 @@ class App:
         self.store = self.resources.store
         self._stages = stages
         self._sinks = sinks
+        self._extra_sinks = list(extra_sinks)
         self._quality_options = quality
         #: steps the quality ladder (adaptive quality, VRAM watchdog), once started
         self.quality: QualityController | None = None
@@ -329,14 +335,19 @@ class App:
             stages = _collect(causes, "pipeline", lambda: build_stages(cfg, self.faces, self.store))
         sinks = self._sinks
         if sinks is None:
-            sinks = _collect(
-                causes, "output", lambda: make_sinks(cfg.output.sinks, cfg.output, self.provenance)
-            )
+            sinks = _collect(causes, "output", lambda: self.make_sinks(cfg))
+        if sinks is not None:
+            sinks = [*sinks, *self._extra_sinks]
         if causes or source is None or stages is None or sinks is None:
             causes += _other_causes(source, sinks or [])  # every cause, not only the first
             self._close_all(stages or [], [])
             raise StartupError(causes)
         return source, stages, sinks
+
+    def make_sinks(self, cfg: Config) -> list[Sink]:
+        """The sinks of ``cfg.output.sinks``, the files signed with this run's provenance:
+        the one way a run's sinks are built (``livecam run`` and the panel alike)."""
+        return make_sinks(cfg.output.sinks, cfg.output, self.provenance)
 
     def _plan(self, cfg: Config, source: Source, sinks: list[Sink]) -> Playback:
         """Real time or a conversion (whose recordings get the file's sound)."""

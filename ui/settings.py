@@ -70,6 +70,7 @@ class PanelState:
     notice_acknowledged: bool = False
     geometry: list[int] = field(default_factory=list)  # x, y, width, height
     splitter: list[int] = field(default_factory=list)  # preview and side tabs widths, px
+    record_file: str = ""  # the file chosen to record to, kept while recording is off
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +78,7 @@ class PanelState:
             "notice_acknowledged": self.notice_acknowledged,
             "geometry": list(self.geometry),
             "splitter": list(self.splitter),
+            "record_file": self.record_file,
         }
 
 
@@ -108,7 +110,8 @@ class UiSettings:
             geometry = [int(v) for v in data.get("geometry", [])]
             splitter = [int(v) for v in data.get("splitter", [])]
             acknowledged = bool(data.get("notice_acknowledged", False))
-            return PanelState(faces, acknowledged, geometry, splitter)
+            record_file = str(data.get("record_file", ""))
+            return PanelState(faces, acknowledged, geometry, splitter, record_file)
         except (tomllib.TOMLDecodeError, TypeError, ValueError, UnicodeDecodeError) as e:
             _set_aside(self.panel_path, str(e))
             return PanelState()

@@ -29,7 +29,6 @@ from livecam.app import App, Resources
 from livecam.config.schema import Config
 from livecam.control.controls import Applied, Change, Controls
 from livecam.errors import LivecamError, as_livecam_error
-from livecam.sinks import make_sinks
 from livecam.sinks.base import Sink
 from livecam.sinks.preview import FrameHandoff
 from livecam.telemetry.hub import Subscription
@@ -314,7 +313,11 @@ class StreamController(QObject):
         ``running_changed(True)``, or ``start_failed(LivecamError)`` with every cause."""
         if self._app is not None or self._starting:
             return
-        app = self._make_app()
+        try:
+            app = self._make_app()
+        except Exception as e:  # any cause, reported: Start stays usable
+            self.start_failed.emit(as_livecam_error(e, "start"))
+            return
         self._starting = True
         self._abandon.clear()
 
@@ -332,14 +335,19 @@ class StreamController(QObject):
         threading.Thread(target=work, name="panel-start", daemon=True).start()
 
     def _make_app(self) -> App:
+        """The app of the next start: the configured outputs (built and signed by the app,
+        bar those the preview replaces or that ``skip_sinks`` leaves out) and the preview."""
         cfg = as_camera(self._config)
         self.end_text = ""
         left_out = (*PANEL_SINKS_IGNORED, *self.skip_sinks)
         specs = tuple(s for s in cfg.output.sinks if s.strip().lower() not in left_out)
-        sinks: list[Sink] = make_sinks(specs, cfg.output) if specs else []
         self._handoff = FrameHandoff()
         self._shown = 0
-        app = App(cfg, sinks=[*sinks, PanelSink(self._handoff)], resources=self.resources)
+        app = App(
+            cfg.with_section("output", sinks=specs or ("null",)),
+            extra_sinks=[PanelSink(self._handoff)],
+            resources=self.resources,
+        )
         self._subscription = app.telemetry.subscribe(on_event=self._queue_event)
         return app
 
@@ -358,6 +366,7 @@ class StreamController(QObject):
     def _run(self, app: App) -> None:
         self._app = app
         self._config_seen = None
+        self._recording_since = None  # REC counts from this run's recordings
         self._frames.start()
         self._stats.start()
         self.running_changed.emit(True)
@@ -381,7 +390,9 @@ class StreamController(QObject):
             return []
         self._frames.stop()
         self._stats.stop()
-        self._config = app.config.with_section("source", unpaced=self._config.source.unpaced)
+        self._config = app.config.with_section(  # the panel's own outputs (and timing) kept
+            "source", unpaced=self._config.source.unpaced
+        ).with_section("output", sinks=self._config.output.sinks)
         if any(sink.records_video for sink in app.sinks):  # a quick close never cuts a file
             timeout_s = max(timeout_s, STOP_TIMEOUT_S)
         stuck = app.stop(timeout_s)

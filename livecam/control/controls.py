@@ -261,11 +261,12 @@ class Controls:
 
     def set_blank(self, on: bool, image: str | Path | None = None) -> Change:
         """Send a black frame (or ``image``, fitted to the frame) instead of the camera:
-        privacy. Takes effect at once, even when the source delivers nothing."""
+        privacy. Takes effect at once, even when the source delivers nothing. Off: the
+        blank stays until the swap has a result for the face again (``LiveState``)."""
         frame = self._blank_frame(image) if on else None
 
         def apply(state: LiveState) -> None:
-            state.blank = frame
+            state.set_blank(frame)
             last = state.last_packet
             if frame is not None and last is not None:  # show it now, not at the next frame
                 packet = FramePacket(frame=frame, seq=last.seq, t_capture_ns=last.t_capture_ns)
@@ -277,10 +278,11 @@ class Controls:
             return self._ask("blank", on, self._live(what, apply))
 
     def set_freeze(self, on: bool) -> Change:
-        """Repeat the current output frame (on) or go live again (off)."""
+        """Repeat the last picture the stages made (on) or go live again (off: once the swap
+        has a result for the face again, ``LiveState``)."""
 
         def apply(state: LiveState) -> None:
-            state.frozen = on
+            state.set_frozen(on)
 
         with self._asking:
             return self._ask("freeze", on, self._live(f"freeze {'on' if on else 'off'}", apply))

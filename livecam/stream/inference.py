@@ -16,17 +16,22 @@ frame is never dropped.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from livecam.stream.ring import RingBuffer
 from livecam.stream.stage import PreparingStage, Stage
 from livecam.stream.worker import Worker
 from livecam.telemetry.hub import Telemetry
 from livecam.types import Event, Frame, FramePacket, PrepareFailed, StageTiming
+
+log = logging.getLogger(__name__)
 
 
 def run_stages(
@@ -108,16 +113,36 @@ class Plan:
         return self.blank is None and not self.frozen
 
 
+RESUME_HOLD_S = 1.0
+"""After Blank or Freeze goes off, how long the output keeps showing what it showed (the
+blank or the frozen picture) while the swap has no result for the face yet; after that the
+frames go out as the stages made them (nobody there, or no face the detector can see)."""
+
+
 @dataclass
 class LiveState:
     """What the control plane changes; written only on the inference thread (the render
-    thread reads the switches and keeps ``last_packet``)."""
+    thread reads the switches and keeps the last packets).
+
+    Privacy: no camera face leaves while a switch is off again before the swap has caught
+    up. Blank off or Freeze off starts a *hold* (``set_blank``, ``set_frozen``): the frames
+    keep showing the blank or the frozen picture until a packet comes out that the swap
+    changed (``faces_swapped`` > 0), or that no face stage worked on (``None``: the swap is
+    off or failed), or until ``RESUME_HOLD_S`` of the stream's time has passed. Freeze
+    repeats the last picture the stages made (never a blank frame).
+    """
 
     stages: list[Stage]
     disabled: set[str] = field(default_factory=set)
     blank: Frame | None = None  # sent instead of every frame while set (privacy)
-    frozen: bool = False  # repeat the last output frame instead of new ones
+    frozen: bool = False  # repeat the last picture the stages made instead of new ones
     last_packet: FramePacket | None = None  # the last packet handed to the output
+    last_live: FramePacket | None = None  # the last packet the stages made (freeze shows it)
+    holding: bool = False  # blank or freeze went off and the swap has not caught up yet
+    held: Frame | None = None  # shown meanwhile (None: black)
+    holds_released: int = 0  # holds that ended with a swapped frame (or no face stage)
+    holds_expired: int = 0  # holds that ended after RESUME_HOLD_S without one
+    _hold_until_ns: int | None = None
     _finishing: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -132,20 +157,68 @@ class LiveState:
         """The stages and switches as they are now."""
         return Plan(tuple(self.stages), frozenset(self.disabled), self.blank, self.frozen)
 
+    def set_blank(self, frame: Frame | None) -> None:
+        """Blank on (``frame``: what is sent instead) or off (None: the blank stays until
+        the swap has a result again)."""
+        with self._finishing:
+            if frame is None and self.blank is not None and not self.frozen:
+                self._hold(self.blank)
+            self.blank = frame
+
+    def set_frozen(self, on: bool) -> None:
+        """Freeze on, or off (the frozen picture stays until the swap has a result again)."""
+        with self._finishing:
+            if not on and self.frozen and self.blank is None:
+                self._hold(self._frozen_frame())
+            self.frozen = on
+
+    def _hold(self, frame: Frame | None) -> None:
+        self.holding, self.held, self._hold_until_ns = True, frame, None
+
+    def _frozen_frame(self) -> Frame | None:
+        return self.last_live.frame if self.last_live is not None else None
+
     def finish(self, packet: FramePacket, plan: Plan | None = None) -> None:
-        """Apply blank/freeze to a processed packet and remember it. Blank or freeze as
-        they are now or as they were in the batch's ``plan``: a batch planned while blank
-        was on was not processed, and never goes out as the camera showed it."""
+        """Apply blank/freeze/hold to a processed packet and remember it. Blank or freeze
+        as they are now or as they were in the batch's ``plan``: a batch planned while
+        blank was on was not processed, and never goes out as the camera showed it."""
         with self._finishing:
             blank = self.blank if self.blank is not None else plan.blank if plan else None
             frozen = self.frozen or (plan is not None and plan.frozen)
             if blank is not None:  # not the swap's frame: no faces, no swap count
-                packet.frame, packet.faces, packet.faces_swapped = blank, [], None
-                packet.faces_reused = 0
-            elif frozen and self.last_packet is not None:
-                packet.frame, packet.faces, packet.faces_swapped = self.last_packet.frame, [], None
-                packet.faces_reused = 0
+                _show(packet, blank)
+            elif frozen:  # nothing made yet: black, never the unprocessed camera frame
+                still = self._frozen_frame()
+                _show(packet, still if still is not None else np.zeros_like(packet.frame))
+            elif self.holding and not self._releases(packet):
+                _show(packet, self.held if self.held is not None else np.zeros_like(packet.frame))
+            else:
+                self.last_live = packet
             self.last_packet = packet
+
+    def _releases(self, packet: FramePacket) -> bool:
+        """Whether ``packet`` ends the hold: the swap changed it, no face stage worked on
+        it, or the hold has lasted ``RESUME_HOLD_S`` (of the stream's clock)."""
+        t_ns = packet.t_capture_ns if packet.t_media_ns is None else packet.t_media_ns
+        if self._hold_until_ns is None:
+            self._hold_until_ns = t_ns + round(RESUME_HOLD_S * 1e9)
+        if packet.faces_swapped != 0:
+            self.holds_released += 1
+        elif t_ns >= self._hold_until_ns:
+            self.holds_expired += 1
+            log.info(
+                "no face swapped within %.1f s of going live: the frames go out", RESUME_HOLD_S
+            )
+        else:
+            return False
+        self.holding, self.held, self._hold_until_ns = False, None, None
+        return True
+
+
+def _show(packet: FramePacket, frame: Frame) -> None:
+    """Send ``frame`` in ``packet``'s place: not the swap's frame (no faces, no swap count)."""
+    packet.frame, packet.faces, packet.faces_swapped = frame, [], None
+    packet.faces_reused = 0
 
 
 Command = Callable[[LiveState], None]

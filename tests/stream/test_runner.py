@@ -10,7 +10,13 @@ import pytest
 from fakes import PassStage
 
 from livecam.face.debug_stages import PassThroughStage
-from livecam.stream.inference import InferenceWorker, LiveState, Plan, run_stages
+from livecam.stream.inference import (
+    RESUME_HOLD_S,
+    InferenceWorker,
+    LiveState,
+    Plan,
+    run_stages,
+)
 from livecam.stream.ring import RingBuffer
 from livecam.stream.stage import PreparingStage
 from livecam.telemetry.hub import Telemetry
@@ -179,6 +185,76 @@ def test_blank_and_freeze_replace_the_processed_frame() -> None:
     third = packet(2, 3)
     state.finish(third)
     assert third.frame is state.blank and state.last_frame is state.blank
+
+
+def swapped(seq: int, value: int, faces: int | None, t_ns: int = 0) -> FramePacket:
+    """A processed packet: ``faces`` swapped (0: a face stage found none to swap; None: no
+    face stage worked on it)."""
+    made = packet(seq, value)
+    made.faces_swapped, made.t_capture_ns = faces, t_ns
+    return made
+
+
+def test_going_live_again_holds_the_picture_until_the_swap_has_a_result() -> None:
+    """Blank off and Freeze off keep the blank or frozen picture until a packet the swap
+    changed (or one no face stage worked on: the swap is off); then every frame is live."""
+    state = LiveState([Invert()])
+    live = swapped(0, 1, faces=1)
+    state.finish(live)
+    black = np.zeros((8, 8, 3), np.uint8)
+    state.set_blank(black)
+    state.set_blank(None)
+    for seq in (1, 2):  # the face found, not swapped yet (a new track): still black
+        held = swapped(seq, 50 + seq, faces=0)
+        state.finish(held)
+        assert held.frame is black and held.faces_swapped is None
+    back = swapped(3, 3, faces=1)
+    state.finish(back)
+    assert back.frame[0, 0, 0] == 3, "swapped: live again"
+    after = swapped(4, 4, faces=0)  # once live, an unswapped frame is the stream's own
+    state.finish(after)
+    assert after.frame[0, 0, 0] == 4
+    assert (state.holds_released, state.holds_expired) == (1, 0)
+
+    state.set_frozen(True)
+    state.set_frozen(False)
+    held = swapped(5, 55, faces=0)
+    state.finish(held)
+    assert held.frame is after.frame, "freeze off: the frozen picture until the swap is back"
+    off = swapped(6, 6, faces=None)  # the swap switched off meanwhile: nothing to wait for
+    state.finish(off)
+    assert off.frame[0, 0, 0] == 6 and state.holds_released == 2
+
+
+def test_a_hold_ends_after_its_time_without_a_face() -> None:
+    state = LiveState([Invert()])
+    state.set_blank(np.zeros((8, 8, 3), np.uint8))
+    state.set_blank(None)
+    limit = round(RESUME_HOLD_S * 1e9)
+    first, later = swapped(1, 1, 0, t_ns=10**9), swapped(2, 2, 0, t_ns=10**9 + limit - 1)
+    for held in (first, later):
+        state.finish(held)
+        assert not held.frame.any()
+    gone = swapped(3, 3, 0, t_ns=10**9 + limit)  # nobody in the picture for RESUME_HOLD_S
+    state.finish(gone)
+    assert gone.frame[0, 0, 0] == 3 and state.holds_expired == 1
+
+
+def test_freeze_while_blank_freezes_the_last_picture_not_the_blank() -> None:
+    state = LiveState([Invert()])
+    live = swapped(0, 9, faces=1)
+    state.finish(live)
+    black = np.zeros((8, 8, 3), np.uint8)
+    state.set_blank(black)
+    state.finish(packet(1, 1))
+    state.set_frozen(True)
+    during = packet(2, 2)
+    state.finish(during)
+    assert during.frame is black, "blank wins while on"
+    state.set_blank(None)
+    frozen = packet(3, 3)
+    state.finish(frozen)
+    assert frozen.frame is live.frame, "blank off, freeze on: the last picture, not black"
 
 
 @OVERLAP

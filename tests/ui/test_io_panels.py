@@ -164,9 +164,23 @@ def test_output_choices_round_trip_and_preview_only(
     assert again.record_path.text() == str(record) and again.device.text() == vcam.device
     assert again.backend.currentData() == vcam.name and again.rate.currentIndex() == 1
 
+    # preview only and recording are independent; the chosen file stays until cleared
     panel.preview_only.setChecked(True)
+    assert UiSettings().config.output.sinks == (str(record),)
+    assert not panel.virtualcam.isChecked() and panel.record.isChecked()
+    panel.record.setChecked(False)
     assert UiSettings().config.output.sinks == ("null",)
-    assert not panel.virtualcam.isChecked() and not panel.record.isChecked()
+    assert panel.preview_only.isChecked() and panel.record_path.text() == str(record)
+    panel.record.setChecked(True)  # a click on Record records to the kept file again
+    assert UiSettings().config.output.sinks == (str(record),)
+    assert panel.preview_only.isChecked()
+    panel.record.setChecked(False)
+    kept = OutputPanel(StreamController(UiSettings().config), UiSettings())
+    qtbot.addWidget(kept)  # a new panel (a restart) still offers the file
+    assert kept.record_path.text() == str(record) and not kept.record.isChecked()
+    panel.preview_only.setChecked(False)
+    assert UiSettings().config.output.sinks == ("virtualcam",) and panel.virtualcam.isChecked()
+    panel.preview_only.setChecked(True)
 
     # the on-output label: off by default, on with the default text, a chosen corner
     assert not panel.label_on.isChecked() and UiSettings().config.output.label is None

@@ -4,11 +4,13 @@
   (``output.virtualcam_device`` / ``virtualcam_backend``). **Check** (and switching it on)
   opens a tiny virtual camera on a worker thread, as ``livecam doctor`` does: when none can
   start, the panel shows the reason and the fix for this OS.
-* **Recording** to a file (a save dialog); an existing file is never replaced unless
-  "Replace an existing file" is on (``output.overwrite``): the recorder writes to a new
-  timestamped name instead.
-* **Preview only**: neither of them (``output.sinks = ["null"]``): only the panel shows
-  the frames.
+* **Recording** to a file (a save dialog: the chosen file type gives the name its
+  suffix); an existing file is never replaced unless "Replace an existing file" is on
+  (``output.overwrite``): the recorder writes to a new timestamped name instead. The
+  chosen file is kept (``panel.toml``) while recording is off, until the user clears it.
+* **Preview only**: no virtual camera; only the panel shows the frames (and the
+  recording, when on: the two are independent choices). Neither: ``output.sinks =
+  ["null"]``.
 * **Output rate**: 30 or 60 fps, or the input's (``output.fps``). The output size is the
   input's (``source.size``, chosen in the Input panel; sources fit it without stretching).
 * **Label**: text such as "AI-modified" written into every output frame (virtual camera,
@@ -47,6 +49,7 @@ from pyvirtualcam.camera import BACKENDS
 
 from livecam.config.schema import Config, field_choices, sink_file
 from livecam.errors import LivecamError, one_line
+from livecam.sinks.recording.video import VIDEO_CODECS
 from livecam.stream.verify import report_text, verify
 from livecam.telemetry.doctor import Check, check_virtualcam
 from ui.main_window import error_text
@@ -65,7 +68,14 @@ RATES: tuple[tuple[str, float | None], ...] = (
     ("30 fps", 30.0),
     ("60 fps", 60.0),
 )
-RECORD_FILTER = "MP4 video (*.mp4);;AVI video (*.avi);;All files (*)"
+#: the save dialog's file types: (name, suffix), the default first
+RECORD_TYPES = (
+    ("MP4 video", ".mp4"),
+    ("AVI video (no sound)", ".avi"),
+    ("Matroska video", ".mkv"),
+    ("QuickTime video", ".mov"),
+)
+RECORD_FILTER = ";;".join(f"{name} (*{suffix})" for name, suffix in RECORD_TYPES)
 VERIFY_FILTER = (
     "Videos and images (*.mp4 *.mov *.mkv *.avi *.webm *.png *.jpg *.jpeg);;All files (*)"
 )
@@ -88,6 +98,24 @@ def marking_text(config: Config) -> tuple[str, bool]:
     label = f'on ("{out.label}", {out.label_position})' if out.label is not None else "off"
     mark = MARK_ON if out.watermark else MARK_OFF
     return f"Visible label: {label}.\n{mark}", not out.watermark
+
+
+def recording_name(path: str, chosen_filter: str) -> str:
+    """``path`` as a recording's name: with the suffix of the file type chosen in the
+    save dialog when it has no video suffix of its own (the dialog takes ``panel_avi``
+    with "AVI video" chosen)."""
+    if Path(path).suffix.lower() in VIDEO_CODECS:
+        return path
+    suffix = next((s for name, s in RECORD_TYPES if chosen_filter.startswith(name)), ".mp4")
+    return path + suffix
+
+
+def recording_problem(path: str) -> str | None:
+    """Why ``path`` cannot be recorded to (no video suffix), or None."""
+    if Path(path).suffix.lower() in VIDEO_CODECS:
+        return None
+    kinds = ", ".join(VIDEO_CODECS)
+    return f"{Path(path).name} is not a video file name: end it in one of {kinds}"
 
 
 def sinks_for(virtualcam: bool, record: str | None) -> tuple[str, ...]:
@@ -141,7 +169,7 @@ class OutputPanel(QWidget):
         self.record_browse.clicked.connect(self.choose_recording)
         self.overwrite = QCheckBox("Replace an existing file")
         self.overwrite.setToolTip("Off: the recording gets a new name with the time instead")
-        self.preview_only = QCheckBox("Preview only (no virtual camera, no recording)")
+        self.preview_only = QCheckBox("Preview only (no virtual camera)")
         self.rate = QComboBox()
         self.rate.addItems([title for title, _ in RATES])
         self.label_on = QCheckBox("Label the output frames")
@@ -195,7 +223,7 @@ class OutputPanel(QWidget):
         self.virtualcam.toggled.connect(self._on_virtualcam)
         self.device.editingFinished.connect(self.apply_virtualcam)
         self.backend.activated.connect(lambda _: self.apply_virtualcam())
-        self.record.toggled.connect(lambda _: self.apply_sinks())
+        self.record.toggled.connect(self._on_record)
         self.record_path.editingFinished.connect(self.apply_sinks)
         self.overwrite.toggled.connect(lambda on: self._apply(overwrite=on))
         self.preview_only.toggled.connect(self._on_preview_only)
@@ -226,9 +254,12 @@ class OutputPanel(QWidget):
             index = self.backend.count() - 1
         self.backend.setCurrentIndex(max(index, 0))
         self.record.setChecked(bool(files))
-        self.record_path.setText(files[0] if files else "")
+        if files:
+            self.record_path.setText(files[0])
+        elif not self.record_path.text():  # kept while recording is off
+            self.record_path.setText(self.settings.panel.record_file)
         self.overwrite.setChecked(out.overwrite)
-        self.preview_only.setChecked(VIRTUALCAM not in names and not files)
+        self.preview_only.setChecked(VIRTUALCAM not in names)
         self.label_on.setChecked(out.label is not None)
         if out.label is not None:
             self.label_text.setText(out.label)
@@ -321,34 +352,48 @@ class OutputPanel(QWidget):
         self.verified.emit(code)
 
     # --- recording and preview only ------------------------------------------------------
-    def choose_recording(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Record to", "recording.mp4", RECORD_FILTER)
-        if path:
-            self.record_path.setText(path)
-            self.record.setChecked(True)  # toggled applies; already on: apply here
-            self.apply_sinks()
+    def choose_recording(self) -> bool:
+        """The save dialog; True when a file was chosen (then recording is on)."""
+        start = self.record_path.text().strip() or "recording.mp4"
+        path, chosen = QFileDialog.getSaveFileName(self, "Record to", start, RECORD_FILTER)
+        if not path:
+            return False
+        self.record_path.setText(recording_name(path, chosen))
+        self.record.blockSignals(True)
+        self.record.setChecked(True)
+        self.record.blockSignals(False)
+        self.apply_sinks()
+        return True
 
-    def _on_preview_only(self, on: bool) -> None:
-        if on:
-            for box in (self.virtualcam, self.record):
-                box.blockSignals(True)
-                box.setChecked(False)
-                box.blockSignals(False)
+    def _on_record(self, on: bool) -> None:
+        if on and not self.record_path.text().strip() and not self.choose_recording():
+            self.record.blockSignals(True)  # no file chosen: not recording
+            self.record.setChecked(False)
+            self.record.blockSignals(False)
+            return
         self.apply_sinks()
 
+    def _on_preview_only(self, on: bool) -> None:
+        """Preview only is the virtual camera off (the recording stays as chosen)."""
+        self.virtualcam.setChecked(not on)  # toggled applies (and checks the camera)
+
     def apply_sinks(self) -> None:
-        """Put the chosen outputs into ``output.sinks``."""
+        """Put the chosen outputs into ``output.sinks``; the chosen file is kept."""
         text = self.record_path.text().strip()
-        record = (
-            str(Path(text).expanduser().absolute()) if self.record.isChecked() and text else None
-        )
-        if self.record.isChecked() and not text:
-            self.message.setText("Choose the file to record to.")
-        sinks = sinks_for(self.virtualcam.isChecked(), record)
+        if text != self.settings.panel.record_file:
+            self.settings.panel.record_file = text
+            self.settings.save_panel()
+        problem = recording_problem(text) if self.record.isChecked() and text else None
+        record = None
+        if self.record.isChecked() and text and problem is None:
+            record = str(Path(text).expanduser().absolute())
         self.preview_only.blockSignals(True)
-        self.preview_only.setChecked(sinks == ("null",))
+        self.preview_only.setChecked(not self.virtualcam.isChecked())
         self.preview_only.blockSignals(False)
-        self._apply(sinks=sinks)
+        self._apply(sinks=sinks_for(self.virtualcam.isChecked(), record))
+        if problem is not None:
+            self.message.setStyleSheet(ERROR_STYLE)
+            self.message.setText(problem)
 
     def apply_label(self) -> None:
         """Put the label (or none) into the config."""
@@ -366,5 +411,4 @@ class OutputPanel(QWidget):
             self.message.setText(error_text(e))
             return
         self.message.setStyleSheet("")
-        if "sinks" not in fields or self.record_path.text().strip() or not self.record.isChecked():
-            self.message.clear()
+        self.message.clear()

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from livecam.errors import ConfigError
 from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
 from livecam.face.parts import Recognizer
+from livecam.face.track.tracking import iou
 from livecam.types import Face, FaceWork, FrameContext
 
 SelectMode = Literal["one", "all", "reference"]
@@ -21,6 +22,13 @@ MODES: tuple[str, ...] = get_args(SelectMode)
 
 TIE_AREA = 0.9
 """In ``one`` mode, faces with at least this share of the largest area count as tied."""
+PAUSE_FRAMES = 15
+"""A gap of more camera frames than this since the last selection is a pause of the swap
+(switched off, Blank, Freeze): ``one`` then does not wait for the face it followed before
+it (a person picked with ``set_target`` is still waited for)."""
+SAME_PLACE_IOU = 0.3
+"""A new track whose box overlaps the followed face's last box by this much (intersection
+over union) is the followed person, restarted by the tracker."""
 
 
 def main_face(faces: list[Face], frame_shape: tuple[int, ...]) -> Face | None:
@@ -167,10 +175,13 @@ class StickyMainFace:
     With nothing followed, the main face (``main_face``) is picked and its ``track_id``
     followed: the face with that id is picked in later frames even when another face
     becomes larger. While the followed track is missing (it left, or the tracker holds it
-    out while its fit is unsure) nothing is swapped for up to ``patience`` frames; then the
-    main face of the frame is picked and followed. A frame's faces without track ids get
-    its main face. A rewound or restarted stream (a frame whose ``seq`` is not after the
-    last one's; the tracker starts new tracks then) starts over. One source (index 0); one
+    out while its fit is unsure, or restarted it under a new id) a face where it was last
+    seen (``SAME_PLACE_IOU``) is that person again and is followed at once (never a frame
+    of their face unswapped); with none there, nothing is swapped for up to ``patience``
+    frames (none after a pause of the swap, ``PAUSE_FRAMES``, unless pinned), then the
+    main face of the frame is picked and followed. A frame's faces without
+    track ids get its main face. A rewound or restarted stream (a frame whose ``seq`` is not
+    after the last one's; the tracker starts new tracks then) starts over. One source (index 0); one
     instance per stream.
 
     ``set_target`` pins a person: a point of the frame (normalised x, y in 0..1) picks, in
@@ -187,6 +198,7 @@ class StickyMainFace:
         self.followed: int | None = None
         self.pinned = False  # ``followed`` was chosen with ``set_target``
         self._missing = 0
+        self._last_box: npt.NDArray[np.float32] | None = None  # the followed face's, last seen
         self._last_seq: int | None = None
         self._lock = threading.Lock()
         self._point: tuple[float, float] | None = None
@@ -215,16 +227,23 @@ class StickyMainFace:
         face = face_at(faces, point, frame.shape)
         if face is not None and face.track_id >= 0:
             self.followed, self.pinned, self._missing = face.track_id, True, 0
+            self._last_box = face.bbox
 
     def select(self, frame: FrameContext, faces: list[Face]) -> list[Face]:
-        if self._last_seq is not None and frame.seq <= self._last_seq:
+        last_seq = self._last_seq
+        if last_seq is not None and frame.seq <= last_seq:
             self.followed, self.pinned = None, False
+        elif last_seq is not None and frame.seq - last_seq > PAUSE_FRAMES and not self.pinned:
+            self._missing = self.patience  # after a pause, no wait for the track followed
         self._last_seq = frame.seq
         self._take_target(frame, faces)
         if self.followed is not None:
             same = [f for f in faces if f.track_id == self.followed]
+            if not same:
+                same = self._in_place(faces)
             if same:
-                self._missing = 0
+                self.followed, self._missing = same[0].track_id, 0
+                self._last_box = same[0].bbox
                 return same[:1]
             self._missing += 1
             if self._missing <= self.patience:
@@ -233,7 +252,17 @@ class StickyMainFace:
         self.followed = face.track_id if face is not None and face.track_id >= 0 else None
         self.pinned = False
         self._missing = 0
+        self._last_box = None if face is None else face.bbox
         return [] if face is None else [face]
+
+    def _in_place(self, faces: list[Face]) -> list[Face]:
+        """The tracked face that overlaps where the followed one was last seen (the most)."""
+        last = self._last_box
+        if last is None:
+            return []
+        overlaps = [(iou(f.bbox, last), f) for f in faces if f.track_id >= 0]
+        best = max(overlaps, key=lambda o: o[0], default=None)
+        return [best[1]] if best is not None and best[0] >= SAME_PLACE_IOU else []
 
     def pick(self, frame: FrameContext, faces: list[Face]) -> list[tuple[Face, int]]:
         return [(face, 0) for face in self.select(frame, faces)]

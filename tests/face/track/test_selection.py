@@ -14,7 +14,14 @@ from livecam.errors import ConfigError, FaceSourceError
 from livecam.face.identity.metrics import embedding_distance
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.source.photo import SourceFace, SourceFaceCache
-from livecam.face.track.selection import ModeSelector, ReferenceMatcher, main_face, select_faces
+from livecam.face.track.selection import (
+    PAUSE_FRAMES,
+    ModeSelector,
+    ReferenceMatcher,
+    StickyMainFace,
+    main_face,
+    select_faces,
+)
 from livecam.types import Face, Frame, FrameContext
 from livecam.userfiles.images import load_image_bgr
 
@@ -80,6 +87,25 @@ def test_one_breaks_size_ties_by_centrality() -> None:
     assert main_face([edge, centre], (480, 640, 3)) is centre
     big_edge = Face(np.array([0, 0, 150, 150], np.float32), 1.0, kps)
     assert main_face([big_edge, centre], (480, 640, 3)) is big_edge
+
+
+def test_one_waits_for_its_person_only_between_frames_of_a_continuous_stream() -> None:
+    """The person followed (track 1) is gone; another face (track 2) is elsewhere. On
+    the next frame ``one`` waits ``patience`` frames before taking it (the tracker may be
+    holding the person out); after a pause of the swap (Blank, Freeze, swap off: a gap of
+    camera frames) it takes the face at once: no frame of it goes out unswapped."""
+    kps = np.zeros((5, 2), np.float32)
+    image = np.zeros((480, 640, 3), np.uint8)
+    first = Face(np.array([50, 50, 200, 200], np.float32), 1.0, kps, track_id=1)
+    other = Face(np.array([400, 200, 520, 320], np.float32), 1.0, kps, track_id=2)
+    for gap, waited in ((1, StickyMainFace().patience), (PAUSE_FRAMES + 1, 0)):
+        selector = StickyMainFace()
+        assert selector.select(FrameContext(image, 10), [first]) == [first]
+        seq = 10 + gap
+        for _ in range(waited):
+            assert selector.select(FrameContext(image, seq), [other]) == []
+            seq += 1
+        assert selector.select(FrameContext(image, seq), [other]) == [other]
 
 
 def test_reference_picks_the_matching_person(

@@ -1,7 +1,8 @@
 """The tracker and the sticky ``select one`` on real clips with the lite preset's parts
 (YuNet + slim-160 refit): detection every N processed frames when camera frames drop, a
 repeated camera frame moves nothing, detection frames do not shift the landmarks, a fit
-sliding off a fast head is held out, and ``one`` keeps the person it follows."""
+sliding off a fast head is held out, and ``one`` keeps the person it follows (also when
+the tracker restarts them under a new id)."""
 
 from __future__ import annotations
 
@@ -170,3 +171,21 @@ def test_select_one_keeps_the_tracked_person_when_another_face_grows(testdata: P
         overtaken += largest.track_id != face.track_id
     assert len(picked) == 1
     assert overtaken >= 3  # another person's face was the larger one for a while
+
+
+def test_select_one_follows_a_restarted_track_at_once(testdata: Path) -> None:
+    """Talking head d6: 2 s pass between frames 169 and 230 unseen (a Blank or Freeze:
+    the stages did not run), the head moved, the tracker restarts the face under a new
+    id. ``one`` follows the new track from its first frame: a frame that shows the face
+    always has it selected (an unselected face goes out as the camera showed it)."""
+    frames = clip_frames(testdata, "liveportrait_d6.mp4", 160, 240)
+    tracker = FaceTracker(lite_detector(), refit(), detect_every=3)
+    selector = StickyMainFace()
+    ids: set[int] = set()
+    for i in [*range(160, 170), *range(230, 240)]:
+        ctx = FrameContext(frames[i - 160], i, i / 30)
+        faces = tracker.update([ctx])[0]
+        picked = selector.select(ctx, faces)
+        assert len(picked) == min(len(faces), 1), (i, [f.track_id for f in faces])
+        ids.update(f.track_id for f in faces)
+    assert len(ids) == 2  # the tracker did restart the face
