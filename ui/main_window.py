@@ -15,6 +15,7 @@ import importlib
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
@@ -119,6 +120,15 @@ def target_text(target: str) -> str:
     if target == "auto":
         return "Swapping: auto, the main face (click a face in the preview to choose)"
     return f"Swapping: {target} (right-click the preview or Auto: back to the main face)"
+
+
+def face_text(config: Config) -> str:
+    """The source face in use, as the window names it under its buttons."""
+    face = config.swap.face
+    if not face or "swap" not in config.pipeline.stages:
+        return "Face in use: none (choose one in the Source tab)"
+    index = config.swap.face_index
+    return f"Face in use: {Path(face).name}" + (f" #{index}" if index else "")
 
 
 def startup_text(error: LivecamError) -> str:
@@ -304,6 +314,8 @@ class MainWindow(QMainWindow):
         self.target_label = QLabel(target_text("auto"))
         self.target_label.setObjectName("target")
         self.target_label.setWordWrap(True)  # wraps rather than widening the window
+        self.face_label = QLabel(face_text(stream.config))  # whoever changed it (N/P keys)
+        self.face_label.setObjectName("face_in_use")
         self.message = QLabel()
         self.message.setObjectName("message")
         self.message.setWordWrap(True)
@@ -321,6 +333,7 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(left)
         column.setContentsMargins(6, 6, 6, 6)
         column.addLayout(controls)
+        column.addWidget(self.face_label)
         column.addWidget(self.rec_label)
         column.addWidget(self.message)
         column.addWidget(self.preview, 1)
@@ -513,6 +526,7 @@ class MainWindow(QMainWindow):
 
     def _on_config(self, config: Config) -> None:
         self.settings.save_config(config)
+        self.face_label.setText(face_text(config))
         self._sync_swap()
         self.check_virtualcam()  # only when its settings changed
         self._show_virtualcam()

@@ -122,11 +122,12 @@ def step_quality(current: str, ladder: Sequence[str], step: int) -> str | None:
     return below[-1] if below else None
 
 
-def face_cycle(face: str | None, faces: Sequence[str]) -> list[str]:
-    """The photos next/previous face go through: ``face`` (the config's), then ``faces``,
-    each once (compared as absolute paths)."""
+def face_cycle(faces: Sequence[str], start: str | None = None) -> list[str]:
+    """The ring next/previous face walk: ``faces`` in their order (the panel's recent faces
+    as its Source tab shows them, ``hotkeys.faces``), each once (compared as absolute
+    paths), and ``start`` (the face the run began with) last when it is not among them."""
     cycle: list[str] = []
-    for f in (face, *faces):
+    for f in (*faces, start):
         if f and str(Path(f).expanduser().absolute()) not in cycle:
             cycle.append(str(Path(f).expanduser().absolute()))
     return cycle
@@ -145,7 +146,9 @@ def step_face(current: str | None, cycle: Sequence[str], step: int) -> str | Non
 class HotkeyActions:
     """The action handlers on one stream's ``controls``.
 
-    ``faces``: more photos for next/previous face (after the config's face); ``store``:
+    ``faces``: the photos next/previous face walk, in order (``face_cycle``; the face the
+    run began with joins them), or a function giving them at each press (the panel's
+    recent faces: faces opened while streaming join at once); ``store``:
     the model store that says which presets quality up/down may use; ``report``: where a
     refused action goes as an event (default: the log). While a command of the same action
     is still being applied, the next press steps on from its target, not from the old
@@ -155,12 +158,13 @@ class HotkeyActions:
     def __init__(
         self,
         controls: Controls,
-        faces: Sequence[str] = (),
+        faces: Sequence[str] | Callable[[], Sequence[str]] = (),
         store: ModelStore | None = None,
         report: Report | None = None,
     ) -> None:
         self.controls = controls
-        self.faces = tuple(faces)
+        self._faces = faces
+        self._start_face = controls.config.swap.face
         self.store = store
         self._report = report or _log_event
         self._pending: dict[str, tuple[Any, Change]] = {}
@@ -233,9 +237,15 @@ class HotkeyActions:
     def _previous_face(self) -> Change | None:
         return self._step_face("previous_face", -1)
 
+    @property
+    def faces(self) -> tuple[str, ...]:
+        """The photos next/previous face walk now (before the run's first face)."""
+        faces = self._faces
+        return tuple(faces() if callable(faces) else faces)
+
     def _step_face(self, action: str, step: int) -> Change | None:
         cfg = self.controls.config
-        cycle = face_cycle(cfg.swap.face, self.faces)
+        cycle = face_cycle(self.faces, self._start_face)
         current = self._current("face", cfg.swap.face)
         target = step_face(current, cycle, step)
         if target is None:

@@ -119,11 +119,40 @@ def test_quality_ladder_holds_only_presets_whose_models_are_here(
 
 def test_face_cycle_wraps_and_keeps_each_photo_once() -> None:
     a, b = str(ASSETS / "grace_hopper.jpg"), str(ASSETS / "astronaut.png")
-    cycle = face_cycle(a, [b, a])
-    assert cycle == [a, b]
+    cycle = face_cycle([b, a], a)
+    assert cycle == [b, a]
     assert step_face(a, cycle, +1) == b and step_face(b, cycle, +1) == a
     assert step_face(a, cycle, -1) == b
     assert step_face(a, [a], +1) is None  # no other face
+    assert face_cycle([b], a) == [b, a]  # the run's first face joins the ring, last
+
+
+def test_next_and_previous_walk_one_ring_through_every_face(app: App, testdata: Path) -> None:
+    """Four faces (the Source tab's order): N walks all four and back to the first, P
+    walks back; a face opened while streaming joins the ring at its place at once."""
+    faces = testdata / "faces"
+    shown = [
+        str(FACE),
+        str(ASSETS / "astronaut.png"),
+        str(faces / "obama_official_portrait_2012.jpg"),
+        str(faces / "biden_official_portrait.jpg"),
+    ]
+    recent = list(shown)  # what the panel's Source tab shows, read at each press
+    actions = HotkeyActions(app.controls, faces=lambda: recent, report=lambda e: None)
+
+    def press(action: str) -> str:
+        change = actions.run(action)
+        assert change is not None
+        face = change.wait(30).config.swap.face
+        assert face is not None
+        return face
+
+    assert [press("next_face") for _ in shown] == [*shown[1:], shown[0]]
+    assert [press("previous_face") for _ in range(2)] == [shown[3], shown[2]]
+    opened = str(faces / "grace_hopper_navy_portrait.jpg")
+    recent.insert(0, opened)  # opened in the Source tab while streaming: first
+    assert press("previous_face") == shown[1]
+    assert [press("previous_face") for _ in range(2)] == [shown[0], opened]
 
 
 # --- the actions on a real stream ----------------------------------------------------------

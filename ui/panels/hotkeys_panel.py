@@ -332,7 +332,10 @@ class HotkeysPanel(QWidget):
         app = self.stream.app
         if app is None:
             return
-        faces = [*self.saved.faces, *self.settings.panel.recent_faces]
+
+        def faces() -> list[str]:  # as the Source tab shows them, at each press
+            return [*self.settings.panel.recent_faces, *self.saved.faces]
+
         actions = HotkeyActions(app.controls, faces, app.store, app.telemetry.event)
         handlers = {a: self._unless_editing(h) for a, h in actions.handlers().items()}
         if self.global_ok:

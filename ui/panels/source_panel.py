@@ -220,7 +220,10 @@ class SourcePanel(QWidget):
         self.path_label.setText(str(faces.path))
         self.picker.clear()
         self.picker.addItems([str(i) for i in range(len(faces.boxes))])
-        self.settings.add_recent_face(faces.path)
+        follow, self._follow = self._follow, None
+        following = follow is not None and follow[0] == request
+        if not following:  # the user's pick leads the recent faces; a hotkey's keeps the ring
+            self.settings.add_recent_face(faces.path)
         self.refresh_gallery()
         n = len(faces.boxes)
         self.message.setStyleSheet("")
@@ -229,8 +232,7 @@ class SourcePanel(QWidget):
             if n > 1
             else "1 face found."
         )
-        follow, self._follow = self._follow, None
-        if follow is not None and follow[0] == request:
+        if follow is not None and following:
             self._show_face(min(follow[2], n - 1))
             self.message.setText(f"Now swapping in {faces.path.name} #{self.face_index}.")
         else:
@@ -300,8 +302,10 @@ class SourcePanel(QWidget):
 
     # --- recent faces --------------------------------------------------------------------
     def refresh_gallery(self) -> None:
-        """Show the recent faces (newest first); missing files are left out."""
+        """Show the recent faces (newest first; the order next/previous face walk), the one
+        in use selected; missing files are left out."""
         self.gallery.clear()
+        in_use = self.faces.path.absolute() if self.faces is not None else None
         for path in self.settings.panel.recent_faces:
             if not Path(path).is_file():
                 continue
@@ -312,6 +316,8 @@ class SourcePanel(QWidget):
             if icon is not None:
                 item.setIcon(icon)
             self.gallery.addItem(item)
+            if in_use is not None and Path(path).absolute() == in_use:
+                self.gallery.setCurrentItem(item)
 
     # --- drag and drop -------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override

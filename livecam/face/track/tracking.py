@@ -148,6 +148,10 @@ class JumpLimits:
         )
 
 
+MAX_GAP = 15
+"""Camera frames between two tracked frames beyond which tracking starts over (a pause)."""
+
+
 class OneEuroFilter:
     """One-Euro filter (Casiez et al. 2012) over an array of 2-D points.
 
@@ -344,7 +348,10 @@ class FaceTracker:
     that moves the refit's box on a detection frame (0: detections only confirm tracks; on
     the talking-head clips 0 and 0.3 give the same swim, 0 a flicker p95 ~0.05 lower,
     bench/bench_live_face.py). ``jumps``: the refit changes that count as a fit sliding
-    off the face (None: no check).
+    off the face (None: no check). ``max_gap``: a frame more than this many camera frames
+    after the last one tracked (the stage was paused: swap off, Blank, Freeze) starts over
+    from the detector, which shows the face in that very frame; a track refitted where the
+    face was before the pause would jump and be held out for a frame or two.
     """
 
     def __init__(
@@ -362,6 +369,7 @@ class FaceTracker:
         repeat_tolerance: float = 4.0,
         correction: float = 0.3,
         jumps: JumpLimits | None = JumpLimits(),  # noqa: B008 (frozen)
+        max_gap: int = MAX_GAP,
     ) -> None:
         if detect_every < 1:
             raise ValueError(f"detect_every must be >= 1, got {detect_every}")
@@ -379,6 +387,7 @@ class FaceTracker:
         self.beta = beta
         self.correction = correction
         self.jumps = jumps
+        self.max_gap = max_gap
         self.fits_rejected = 0  # refits that jumped (the track then restarts from a detection)
         self.fits_held = 0  # frames a track was held out (no trustworthy fit)
         self._tracks: list[_Track] = []
@@ -416,8 +425,9 @@ class FaceTracker:
         out = []
         for i, frame in enumerate(frames):
             validate_frame(frame.image, "FaceTracker.update")
-            if self._last_seq is not None and frame.seq <= self._last_seq:
-                self.reset()  # a restarted or rewound stream
+            last = self._last_seq
+            if last is not None and (frame.seq <= last or frame.seq - last > self.max_gap):
+                self.reset()  # a restarted or rewound stream, or a pause: start over
             detections = None
             if not self._unsure() and self._held.repeats(frame.image):
                 if not self._held.checked:  # no detector saw these pixels yet: it must agree

@@ -93,7 +93,8 @@ def test_one_waits_for_its_person_only_between_frames_of_a_continuous_stream() -
     """The person followed (track 1) is gone; another face (track 2) is elsewhere. On
     the next frame ``one`` waits ``patience`` frames before taking it (the tracker may be
     holding the person out); after a pause of the swap (Blank, Freeze, swap off: a gap of
-    camera frames) it takes the face at once: no frame of it goes out unswapped."""
+    camera frames) it takes the face at once: no frame of it goes out unswapped. A new
+    track where the person was is them, restarted: followed at once."""
     kps = np.zeros((5, 2), np.float32)
     image = np.zeros((480, 640, 3), np.uint8)
     first = Face(np.array([50, 50, 200, 200], np.float32), 1.0, kps, track_id=1)
@@ -106,6 +107,12 @@ def test_one_waits_for_its_person_only_between_frames_of_a_continuous_stream() -
             assert selector.select(FrameContext(image, seq), [other]) == []
             seq += 1
         assert selector.select(FrameContext(image, seq), [other]) == [other]
+    # the tracker restarted the person under a new id where they were: followed at once
+    selector = StickyMainFace()
+    assert selector.select(FrameContext(image, 10), [first, other]) == [first]
+    again = Face(first.bbox + 8, 1.0, kps, track_id=3)
+    assert selector.select(FrameContext(image, 11), [other, again]) == [again]
+    assert selector.followed == 3
 
 
 def test_reference_picks_the_matching_person(
