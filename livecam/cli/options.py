@@ -15,7 +15,7 @@ from typing import Any
 
 from livecam.config.inputs import input_file_problem
 from livecam.config.option_map import FIELD_OPTIONS, as_option_error, config_settings
-from livecam.config.schema import NEURAL, Config, SwapConfig
+from livecam.config.schema import NEURAL, Config
 from livecam.config.setting import (
     Setting,
     is_list,
@@ -148,10 +148,11 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
 
 @dataclass(frozen=True)
 class Scope:
-    """Fields that only apply when ``applies(config)``: ``option_needs`` says when in
-    options (``--source synthetic``), ``field_needs`` in config fields."""
+    """When the fields of a scope apply (``applies(config)``): ``option_needs`` says it in
+    options (``--source synthetic``), ``field_needs`` in config fields. A field names its
+    scope in its Setting (``applies_with``); every field of a section in
+    ``SECTION_SCOPES`` is in that section's scope too."""
 
-    fields: tuple[str, ...]
     applies: Callable[[Config], bool]
     option_needs: str
     field_needs: str
@@ -165,63 +166,73 @@ def _sinks(cfg: Config) -> list[SinkSpec]:
     return [SinkSpec.parse(s) for s in cfg.output.sinks]
 
 
-SWAP_FIELDS = tuple(f"swap.{f.name}" for f in dataclasses.fields(SwapConfig))
-SCOPES = (
-    Scope(
-        ("source.face_motion", "source.stamp"),
-        lambda c: _source(c).kind == "synthetic",
-        "--source synthetic",
-        "source.spec = 'synthetic'",
-    ),
-    Scope(
-        ("source.camera_backend", "source.mjpg"),
-        lambda c: _source(c).is_webcam,
-        "a camera source (--source camera:N)",
-        "a camera in source.spec",
-    ),
-    Scope(
-        ("output.virtualcam_backend", "output.virtualcam_device"),
-        lambda c: any(s.is_virtualcam for s in _sinks(c)),
-        "--sink virtualcam (or auto)",
-        "'virtualcam' or 'auto' in output.sinks",
-    ),
-    Scope(
-        ("output.overwrite",),
-        lambda c: c.run.stats_json is not None or any(s.file for s in _sinks(c)),
-        "a file sink (--sink out.mp4) or --stats-json",
-        "a file in output.sinks or run.stats_json",
-    ),
-    Scope(
-        ("pipeline.yunet_model",),
-        lambda c: "facebox" in c.pipeline.stages,
-        "--stage facebox",
-        "'facebox' in pipeline.stages",
-    ),
-    Scope(
-        (*SWAP_FIELDS, "pipeline.overlap"),  # overlap: the swap stage's tracking and swap
-        lambda c: "swap" in c.pipeline.stages,
-        "the swap stage (--face PHOTO, or --stage swap)",
-        "'swap' in pipeline.stages",
-    ),
-    Scope(
-        ("swap.reference", "swap.reference_threshold"),
-        lambda c: c.swap.select == "reference",
-        "--select reference",
-        "swap.select = 'reference'",
-    ),
-    Scope(
-        ("source.loop",),
-        lambda c: _source(c).file is not None,
-        "a video file (--source clip.mp4)",
-        "a video file in source.spec",
-    ),
-    Scope(
-        ("buffer.batch_limit",),
-        lambda c: c.buffer.lossless or _source(c).file is not None,
-        "--lossless (or a video file --source)",
-        "buffer.lossless = true (or a video file in source.spec)",
-    ),
+SCOPES: Mapping[str, Scope] = MappingProxyType(
+    {
+        "synthetic": Scope(
+            lambda c: _source(c).kind == "synthetic",
+            "--source synthetic",
+            "source.spec = 'synthetic'",
+        ),
+        "camera": Scope(
+            lambda c: _source(c).is_webcam,
+            "a camera source (--source camera:N)",
+            "a camera in source.spec",
+        ),
+        "virtualcam": Scope(
+            lambda c: any(s.is_virtualcam for s in _sinks(c)),
+            "--sink virtualcam (or auto)",
+            "'virtualcam' or 'auto' in output.sinks",
+        ),
+        "file output": Scope(
+            lambda c: c.run.stats_json is not None or any(s.file for s in _sinks(c)),
+            "a file sink (--sink out.mp4) or --stats-json",
+            "a file in output.sinks or run.stats_json",
+        ),
+        "facebox": Scope(
+            lambda c: "facebox" in c.pipeline.stages,
+            "--stage facebox",
+            "'facebox' in pipeline.stages",
+        ),
+        "swap": Scope(  # pipeline.overlap too: the swap stage's tracking and swap
+            lambda c: "swap" in c.pipeline.stages,
+            "the swap stage (--face PHOTO, or --stage swap)",
+            "'swap' in pipeline.stages",
+        ),
+        "reference": Scope(
+            lambda c: c.swap.select == "reference",
+            "--select reference",
+            "swap.select = 'reference'",
+        ),
+        "video file": Scope(
+            lambda c: _source(c).file is not None,
+            "a video file (--source clip.mp4)",
+            "a video file in source.spec",
+        ),
+        "lossless": Scope(
+            lambda c: c.buffer.lossless or _source(c).file is not None,
+            "--lossless (or a video file --source)",
+            "buffer.lossless = true (or a video file in source.spec)",
+        ),
+    }
 )
+#: sections whose every field applies only in a scope
+SECTION_SCOPES = MappingProxyType({"swap": "swap"})
+
+
+def _scoped_fields() -> dict[str, tuple[str, ...]]:
+    """Scope name -> its fields (``section.field``), in config order, from the Settings."""
+    found: dict[str, list[str]] = {name: [] for name in SCOPES}
+    for section, cls in sections(Config):
+        for f in dataclasses.fields(cls):
+            for scope in (SECTION_SCOPES.get(section), setting_of(f).applies_with):
+                if scope is not None:
+                    found[scope].append(f"{section}.{f.name}")
+    return {name: tuple(fields) for name, fields in found.items()}
+
+
+#: scope name -> the fields that apply only in it
+SCOPED_FIELDS: Mapping[str, tuple[str, ...]] = MappingProxyType(_scoped_fields())
+
 
 #: path fields checked before start: field -> (what it is called, the fix), from the fields'
 #: Settings (``input``)
@@ -256,10 +267,10 @@ def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
     def where(name: str) -> str:
         return FIELD_OPTIONS[name][0] if name in given else f"config field '{name}'"
 
-    for scope in SCOPES:
+    for scope_name, scope in SCOPES.items():
         if scope.applies(cfg):
             continue
-        for name in scope.fields:
+        for name in SCOPED_FIELDS[scope_name]:
             if name in given:
                 option = FIELD_OPTIONS[name][0]
                 raise ConfigError(
@@ -278,7 +289,9 @@ def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
         check_swap_config(cfg.swap)  # the preset, and the photos it needs
     for name, (what, fix) in INPUT_FILES.items():
         path = _value_of(cfg, name)
-        ignored = any(name in s.fields and not s.applies(cfg) for s in SCOPES)
+        ignored = any(
+            name in fields and not SCOPES[s].applies(cfg) for s, fields in SCOPED_FIELDS.items()
+        )
         problem = None if path is None or ignored else input_file_problem(path)
         if problem is not None:
             raise ConfigError(f"{where(name)}: {what} {cut(str(path))} {problem}", fix)

@@ -161,16 +161,20 @@ class SourceConfig(Validated):
         False,
         option="--loop",
         help="video file: start again at its end (default: play it once, then stop)",
+        applies_with="video file",
     )
     mirror: bool = setting(
         False, option="--mirror", help="flip every captured frame left-right (a selfie view)"
     )
     # ask cameras for MJPG (higher fps at 720p+ over USB 2)
-    mjpg: bool = setting(True, option="--no-mjpg", help="do not ask the camera for MJPG")
+    mjpg: bool = setting(
+        True, option="--no-mjpg", help="do not ask the camera for MJPG", applies_with="camera"
+    )
     camera_backend: CameraBackend = setting(
         "auto",
         option="--camera-backend",
         help="OpenCV capture backend (default {default}: the right one for this OS)",
+        applies_with="camera",
     )
     face_motion: str | None = setting(
         None,
@@ -183,12 +187,14 @@ class SourceConfig(Validated):
         metavar="IMG",
         help="synthetic source: animate this portrait with smooth head motion",
         debug=True,
+        applies_with="synthetic",
     )
     stamp: bool = setting(
         False,
         option="--stamp",
         debug=True,
         help="synthetic source: write the capture time into the pixels (latency measurements)",
+        applies_with="synthetic",
     )
     # retry period after a device failure
     reopen_interval_s: float = setting(
@@ -217,6 +223,7 @@ class BufferConfig(Validated):
         metavar="N",
         help="lossless runs: frames processed together (default {default}); live runs always "
         "take the newest frame and batch its faces",
+        applies_with="lossless",
     )
     # block the source instead of dropping (offline rendering); None: lossless when the
     # source is unpaced and finite (a video file conversion)
@@ -252,16 +259,23 @@ class OutputConfig(Validated):
         help="output rate (default: the source's)",
     )
     virtualcam_backend: str | None = setting(
-        None, option="--vcam-backend", help="pyvirtualcam backend (default: try each)"
+        None,
+        option="--vcam-backend",
+        help="pyvirtualcam backend (default: try each)",
+        applies_with="virtualcam",
     )
     virtualcam_device: str | None = setting(
-        None, option="--vcam-device", help="virtual camera device, e.g. /dev/video10"
+        None,
+        option="--vcam-device",
+        help="virtual camera device, e.g. /dev/video10",
+        applies_with="virtualcam",
     )
     overwrite: bool = setting(
         False,
         option="--overwrite",
         help="replace an existing recording or image file (default: keep it and write to "
         "a new name with a timestamp)",
+        applies_with="file output",
     )
     # responsible use: text drawn on every output frame (e.g. "AI-modified"), None: none
     label: str | None = setting(
@@ -325,6 +339,7 @@ class PipelineConfig(Validated):
         negatable=True,
         help="find and track the faces of the next frame while this one is swapped, on a "
         "second thread (default: when a model runs on a GPU)",
+        applies_with="swap",
     )
     # facebox stage: path to face_detection_yunet_2023mar.onnx
     yunet_model: str | None = setting(
@@ -338,6 +353,7 @@ class PipelineConfig(Validated):
         metavar="ONNX",
         debug=True,
         help="another YuNet 2023mar model for the facebox stage (default: the bundled one)",
+        applies_with="facebox",
     )
 
 

@@ -47,6 +47,9 @@ class Setting:
     ``--help-debug``). ``path``: which values are file paths (relative ones are taken from
     the config file's folder); ``pairs``: ``A=B`` path pairs. ``input``: the field names
     an input file checked before the stream starts: (what it is called, the fix).
+    ``applies_with``: the scope the field applies in only (``livecam.cli.options.SCOPES``,
+    e.g. ``synthetic``): set while its scope does not hold, it is an error (an option) or a
+    warning (a config file field); every field of the swap section is in ``swap`` too.
     """
 
     option: str | None = None
@@ -64,6 +67,7 @@ class Setting:
     path: Callable[[str], str | None] | None = None
     pairs: bool = False
     input: tuple[str, str] | None = None
+    applies_with: str | None = None
 
     @property
     def dest(self) -> str:

@@ -121,8 +121,10 @@ class SwapConfig(Validated):
         option="--reference",
         metavar="IMG",
         help="with --select reference: whose face",
+        applies_with="reference",
     )
-    reference_threshold: float | None = None  # max embedding distance (None: the model's own)
+    # max embedding distance (None: the model's own)
+    reference_threshold: float | None = setting(None, applies_with="reference")
     detect_every: int = setting(
         3,
         option="--detect-every",
