@@ -117,7 +117,9 @@ class FramePacket:
     instead of a swapper run (``swap.reuse``). ``analysis``: what a stage's ``prepare``
     found in the frame, by stage name, until its ``process`` takes it. ``swapped``: the
     swap changed its pixels (it swapped a face, or it is a frozen repeat of a frame that
-    did); the output thread sets it before the sinks get the frame.
+    did); the output thread sets it before the sinks get the frame. ``stand_in``: a blank,
+    frozen or held picture goes out in the camera frame's place (no stage made it: its
+    capture time says nothing of the pipeline's latency).
     """
 
     frame: Frame
@@ -130,6 +132,7 @@ class FramePacket:
     faces_reused: int = 0
     analysis: dict[str, Any] = field(default_factory=dict)
     swapped: bool = False
+    stand_in: bool = False
 
 
 EventLevel = Literal["info", "warning", "error"]

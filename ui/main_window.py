@@ -68,6 +68,10 @@ log = logging.getLogger(__name__)
 
 TITLE = "LiveCam"
 NO_CAMERA_NOTE = "No camera found"  # how the Input tab's no-camera note begins
+NO_FACE_TEXT = (
+    "The swap needs a face photo: open one in the Source tab (Open photo…), then switch "
+    "the swap on."
+)
 DEFAULT_SIZE = QSize(1280, 760)  # the first window, shrunk to fit smaller screens
 FRAME_MARGIN = QSize(16, 48)  # px the window manager adds around it (title bar, borders)
 VIRTUALCAM = "virtualcam"
@@ -435,7 +439,12 @@ class MainWindow(QMainWindow):
         self.show_message(startup_text(error))
 
     def set_swap(self, on: bool) -> None:
-        """The master swap switch: live through the control plane, else in the config."""
+        """The master swap switch: live through the control plane, else in the config. On
+        with no face photo chosen: said in the panel's words, nothing changed."""
+        if on and not self.stream.config.swap.face and not self.stream.config.swap.map:
+            self.show_message(NO_FACE_TEXT)
+            self._sync_swap()
+            return
         self.stream.set_swap(on)
 
     def set_blank(self, on: bool) -> None:
@@ -615,7 +624,9 @@ class MainWindow(QMainWindow):
         if event.level in ("warning", "error"):
             fix = event.panel_hint or event.hint  # the panel's words where they differ
             hint = f" (fix: {one_line(fix)})" if fix else ""
-            self.statusBar().showMessage(f"{event.origin}: {one_line(event.message)}{hint}", 10000)
+            text = f"{event.origin}: {one_line(event.message)}{hint}"
+            self.statusBar().showMessage(text, 10000)
+            self.statusBar().setToolTip(text)  # the whole text where the bar cuts it
 
     def _on_stopped(self, reason: str) -> None:
         if reason:

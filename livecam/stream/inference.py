@@ -218,7 +218,7 @@ class LiveState:
 def _show(packet: FramePacket, frame: Frame) -> None:
     """Send ``frame`` in ``packet``'s place: not the swap's frame (no faces, no swap count)."""
     packet.frame, packet.faces, packet.faces_swapped = frame, [], None
-    packet.faces_reused = 0
+    packet.faces_reused, packet.stand_in = 0, True
 
 
 Command = Callable[[LiveState], None]

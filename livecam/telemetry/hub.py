@@ -105,10 +105,12 @@ class Telemetry:
     def frame_out(self, packet: FramePacket, t_sent_ns: int) -> None:
         """A new (not repeated) frame reached the sinks: packet subscribers get the packet,
         then frame subscribers its report. A frame the swap stage worked on
-        (``faces_swapped`` set) is counted for the faces."""
+        (``faces_swapped`` set) is counted for the faces; a stand-in (blank, frozen) is
+        left out of the latency window (it went out at once, unprocessed)."""
         with self._lock:
             self._out.tick(t_sent_ns)
-            self._latency.append((t_sent_ns - packet.t_capture_ns) / 1e6)
+            if not packet.stand_in:  # a blank or frozen picture: no pipeline latency
+                self._latency.append((t_sent_ns - packet.t_capture_ns) / 1e6)
             listeners = [s for s in self._subscriptions if s.on_frame is not None]
             watchers = [s for s in self._subscriptions if s.on_packet is not None]
             if packet.faces_swapped is not None:

@@ -16,6 +16,7 @@ from recording_backend import RecordingStore
 
 from livecam.app import App
 from livecam.config.schema import Config
+from livecam.stream.inference import LiveState
 from livecam.telemetry import hub
 from livecam.telemetry.gpu import GpuSnapshot, NvmlReader, process_vram_mb
 from livecam.telemetry.hub import Telemetry
@@ -114,6 +115,24 @@ def test_counters_reach_snapshot_summary_and_status_line() -> None:
     summary = json.loads(json.dumps(snap.to_summary()))
     assert summary["frames_processed"] == 5 and summary["skipped"] == 3
     assert "skips 3" in snap.status_line()
+
+
+def test_blank_and_frozen_frames_are_left_out_of_the_latency() -> None:
+    """A processed frame's latency counts; a blank or frozen picture sent in a camera
+    frame's place (``LiveState``: unprocessed, out at once) does not."""
+    t = Telemetry()
+    state = LiveState([])
+    live = FramePacket(np.zeros((4, 4, 3), np.uint8), 0, t_capture_ns=0)
+    state.finish(live)
+    t.frame_out(live, t_sent_ns=40_000_000)  # 40 ms through the pipeline
+    state.set_blank(np.zeros((4, 4, 3), np.uint8))
+    for seq in range(1, 20):
+        blank = FramePacket(np.ones((4, 4, 3), np.uint8), seq, t_capture_ns=seq * 10**9)
+        state.finish(blank)
+        assert blank.stand_in
+        t.frame_out(blank, t_sent_ns=seq * 10**9 + 100_000)  # 0.1 ms: not processed
+    latency = t.snapshot().latency_ms
+    assert latency is not None and latency.p50 == pytest.approx(40.0)
 
 
 def test_providers_show_what_is_used_and_flag_a_fallback_loudly() -> None:

@@ -109,6 +109,17 @@ def test_start_preview_stats_stop_from_the_window(
     assert window.preview.frame is None  # the idle text again
 
 
+def test_the_swap_switch_with_no_face_photo_says_where_to_choose_one(
+    qtbot: QtBot, settings: UiSettings, closing: list[MainWindow]
+) -> None:
+    window = open_window(qtbot, settings, passthrough_config())
+    closing.append(window)
+    assert not window.swap_button.isChecked()
+    click(qtbot, window.swap_button)
+    assert not window.swap_button.isChecked() and "swap" not in window.stream.config.pipeline.stages
+    assert "Source tab" in window.message.text() and "swap.face" not in window.message.text()
+
+
 def test_the_swap_switch_changes_the_output_frames(
     qtbot: QtBot, settings: UiSettings, closing: list[MainWindow]
 ) -> None:

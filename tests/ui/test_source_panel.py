@@ -58,6 +58,7 @@ def test_two_people_are_boxed_and_face_1_goes_into_the_config(
     assert load(qtbot, panel, photo)
     assert panel.faces is not None and len(panel.faces.boxes) == 2
     assert panel.picker.count() == 2 and panel.face_index == 0
+    assert panel.message.text().startswith("2 faces found: the largest (0) is used")
 
     # click the second face's box on the thumbnail
     x0, y0, x1, y1 = panel.faces.boxes[1]
@@ -67,6 +68,7 @@ def test_two_people_are_boxed_and_face_1_goes_into_the_config(
     cy = (panel.thumb.height() - pixmap.height()) / 2 + (y0 + y1) / 2 * scale
     qtbot.mouseClick(panel.thumb, Qt.MouseButton.LeftButton, pos=QPoint(round(cx), round(cy)))
     assert panel.face_index == 1 and panel.picker.currentIndex() == 1
+    assert panel.message.text().startswith("2 faces found: face 1 is used"), panel.message.text()
     # the thumbnail boxes both faces; the chosen one (1) in the chosen colour
     shown = panel.thumb.pixmap().toImage()
     b, g, r = BOX_COLOURS[1]

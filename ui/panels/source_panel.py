@@ -227,11 +227,7 @@ class SourcePanel(QWidget):
         self.refresh_gallery()
         n = len(faces.boxes)
         self.message.setStyleSheet("")
-        self.message.setText(
-            f"{n} faces found: the largest (0) is used; click a box to use another."
-            if n > 1
-            else "1 face found."
-        )
+        self.message.setText("1 face found." if n == 1 else f"{n} faces found.")
         if follow is not None and following:
             self._show_face(min(follow[2], n - 1))
             self.message.setText(f"Now swapping in {faces.path.name} #{self.face_index}.")
@@ -263,6 +259,12 @@ class SourcePanel(QWidget):
         if faces is None or not 0 <= index < len(faces.boxes):
             return
         self._show_face(index)
+        if len(faces.boxes) > 1:
+            self.message.setStyleSheet("")
+            which = "the largest (0)" if index == 0 else f"face {index}"
+            self.message.setText(
+                f"{len(faces.boxes)} faces found: {which} is used; click a box to use another."
+            )
         path = str(faces.path.absolute())
         config_index = index if len(faces.boxes) > 1 else None
         if self.stream.running:
