@@ -24,6 +24,7 @@ guards the shared state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -60,9 +61,11 @@ TOKEN_ENV = "LIVECAM_REMOTE_TOKEN"
 
 
 class EventSink(Protocol):
-    """Where the remote's events go (``telemetry.hub.Telemetry`` is one)."""
+    """Where the remote's events and figures go (``telemetry.hub.Telemetry`` is one)."""
 
     def event(self, event: Event) -> None: ...
+
+    def remote(self, reading: RemoteStats | None) -> None: ...
 
 
 @dataclass
@@ -104,6 +107,22 @@ class RemoteStats:
     sent: int
     mean_batch: float | None
     server: str
+
+    def label(self) -> str:
+        """The status line's part: where the swap runs and how the link does."""
+        if self.lost is not None:
+            return f"{LOST}: {self.lost}"
+        rtt = (
+            f"rtt p50/p99 {self.rtt_p50_ms:.0f}/{self.rtt_p99_ms:.0f} ms"
+            if self.rtt_p50_ms is not None and self.rtt_p99_ms is not None
+            else "rtt n/a"
+        )
+        batch = f", server batch {self.mean_batch:.1f}" if self.mean_batch is not None else ""
+        kb = (self.bytes_up_per_face + self.bytes_down_per_face) / 1000
+        return f"remote {self.address} ({self.server or '?'}): {rtt}, {kb:.0f} KB/face{batch}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -392,6 +411,12 @@ class RemoteSwapper:
                 if counts is not None:
                     with self._cond:
                         self._state.counts = counts
+            report = self._report
+            if report is not None:
+                try:
+                    report.remote(self.stats())
+                except Exception:  # a listener's bug never stops the monitor
+                    log.exception("the remote's figures listener failed")
 
     # -- what it did ---------------------------------------------------------------------
 

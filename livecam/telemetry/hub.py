@@ -20,7 +20,7 @@ import psutil
 
 from livecam.telemetry.gpu import GpuReader
 from livecam.telemetry.meters import FaceCounts, Percentiles, RateMeter
-from livecam.telemetry.snapshot import FrameReport, Snapshot
+from livecam.telemetry.snapshot import FrameReport, RemoteReading, Snapshot
 from livecam.types import Event, FramePacket, SwapReading
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ class Telemetry:
         self._process = psutil.Process()
         self._faces = FaceCounts()
         self._swap_check: SwapReading | None = None
+        self._remote: RemoteReading | None = None
 
     # --- feeding -------------------------------------------------------------------------
     def frame_in(self, t_ns: int) -> None:
@@ -130,6 +131,11 @@ class Telemetry:
         """The swap check's newest reading (its thread; None: a new stage, none yet)."""
         with self._lock:
             self._swap_check = reading
+
+    def remote(self, reading: RemoteReading | None) -> None:
+        """The remote swap's newest figures (its monitor thread, about once a second)."""
+        with self._lock:
+            self._remote = reading
 
     def swap_reading(self) -> SwapReading | None:
         """The swap check's newest reading."""
@@ -273,6 +279,7 @@ class Telemetry:
             providers = {s: dict(p) for s, p in self._providers.items()}
             drop_counters = list(self._drop_counters)
             swap_check = self._swap_check
+            remote = self._remote
         reading = self._gpu_reader.snapshot() if self._gpu_reader is not None else None
         gpu = dataclasses.asdict(reading) if reading is not None else None
         stage_pcts = {n: p for n, v in stages.items() if (p := Percentiles.of(v)) is not None}
@@ -300,4 +307,5 @@ class Telemetry:
             faces_now=faces.now,
             faces_reused=faces.reused,
             swap_check=swap_check,
+            remote=remote,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from livecam.telemetry.meters import Percentiles
 from livecam.types import FramePacket, SwapReading
@@ -38,6 +38,18 @@ class FrameReport:
             latency_ms=(t_sent_ns - packet.t_capture_ns) / 1e6,
             stages_ms=MappingProxyType(stages),
         )
+
+
+class RemoteReading(Protocol):
+    """The remote swap's figures as telemetry shows them (``remote.swapper.RemoteStats``)."""
+
+    def label(self) -> str:
+        """Its part of the status line."""
+        ...
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its part of the ``--stats-json`` summary."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,8 @@ class Snapshot:
     faces_now: tuple[int, int] | None = None
     faces_reused: int = 0
     swap_check: SwapReading | None = None
+    #: the remote swap's newest figures (``remote.swapper.RemoteStats``; None: swapped here)
+    remote: RemoteReading | None = None
 
     @property
     def reuse_hit_rate(self) -> float:
@@ -104,6 +118,8 @@ class Snapshot:
                 + (f", {self.reuse_hit_rate:.0%} reused" if self.faces_reused else "")
                 + (f", {self.swap_check.label()}" if self.swap_check is not None else "")
             )
+        if self.remote is not None:
+            parts.append(self.remote.label())
         if self.stages_ms:
             parts.append(" ".join(f"{n}={p.p50:.1f}" for n, p in self.stages_ms.items()))
         if self.providers:
@@ -138,6 +154,7 @@ class Snapshot:
             "faces_reused": self.faces_reused,
             "reuse_hit_rate": round(self.reuse_hit_rate, 4),
             "swap_check": self.swap_check.as_dict() if self.swap_check is not None else None,
+            "remote": self.remote.as_dict() if self.remote is not None else None,
         }
 
 

@@ -58,6 +58,9 @@ class Said:
     def event(self, event: Event) -> None:
         self.events.append(event)
 
+    def remote(self, reading: object) -> None:
+        pass
+
 
 def swap_once(
     swapper: RemoteSwapper, frame: FrameContext, face: Face, latent: np.ndarray

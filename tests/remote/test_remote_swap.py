@@ -62,6 +62,9 @@ class Events:
     def event(self, event: Event) -> None:
         self.seen.append(event)
 
+    def remote(self, reading: object) -> None:
+        pass
+
 
 def run_stage(stage: FaceSwapStage, frames: list[np.ndarray]) -> list[FramePacket]:
     packets = [
@@ -244,3 +247,40 @@ def test_doctor_and_check_test_a_server(
     [line] = doctor.stdout.splitlines()
     assert line.startswith("[FAIL] remote:") and "refused the token" in line
     assert "Traceback" not in doctor.stderr
+
+
+def test_livecam_run_remote_swaps_on_the_server_and_says_so(
+    testdata: Path, remote_models: dict[str, Path], narrow_server: Served, tmp_path: Path
+) -> None:
+    """`livecam run --remote URL --remote-token T`: the frames are swapped, the faces came
+    from the server, and --stats-json says where and how (round trip, bytes, batch)."""
+    import json
+    import subprocess
+    import sys
+
+    stats = tmp_path / "stats.json"
+    cmd = [
+        sys.executable, "-m", "livecam", "run", "--preset", "standard",
+        "--face", str(testdata / "faces" / "biden_official_portrait.jpg"),
+        "--source", str(testdata / "faces" / "obama_official_portrait_2012.jpg"),
+        "--sink", "null", "--frames", "60", "--fps", "30", "--provider", "cpu",
+        "--detector-model", str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
+        "--recognizer-model", str(remote_models["recognizer"]),
+        "--swapper-model", str(remote_models["narrow"]),
+        "--remote", narrow_server.url, "--remote-token", TOKEN, "--remote-timeout-ms", "2000",
+        "--remote-wait-ms", "500",
+        "--stats-json", str(stats), "-q",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(stats.read_text())
+    remote = summary["remote"]
+    assert remote is not None, summary
+    assert (remote["route"], remote["address"], remote["server"]) == (
+        "remote",
+        narrow_server.url,
+        "cpu",
+    )
+    assert remote["faces_remote"] > 0 and remote["rtt_p50_ms"] > 0
+    assert remote["bytes_up_per_face"] == 128 * 128 * 3 + 512 * 4
+    assert summary["faces_swapped"] >= 1
