@@ -219,7 +219,14 @@ def add_doctor_command(sub: Any) -> None:
 
 def add_panel_command(sub: Any) -> None:
     panel = sub.add_parser(
-        "panel", help="the desktop panel (the default when livecam runs with no arguments)"
+        "panel",
+        help="the desktop panel (the default when livecam runs with no arguments)",
+        description=(
+            "The LiveCam desktop panel: a live preview, Start/Stop, the Swap, Blank and Freeze "
+            "switches, and tabs for the source face, the input, the outputs (virtual camera, "
+            "recording), processing, hotkeys and stats. Its settings are kept in the user "
+            "config folder, in the TOML that `livecam run --config` reads. Needs a display."
+        ),
     )
     panel.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     panel.set_defaults(func=cmd_panel)

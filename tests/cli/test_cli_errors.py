@@ -411,3 +411,9 @@ def test_a_signal_while_running_stops_with_the_summary(tmp_path: Path, signum: i
         proc.kill()
     assert proc.returncode == 128 + signum, err
     assert "Traceback" not in err and "frames in" in out
+
+
+def test_panel_help_says_what_the_panel_is(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["panel", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "The LiveCam desktop panel: a live preview" in out and "--verbose" in out

@@ -65,7 +65,8 @@ def swap_text(snapshot: Snapshot) -> str:
 
 class StatsPanel(QWidget):
     """Shows the newest ``stream.stats`` reading; ``values`` holds the text shown per field
-    and ``history`` the (time, fps in, fps out, latency p50) points in the graph."""
+    and ``history`` the (time, fps in, fps out, latency p50, latency p99) points in the
+    graph."""
 
     def __init__(
         self, stream: StreamController, settings: UiSettings, parent: QWidget | None = None
@@ -74,7 +75,7 @@ class StatsPanel(QWidget):
         self.stream = stream
         self.settings = settings
         self.values: dict[str, str] = {}
-        self.history: deque[tuple[float, float, float, float]] = deque()
+        self.history: deque[tuple[float, float, float, float, float]] = deque()
         self.updates = 0
         self._process = psutil.Process()
         self._process.cpu_percent(None)  # the first call only starts the measurement
@@ -88,7 +89,9 @@ class StatsPanel(QWidget):
         self._fps_plot, self._fps_curves = self._plot(
             "fps", [("in", "#4c9be8"), ("out", "#5cc97b")]
         )
-        self._lat_plot, self._lat_curves = self._plot("latency ms", [("p50", "#e8a24c")])
+        self._lat_plot, self._lat_curves = self._plot(
+            "latency ms", [("p50", "#e8a24c"), ("p99", "#d0607a")]
+        )
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self._fps_plot)
@@ -117,16 +120,18 @@ class StatsPanel(QWidget):
         for name, text in self.values.items():
             self._labels[name].setText(text)
         now = time.monotonic()
-        lat = snapshot.latency_ms.p50 if snapshot.latency_ms else float("nan")
-        self.history.append((now, snapshot.fps_in, snapshot.fps_out, lat))
+        lat = snapshot.latency_ms
+        p50, p99 = (lat.p50, lat.p99) if lat else (float("nan"), float("nan"))
+        self.history.append((now, snapshot.fps_in, snapshot.fps_out, p50, p99))
         while self.history and now - self.history[0][0] > HISTORY_S:
             self.history.popleft()
         ago = [t - now for t, *_ in self.history]
         self._fps_curves[0].setData(ago, [p[1] for p in self.history])
         self._fps_curves[1].setData(ago, [p[2] for p in self.history])
         self._lat_curves[0].setData(ago, [p[3] for p in self.history], connect="finite")
+        self._lat_curves[1].setData(ago, [p[4] for p in self.history], connect="finite")
         fps_top = max(max(p[1], p[2]) for p in self.history)
         self._fps_plot.setYRange(0, max(fps_top * 1.2, 10.0), padding=0)
-        lat_top = max((p[3] for p in self.history if p[3] == p[3]), default=0.0)  # NaN skipped
+        lat_top = max((p[4] for p in self.history if p[4] == p[4]), default=0.0)  # NaN skipped
         self._lat_plot.setYRange(0, max(lat_top * 1.2, 10.0), padding=0)
         self.updates += 1
