@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 
-from livecam.cli.signals import exiting, stop_behind, stop_signals
+from livecam.cli.signals import deferred, exiting, stop_behind, stop_signals
 
 
 def main() -> None:
@@ -17,7 +17,8 @@ def main() -> None:
     try:
         with stop_signals(restore=False):  # ours to the end: see ``stop_signals``
             try:
-                from livecam.cli.main import main as cli_main
+                with deferred():  # a signal during the imports is raised after them
+                    from livecam.cli.main import main as cli_main
 
                 code = cli_main()
             finally:

@@ -50,17 +50,38 @@ class _State:
     pending: StopSignal | None = None
     depth = 0
     exiting = False
+    deferring = 0  # inside ``deferred`` blocks: a signal is recorded, raised at their end
 
 
 _state = _State()
 
 
 def raise_stop_signal(signum: int, _frame: FrameType | None) -> None:
-    """Signal handler: raise ``StopSignal`` in the main thread (once the exit status is
-    decided, ``exiting``, a further signal changes nothing)."""
+    """Signal handler: record the signal (``pending_stop``) and raise ``StopSignal`` in the
+    main thread, except inside ``deferred`` (imports), where it is only recorded and
+    raised when the block ends (once the exit status is decided, ``exiting``, a further
+    signal changes nothing)."""
     if _state.exiting:
         return
-    raise StopSignal(signum)
+    stop = StopSignal(signum)  # recorded, whatever becomes of the exception
+    if _state.deferring:
+        return
+    raise stop
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Inside, a signal is only recorded; it is raised when the block ends. For imports:
+    raised inside importlib (a weakref callback discards it: the run went on for all its
+    frames) or inside a C extension's initialisation (seen: a SIGSEGV), a signal is lost
+    or fatal; at the end of the block it lands where nothing is half made."""
+    _state.deferring += 1
+    try:
+        yield
+    finally:
+        _state.deferring -= 1
+    if not _state.deferring and _state.pending is not None and not _state.exiting:
+        raise _state.pending
 
 
 def exiting() -> None:

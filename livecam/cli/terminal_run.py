@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from livecam.cli.progress import Progress, frames_done
-from livecam.cli.signals import StopSignal
+from livecam.cli.signals import StopSignal, deferred, pending_stop
 from livecam.config.schema import Config
 from livecam.errors import one_line
 from livecam.stream.playback import expected_frames
@@ -95,9 +95,10 @@ def run_pipeline(
     A signal during start-up (loading photos and models, opening the source) raises
     ``StopSignal`` once everything opened so far is closed.
     """
-    from livecam.app import App
-    from livecam.cli.console import CommandReader
-    from livecam.sinks.preview import window_sinks
+    with deferred():  # a signal during the imports is raised after them
+        from livecam.app import App
+        from livecam.cli.console import CommandReader
+        from livecam.sinks.preview import window_sinks
 
     app = App(cfg)
     printer = StatusPrinter(quiet)
@@ -123,9 +124,17 @@ def run_pipeline(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        swallowed = pending_stop()  # a signal before this handler, lost where it was raised
+        if swallowed is not None:
+            received.append(swallowed.signum)
+            raise swallowed
         log.info("starting: %s", app.describe())
         app.start()
         starting = False
+        lost = pending_stop()
+        if lost is not None and not received:  # raised inside the start, and lost there
+            received.append(lost.signum)
+            stop_requested.set()
         if commands:
             CommandReader(app.controls, sys.stdin, printer.message, stop_requested.set).start()
         if hotkeys:
