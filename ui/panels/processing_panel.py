@@ -43,6 +43,7 @@ from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
 from ui.model_download import ModelDownloadDialog, models_to_get
 from ui.notice import WARNING_TEXT_STYLE
+from ui.panels.remote_box import RemoteBox
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -255,6 +256,9 @@ class ProcessingPanel(QWidget):
         self.mask_note = _note()  # why the masks are off, when they are
         form.addRow(self.mask_note)
         layout.addWidget(blend)
+
+        self.remote_box = RemoteBox(stream, settings, self)  # swap on another machine's GPU
+        layout.addWidget(self.remote_box)
 
         self.message = QLabel("")
         self.message.setWordWrap(True)
