@@ -70,7 +70,7 @@ def verify(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, str]:
 
 
 @settings(
-    max_examples=40,
+    max_examples=25,
     deadline=None,
     derandomize=True,
     database=None,
@@ -125,7 +125,7 @@ def resign(png: Path, parameters: Any, key_folder: Path) -> bytes:
 
 
 @settings(
-    max_examples=25,
+    max_examples=15,
     deadline=None,
     derandomize=True,
     database=None,
