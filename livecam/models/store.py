@@ -175,6 +175,9 @@ class ModelStore:
         except (OSError, ValueError) as e:
             log.warning("ignoring %s: %s", path, e)
             return {}
+        except RecursionError:  # nested deeper than any record of ours: damaged
+            log.warning("ignoring %s: it is damaged (nested too deeply)", path)
+            return {}
         return data if isinstance(data, dict) else {}
 
     def _write(self, file: str, data: dict[str, Any]) -> None:

@@ -486,3 +486,24 @@ def test_models_list_warns_when_the_models_folder_variable_names_a_file(
     main(["models", "list"])
     out = capsys.readouterr().out
     assert "WARNING: LIVECAM_MODELS_DIR=/etc/passwd is not a folder" in out
+
+
+@pytest.mark.parametrize("name", ["known_hashes.json", "accepted_licences.json"])
+def test_a_deeply_nested_store_file_is_ignored_with_a_warning(
+    data_dir: Path,
+    name: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Like any other damaged store file (it was "unexpected RecursionError")."""
+    data_dir.mkdir(parents=True)
+    (data_dir / name).write_text("[" * 100_000 + "]" * 100_000)
+    store = ModelStore()
+    with caplog.at_level(logging.WARNING):
+        assert main(["models", "list"]) == 0
+        assert store.recorded_hash("pfld-68") == ""
+        needing = [e for e in store.manifest.values() if e.needs_acceptance]
+        assert not store.licence_accepted(needing[0])
+    assert "unexpected" not in capsys.readouterr().err
+    assert f"ignoring {data_dir / name}: it is damaged" in caplog.text
