@@ -114,10 +114,11 @@ def test_a_loaded_machine_keeps_every_frame_time_on_the_grid(tmp_path: Path, suf
     # on the grid: .mkv counts milliseconds, so a period is 33 or 34 of them
     assert all(abs(s - round(s)) * period <= 0.0011 for s in slots), slots
     assert all(b > a for a, b in zip(slots, slots[1:], strict=False))
-    # a burst puts 3 frames in 0.06 periods behind a stall: at most 2 of them fit within a
-    # period of their capture times, so 1 or 2 of every 7 frames are left out, no more
-    assert 90 * 5 // 7 <= len(times) == sink.frames_written <= 90 * 6 // 7 + 1
-    # each kept frame is at most half a period before or one period after a capture time
+    # each of the 13 bursts puts 3 frames within 0.06 periods: 1 or 2 of them are left
+    # out (no free period within 1.5 of them); a 45 % jitter costs none or a few more
+    bursts = len([i for i in range(90) if i % 7 == 3])
+    assert 90 - 2 * bursts - 6 <= len(times) == sink.frames_written <= 90 - bursts
+    # each kept frame is at most half a period before or 1.5 periods after a capture time
     capture_slots = [(c - captured[0]) / S / period for c in captured]
     for s in slots:
-        assert any(-0.5 - 1e-6 <= s - c <= 1.0 + 1e-6 for c in capture_slots), s
+        assert any(-0.5 - 1e-6 <= s - c <= 1.5 + 1e-6 for c in capture_slots), s

@@ -9,8 +9,11 @@ TIME_BASE = Fraction(1, 90000)
 
 
 #: how far ahead of its capture time a frame may be put on the grid, in periods: a frame
-#: whose period is taken moves to the next free one when that is at most this far ahead
-MAX_AHEAD_PERIODS = 1.0
+#: whose period is taken moves to the next free one when that is at most this far ahead,
+#: and is left out otherwise. A paced source (frames late, never early, against a first
+#: frame up to half a period late) so never loses a frame; a source faster than the rate
+#: keeps about one frame a period
+MAX_AHEAD_PERIODS = 1.5
 
 
 class Timeline:
