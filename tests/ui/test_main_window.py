@@ -170,10 +170,15 @@ def test_a_start_error_is_shown_and_the_window_stays_usable(
     qtbot.waitUntil(lambda: window.preview.frames_painted >= 2, timeout=TIMEOUT_MS)
 
 
+def with_face_swap_off() -> Config:
+    """A face chosen, the swap off (no swap stage): the Swap switch may be clicked."""
+    return passthrough_config().with_section("swap", face=str(ASSETS / "grace_hopper.jpg"))
+
+
 def test_a_live_change_that_fails_is_shown_and_the_stream_goes_on(
     qtbot: QtBot, settings: UiSettings, closing: list[MainWindow]
 ) -> None:
-    window = open_window(qtbot, settings, passthrough_config())
+    window = open_window(qtbot, settings, with_face_swap_off())
     closing.append(window)
     click_start(qtbot, window)
     with qtbot.waitSignal(window.stream.failed, timeout=TIMEOUT_MS):
@@ -188,7 +193,7 @@ def test_a_live_change_that_fails_is_shown_and_the_stream_goes_on(
 def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
     qtbot: QtBot, settings: UiSettings
 ) -> None:
-    window = open_window(qtbot, settings, passthrough_config())
+    window = open_window(qtbot, settings, with_face_swap_off())
     window.setGeometry(40, 50, 1000, 640)
     click(qtbot, window.swap_button)  # stopped: the config gets the swap stage, saved at once
     assert Config.load(settings.config_path).pipeline.stages == ("swap",)
@@ -206,10 +211,10 @@ def test_settings_round_trip_through_the_window_and_close_stops_the_stream(
     assert panel["geometry"][2:] == size
 
     again = UiSettings(settings.folder)
-    assert again.config == passthrough_config()
+    assert again.config == with_face_swap_off()
     reopened = MainWindow(StreamController(Config()), again)
     qtbot.addWidget(reopened)
-    assert reopened.stream.config == passthrough_config()
+    assert reopened.stream.config == with_face_swap_off()
     # the saved geometry, fitted into the screen (the offscreen test screen is 800 px wide:
     # the 1000 px are shrunk to it)
     fitted = fit_rect(QRect(*panel["geometry"]), reopened.screen().availableGeometry())
