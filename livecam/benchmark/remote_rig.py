@@ -42,6 +42,8 @@ class ServeChild:
     queue_delay_us: int = 2000
     crop_size: int = 128
     provider: str = "cpu"
+    tls_cert: Path | None = None  # with tls_key: gRPC over TLS (clients: grpcs://)
+    tls_key: Path | None = None
     port: int = field(default_factory=free_port)
     http_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
@@ -49,11 +51,11 @@ class ServeChild:
 
     @property
     def url(self) -> str:
-        return f"grpc://127.0.0.1:{self.port}"
+        return str(self.address)
 
     @property
     def address(self) -> ServerAddress:
-        return ServerAddress("127.0.0.1", self.port)
+        return ServerAddress("127.0.0.1", self.port, self.tls_cert is not None)
 
     def command(self) -> list[str]:
         command = [
@@ -74,6 +76,8 @@ class ServeChild:
             "--queue-delay-us",
             str(self.queue_delay_us),
         ]
+        if self.tls_cert is not None and self.tls_key is not None:
+            command += ["--tls-cert", str(self.tls_cert), "--tls-key", str(self.tls_key)]
         return command + (["--token", self.token] if self.token else [])
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -84,7 +88,7 @@ class ServeChild:
             self.process = subprocess.Popen(
                 self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        link = RemoteLink(self.address, token=self.token)
+        link = RemoteLink(self.address, token=self.token, ca_cert=self.tls_cert)
         deadline = time.monotonic() + timeout_s
         try:
             while not self._ready(link):

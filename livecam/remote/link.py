@@ -85,7 +85,8 @@ def explain(error: BaseException, address: ServerAddress, timeout_s: float) -> R
     if "connection refused" in low or "failed to connect" in low or "unavailable" in low:
         return RemoteError(
             f"nothing answers at {address} (connection refused or server gone)",
-            "start `livecam serve` there, or check the host, the port and the firewall",
+            "start `livecam serve` there, check the host, the port and the firewall, or use "
+            "grpcs:// for a server with TLS",
         )
     if "unknown model" in low or "not found" in low or "not ready" in low:
         return RemoteError(

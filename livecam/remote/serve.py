@@ -246,29 +246,20 @@ class SwapServer:
         log.info("serving %s on %s (%s)", self.info.model_id, self.address, self.info.where())
 
     def _warm(self) -> None:
-        """One request through Triton to the swapper, so a client's first crop is not the
-        one that pays for the first model run (and a broken path shows now)."""
-        from livecam.remote.link import RemoteLink
+        """One request through Triton to the swapper (PyTriton's own client, on Triton's
+        local HTTP endpoint: no TLS or token in the way), so a client's first crop is not
+        the one that pays for the first model run, and a broken path shows now."""
+        from pytriton.client import ModelClient
 
-        o = self.options
-        link = RemoteLink(
-            ServerAddress(
-                "127.0.0.1" if o.host in ("0.0.0.0", "::") else o.host,
-                o.port,
-                o.tls_cert is not None,
-            ),
-            token=o.token,
-            timeout_s=60,
-        )
         size = self.swapper.crop_size
-        try:
-            link.round_trip(
-                np.zeros((1, size, size, 3), np.uint8),
-                np.full((1, wire.LATENT_DIM), 1 / wire.LATENT_DIM**0.5, np.float32),
-                timeout_s=60,
+        url = f"http://127.0.0.1:{self.options.http_port}"
+        with ModelClient(url, wire.MODEL, init_timeout_s=60, inference_timeout_s=60) as client:
+            client.infer_batch(
+                **{
+                    wire.CROP: np.zeros((1, size, size, 3), np.uint8),
+                    wire.LATENT: np.full((1, wire.LATENT_DIM), wire.LATENT_DIM**-0.5, np.float32),
+                }
             )
-        finally:
-            link.close()
 
     def stop(self) -> None:
         triton, self._triton = self._triton, None

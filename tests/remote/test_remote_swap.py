@@ -284,3 +284,66 @@ def test_livecam_run_remote_swaps_on_the_server_and_says_so(
     assert remote["faces_remote"] > 0 and remote["rtt_p50_ms"] > 0
     assert remote["bytes_up_per_face"] == 128 * 128 * 3 + 512 * 4
     assert summary["faces_swapped"] >= 1
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM files)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "livecam-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(san, critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def test_tls_server_works_with_its_certificate_and_a_mismatch_is_one_line(
+    remote_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """`livecam serve --tls-cert --tls-key` (Triton's gRPC SSL): grpcs:// with the
+    certificate swaps; grpcs:// without it and plain grpc:// each give one line."""
+    from triton_serve import needs_serve_extra
+
+    from livecam.benchmark.remote_rig import ServeChild
+    from livecam.remote.probe import probe_server
+
+    needs_serve_extra()
+    cert, key = self_signed(tmp_path)
+    server = ServeChild(remote_models["narrow"], tmp_path / "tls.log", tls_cert=cert, tls_key=key)
+    server.start()
+    try:
+        good = probe_server(server.url, ca_cert=cert)
+        assert good.ok and server.url.startswith("grpcs://"), good.lines
+        for url, ca in ((server.url, None), (server.url.replace("grpcs", "grpc"), None)):
+            found = probe_server(url, ca_cert=ca)
+            [line] = found.lines
+            assert not found.ok and ("TLS" in line or "grpcs://" in line), line
+    finally:
+        server.kill()
