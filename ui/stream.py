@@ -212,9 +212,12 @@ class StreamController(QObject):
     # --- state --------------------------------------------------------------------------
     @property
     def config(self) -> Config:
-        """The effective config: the running stream's (with its live changes), else the one
-        the next start uses."""
-        return self._app.config if self._app is not None else self._config
+        """The effective config: the running stream's (with its live changes; the outputs
+        as the panel chose them, also those the run leaves out), else the one the next
+        start uses."""
+        if self._app is None:
+            return self._config
+        return self._app.config.with_section("output", sinks=self._config.output.sinks)
 
     @property
     def running(self) -> bool:
@@ -390,9 +393,9 @@ class StreamController(QObject):
             return []
         self._frames.stop()
         self._stats.stop()
-        self._config = app.config.with_section(  # the panel's own outputs (and timing) kept
+        self._config = self.config.with_section(  # the panel's own timing kept
             "source", unpaced=self._config.source.unpaced
-        ).with_section("output", sinks=self._config.output.sinks)
+        )
         if any(sink.records_video for sink in app.sinks):  # a quick close never cuts a file
             timeout_s = max(timeout_s, STOP_TIMEOUT_S)
         stuck = app.stop(timeout_s)
