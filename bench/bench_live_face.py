@@ -18,7 +18,10 @@ retrieval (nearest of source, camera face and the other sources) and margin cos(
 - cos(out, cam) with MobileFaceNet (the testdata file, which the classic swap does not use
 to decide anything; the lite preset's own recogniser is the same network), mouth and eye
 opening correlation and mean absolute difference (MediaPipe face mesh), swim (eye-corner
-distances) and flicker (mean and p95 of the warping-error ratio); ``camMsd``/``camEsd``: the
+distances), flicker (mean and p95 of the warping-error ratio), ``seam`` (the colour step
+across the swap's boundary over the camera's own on the same bands), ``sharp`` (the
+output's fine-detail energy in the inner face over the camera's) and ``cornerE`` (the
+mesh mouth corners' distance from the camera's, in eye distances); ``camMsd``/``camEsd``: the
 standard deviation of the camera face's mouth / eye opening over the clip (a correlation
 over a nearly still mouth says little). Then the mean over runs
 and the issue's goals. ``stage ms``: the swap stage's median time per frame (its fps in
@@ -88,20 +91,24 @@ SOURCES = (
     "grace_hopper_navy_portrait.jpg",
     "astronaut_eileen_collins.png",
 )
-# (column, ClipFigures field, format, goal: (">=" or "<=", value) or None)
-COLUMNS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
-    ("cover", "coverage", "{:.2f}", (">=", 0.98)),
-    ("retr", "retrieval", "{:.2f}", (">=", 0.9)),
+# (column, ClipFigures field, format, goal: the (low, high) range every run must be in, or None)
+INF = math.inf
+COLUMNS: tuple[tuple[str, str, str, tuple[float, float] | None], ...] = (
+    ("cover", "coverage", "{:.2f}", (0.98, INF)),
+    ("retr", "retrieval", "{:.2f}", (0.9, INF)),
     ("margin", "margin", "{:+.2f}", None),
-    ("mouthC", "mouth_corr", "{:.2f}", (">=", 0.9)),
+    ("mouthC", "mouth_corr", "{:.2f}", (0.9, INF)),
     ("camMsd", "camera_mouth_sd", "{:.3f}", None),
-    ("eyeC", "eye_corr", "{:.2f}", (">=", 0.8)),
+    ("eyeC", "eye_corr", "{:.2f}", (0.8, INF)),
     ("camEsd", "camera_eye_sd", "{:.3f}", None),
     ("mouthD", "mouth_mad", "{:.3f}", None),
     ("eyeD", "eye_mad", "{:.3f}", None),
-    ("swim", "swim", "{:.3f}", ("<=", 0.03)),
+    ("swim", "swim", "{:.3f}", (-INF, 0.03)),
     ("flkM", "flicker_mean", "{:.2f}", None),
-    ("flkP95", "flicker_p95", "{:.2f}", ("<=", 2.0)),
+    ("flkP95", "flicker_p95", "{:.2f}", (-INF, 2.0)),
+    ("seam", "seam", "{:.2f}", (-INF, 1.5)),
+    ("sharp", "sharpness", "{:.2f}", (0.8, 1.25)),
+    ("cornerE", "mouth_corner", "{:.3f}", (-INF, 0.05)),
 )
 
 
@@ -247,12 +254,18 @@ def goals_line(runs: list[Run], means: dict[str, float]) -> str:
     for col, key, fmt, goal in COLUMNS:
         if goal is None:
             continue
-        op, value = goal
+        lo, hi = goal
         values = [getattr(r.figures, key) for r in runs]
-        worst = min(values) if op == ">=" else max(values)
-        ok = all((v >= value) if op == ">=" else (v <= value) for v in values)
+        ok = all(lo <= v <= hi for v in values)
+        if lo == -INF:
+            want, worst = f"<= {hi:g}", max(values)
+        elif hi == INF:
+            want, worst = f">= {lo:g}", min(values)
+        else:
+            want = f"in {lo:g}-{hi:g}"
+            worst = max(values, key=lambda v: max(lo / v if v > 0 else INF, v / hi))
         parts.append(
-            f"{col} {op} {value:g}: mean {fmt.format(means[key])}, worst "
+            f"{col} {want}: mean {fmt.format(means[key])}, worst "
             f"{fmt.format(worst)} {'ok' if ok else 'MISSED'}"
         )
     return "goals (every run): " + "; ".join(parts)

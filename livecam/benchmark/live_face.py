@@ -10,7 +10,10 @@ clips, ``livecam check`` uses the 68-point measures).
   and their mean) and the eye-corner distance, from mesh points or from 68 iBUG
   (dlib-order) landmarks.
 * ``ClipMeter``: camera and output frames in order -> ``ClipFigures`` (coverage, identity
-  retrieval and margin, mouth/eye correlation and mean absolute difference, swim, flicker).
+  retrieval and margin, mouth/eye correlation and mean absolute difference, swim, flicker,
+  the seam step, the sharpness ratio and the mouth-corner error).
+* ``seam_steps`` / ``high_frequency_energy``: the colour step across the swap's boundary
+  and the fine-detail energy of a face region (issue 29).
 * ``WebcamPlacement``: a clip frame inside a 1280x720 webcam frame at 12 % face width.
 """
 
@@ -151,10 +154,8 @@ def warp_errors(
     frames' flow (``backward_flow``, on the box grown by ``FLOW_MARGIN``). ``camera`` and
     ``output``: their grey (t-1, t) frames. nan when the box lies outside the frame."""
     h, w = camera[1].shape
-    b = np.asarray(box, np.float64).reshape(4)
-    grow = FLOW_MARGIN * np.array([b[0] - b[2], b[1] - b[3], b[2] - b[0], b[3] - b[1]])
-    rx1, ry1, rx2, ry2 = _clip_box(b + grow, w, h)
-    x1, y1, x2, y2 = _clip_box(b, w, h)
+    rx1, ry1, rx2, ry2 = _clip_box(_grow(box, FLOW_MARGIN), w, h)
+    x1, y1, x2, y2 = _clip_box(box, w, h)
     if x2 <= x1 or y2 <= y1:
         return math.nan, math.nan
     region = (slice(ry1, ry2), slice(rx1, rx2))
@@ -198,6 +199,111 @@ def changed(camera: Frame, output: Frame, box: Box, threshold: float = CHANGED_G
     return float(np.abs(a - b).mean()) > threshold
 
 
+SEAM_CHANGE_GREY = 4.0
+"""Grey levels (after a small blur) above which a pixel counts as changed by the swap:
+the swapped region whose boundary ``seam_steps`` measures."""
+SEAM_BAND = 0.06
+"""The width of the bands on either side of the swap boundary, as a share of the face
+box's width (about the feather of the swaps' masks)."""
+SEAM_SKIN_STEP = 8.0
+"""ΔE below which the camera's own step across a boundary pixel counts as skin to skin:
+the seam figure reads those pixels (where a tone step shows), all of them when they are
+under a fifth of the boundary."""
+SHARPNESS_SIGMA = 1.0
+"""The Gaussian whose residual (grey minus its blur) is the fine detail that
+``high_frequency_energy`` sums."""
+
+
+def _grow(box: Box, share: float) -> Floats:
+    """``box`` grown by ``share`` of its width / height on every side."""
+    b = np.asarray(box, np.float64).reshape(4)
+    return b + share * np.array([b[0] - b[2], b[1] - b[3], b[2] - b[0], b[3] - b[1]])
+
+
+def swapped_region(camera: Frame, output: Frame) -> npt.NDArray[np.uint8]:
+    """255 where ``output`` differs from ``camera`` (grey, blurred, by more than
+    ``SEAM_CHANGE_GREY``): the largest such blob, its holes filled (the kept eyes and
+    mouth are inside the swap, not outside it); all 0 when nothing changed."""
+    diff = np.abs(grey(output) - grey(camera))
+    changed_px = (cv2.GaussianBlur(diff, (0, 0), 1.5) > SEAM_CHANGE_GREY).astype(np.uint8)
+    contours, _ = cv2.findContours(changed_px, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    region = np.zeros(camera.shape[:2], np.uint8)
+    if contours:
+        biggest = max(contours, key=cv2.contourArea)
+        cv2.drawContours(region, [biggest], -1, 255, cv2.FILLED)
+    return region
+
+
+def seam_steps(camera: Frame, output: Frame, box: Box) -> tuple[float, float]:
+    """The mean colour step across the swap's boundary in the camera and in the output
+    frame: (camera's, output's), nan, nan when the swap changed less than a tenth of the
+    face ``box``.
+
+    The boundary is that of ``swapped_region`` (around the face box, grown by half). On
+    each side a band ``SEAM_BAND`` of the face width wide; at every boundary pixel the
+    Lab colour (ΔE, 8-bit scaling) between the local means of the inner and the outer
+    band (masked Gaussian, sigma the band's width), averaged over the boundary pixels
+    where the camera's own step on the same bands is skin to skin (``SEAM_SKIN_STEP``):
+    the output's step over the camera's says how much the seam adds."""
+    h, w = camera.shape[:2]
+    x1, y1, x2, y2 = _clip_box(_grow(box, 0.5), w, h)
+    bx1, by1, bx2, by2 = _clip_box(box, w, h)
+    if x2 - x1 < 8 or y2 - y1 < 8:
+        return math.nan, math.nan
+    cam, out = camera[y1:y2, x1:x2], output[y1:y2, x1:x2]
+    region = swapped_region(cam, out)
+    if np.count_nonzero(region) < 0.1 * max((bx2 - bx1) * (by2 - by1), 1):
+        return math.nan, math.nan
+    band = max(2, round(SEAM_BAND * (bx2 - bx1)))
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * band + 1, 2 * band + 1))
+    inner = (region > 0) & (cv2.erode(region, disk) == 0)
+    outer = (region == 0) & (cv2.dilate(region, disk) > 0)
+    edge = (region > 0) & (cv2.erode(region, np.ones((3, 3), np.uint8)) == 0)
+    # the frame's own border is no seam
+    edge[:band, :] = edge[-band:, :] = False
+    edge[:, :band] = edge[:, -band:] = False
+    if np.count_nonzero(edge) < 4 or not inner.any() or not outer.any():
+        return math.nan, math.nan
+    sigma = float(band)
+
+    def step(image: Frame) -> npt.NDArray[np.float32]:
+        lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
+        means = []
+        for side in (inner, outer):
+            m = side.astype(np.float32)
+            num = cv2.GaussianBlur(lab * m[..., None], (0, 0), sigma)
+            den = cv2.GaussianBlur(m, (0, 0), sigma)[..., None]
+            means.append(num / np.maximum(den, 1e-3))
+        return np.asarray(np.linalg.norm(means[0] - means[1], axis=2), np.float32)
+
+    cam_step, out_step = step(cam), step(out)
+    # where the camera itself steps (skin to hair or background) a seam hides; where it
+    # does not (skin to skin: forehead, jaw to neck) it shows
+    seen = edge & (cam_step < SEAM_SKIN_STEP)
+    if np.count_nonzero(seen) < 0.2 * np.count_nonzero(edge):
+        seen = edge
+    return float(cam_step[seen].mean()), float(out_step[seen].mean())
+
+
+def high_frequency_energy(frame: Frame, box: Box) -> float:
+    """The mean squared fine detail (grey minus its Gaussian blur of sigma
+    ``SHARPNESS_SIGMA``) inside ``box``; nan for an empty box."""
+    h, w = frame.shape[:2]
+    x1, y1, x2, y2 = _clip_box(box, w, h)
+    if x2 - x1 < 4 or y2 - y1 < 4:
+        return math.nan
+    g = grey(frame[y1:y2, x1:x2])
+    detail = g - cv2.GaussianBlur(g, (0, 0), SHARPNESS_SIGMA)
+    return float(np.mean(detail * detail))
+
+
+def inner_face_box(face: Face) -> Box:
+    """The box of a face's 5 keypoints grown by a quarter on every side: brows to chin,
+    cheek to cheek, no hair or background (where the sharpness ratio is read)."""
+    b = eyes_mouth_box(face)
+    return np.asarray(_grow(b, 0.25), np.float32)
+
+
 @dataclass(frozen=True)
 class ClipFigures:
     """One clip's figures (nan where a figure had no frames to go on).
@@ -214,6 +320,11 @@ class ClipFigures:
     ``FLICKER_FLOOR``), with the camera frames' flow, inside the camera face box.
     ``camera_mouth_sd``/``camera_eye_sd``: how much the camera face's mouth / eye opening
     varies over the clip (a correlation over a nearly still mouth says little).
+    ``seam``: the mean colour step across the swap boundary over the camera's own step on
+    the same bands (``seam_steps``; 1 = the boundary adds nothing); ``sharpness``: the
+    median over frames of the output's fine-detail energy over the camera's in the inner
+    face (``high_frequency_energy``; 1 = as sharp as the camera); ``mouth_corner``: the mean
+    distance of the output's mesh mouth corners from the camera's, in eye-corner distances.
     """
 
     frames: int
@@ -230,6 +341,9 @@ class ClipFigures:
     flicker_p95: float
     camera_mouth_sd: float = math.nan
     camera_eye_sd: float = math.nan
+    seam: float = math.nan
+    sharpness: float = math.nan
+    mouth_corner: float = math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -247,6 +361,10 @@ class _Series:
     flicker: list[float] = field(default_factory=list)
     nearest: list[bool] = field(default_factory=list)
     margins: list[float] = field(default_factory=list)
+    cam_seam: list[float] = field(default_factory=list)
+    out_seam: list[float] = field(default_factory=list)
+    sharpness: list[float] = field(default_factory=list)
+    mouth_corner: list[float] = field(default_factory=list)
 
 
 class ClipMeter:
@@ -298,6 +416,17 @@ class ClipMeter:
         s.out_eye.append(out_m.eye)
         s.offsets.append(mesh_offset(out_pts, cam_pts))
         s.changed.append(changed(camera, output, eyes_mouth_box(face)))
+        corners = list(MESH_LAYOUT.mouth_corners)
+        corner_error = np.hypot(*(out_pts[corners] - cam_pts[corners]).T).mean()
+        s.mouth_corner.append(float(corner_error) / max(cam_m.eye_distance, 1e-6))
+        cam_step, out_step = seam_steps(camera, output, face.bbox)
+        if not math.isnan(cam_step):
+            s.cam_seam.append(cam_step)
+            s.out_seam.append(out_step)
+        inner = inner_face_box(face)
+        cam_hf = high_frequency_energy(camera, inner)
+        if cam_hf > 1e-6:
+            s.sharpness.append(high_frequency_energy(output, inner) / cam_hf)
         if prev is not None:
             cam_err, out_err = warp_errors((prev[0], cam_g), (prev[1], out_g), face.bbox)
             if not (math.isnan(cam_err) or math.isnan(out_err)):
@@ -337,6 +466,9 @@ class ClipMeter:
             flicker_p95=float(np.percentile(flicker, 95)) if flicker.size else math.nan,
             camera_mouth_sd=float(np.std(s.cam_mouth)) if s.cam_mouth else math.nan,
             camera_eye_sd=float(np.std(s.cam_eye)) if s.cam_eye else math.nan,
+            seam=_mean(s.out_seam) / max(_mean(s.cam_seam), 1e-6) if s.cam_seam else math.nan,
+            sharpness=float(np.median(s.sharpness)) if s.sharpness else math.nan,
+            mouth_corner=_mean(s.mouth_corner),
         )
 
 
