@@ -200,7 +200,8 @@ class SwapReading:
     ``cos_source_camera`` = cos(source, camera face); ``strength`` from them (None: the
     source and camera face are the same person); ``taking``: strength at least
     ``weak_below`` (None with no strength); ``t_s``: the sampled frame's time; ``samples``:
-    checks so far in this stage; ``warning``: the not-taking warning is up.
+    checks so far in this stage; ``warning``: the not-taking (or the blind-judge) warning
+    is up; ``judge``: the recognizer's name.
     """
 
     strength: float | None
@@ -211,11 +212,13 @@ class SwapReading:
     t_s: float
     samples: int
     warning: bool = False
+    judge: str = "MobileFaceNet"
 
     def label(self) -> str:
-        """``swap 87/100``, ``swap 3/100 NOT TAKING`` or ``swap n/a (same person)``."""
+        """``swap 87/100``, ``swap 3/100 NOT TAKING`` or ``swap n/a (MobileFaceNet cannot
+        tell the source from the camera face)``."""
         if self.strength is None:
-            return "swap n/a (source is the camera's person)"
+            return f"swap n/a ({self.judge} cannot tell the source from the camera face)"
         text = f"swap {self.strength:.0f}/100"
         return text if self.taking else f"{text} NOT TAKING"
 
@@ -229,6 +232,7 @@ class SwapReading:
             "taking": self.taking,
             "warning": self.warning,
             "samples": self.samples,
+            "judge": self.judge,
         }
 
 

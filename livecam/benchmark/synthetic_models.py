@@ -10,6 +10,8 @@ shapes, value ranges, ``emap`` as the last initializer) written by these builder
   width, ``width`` shrinks it for fast tests, ``fp16`` stores it (weights and I/O) in float16.
 * ``hyperswap_like``: the same kind of network at 256 with hyperswap's I/O (target in
   [-1, 1], output 0 in [-1, 1], a second ``mask`` output).
+* ``blind_recognizer``: a recognizer with ArcFace's interface that sees every face alike
+  (a broken or random-weight file, for the swap check's judge).
 * oracles: ``identity_swapper`` (output = target) and ``latent_colour_swapper`` (a flat
   colour computed from the latent, ``latent_colour`` is its NumPy reference), so a test can
   tell exactly what the swapper part fed the model.
@@ -419,4 +421,35 @@ def arcface_like(
     first: int | str = batch.dim_value if batch.dim_value > 0 else (batch.dim_param or "N")
     del graph.output[:]
     graph.output.append(_io("embedding", [first, LATENT_DIM], False))
+    return _write(model, path)
+
+
+def blind_recognizer(path: str | os.PathLike[str], seed: int = 11) -> ModelStats:
+    """A recognizer with ArcFace w600k's interface ([N, 3, 112, 112] -> [N, 512]) that
+    cannot tell faces apart, like a broken or random-weight file: its embedding is a fixed
+    random vector plus a thousandth of one driven by the crop's mean, so the cosine of any
+    two faces is above 0.999."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((1, LATENT_DIM)).astype(np.float32)
+    drift = (1e-3 * rng.standard_normal((1, LATENT_DIM))).astype(np.float32)
+    nodes = [  # opset 17: ReduceMean's axes are an attribute
+        helper.make_node("ReduceMean", ["input"], ["mean"], axes=[1, 2, 3], keepdims=0),
+        helper.make_node("Unsqueeze", ["mean", "one"], ["mean_col"]),
+        helper.make_node("MatMul", ["mean_col", "drift"], ["moved"]),
+        helper.make_node("Add", ["moved", "base"], ["embedding"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "blind_recognizer",
+        [_io("input", ["N", 3, 112, 112], False)],
+        [_io("embedding", ["N", LATENT_DIM], False)],
+        [
+            numpy_helper.from_array(np.array([1], np.int64), "one"),
+            numpy_helper.from_array(drift, "drift"),
+            numpy_helper.from_array(base, "base"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
     return _write(model, path)

@@ -1,7 +1,8 @@
 """`livecam check`: run every installed preset (or one) on the bundled portraits and a
 bundled moving clip and print, per preset, the provider really used, the face stage's
 frame rate, how far the identity moved toward the source (swap strength, see
-``livecam.face.identity.swap_check``), and the expression and stability figures of the
+``livecam.face.identity.swap_check``; judged by the bundled MobileFaceNet whatever the
+preset), and the expression and stability figures of the
 clip (68-point measures of ``livecam.benchmark.live_face`` with the preset's own
 landmarker). A plain-text report meant to be pasted into an issue.
 
@@ -37,6 +38,7 @@ import numpy as np
 from livecam import __version__
 from livecam.config.schema import Provider, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, LivecamError, one_line
+from livecam.face.build import JUDGE_NAME
 from livecam.face.identity.metrics import nearest_face
 from livecam.face.identity.swap_check import SwapCheck
 from livecam.face.landmarks.measures import largest_face
@@ -445,7 +447,8 @@ def format_table(reports: Sequence[PresetReport]) -> str:
         "fps: the face stage alone, one face at 640x480, this machine. still id / clip id: "
         "swap strength 0-100 (0: the output is the camera face, 50: as near one as the "
         f"other, 100: the source; pass >= {PASS_STRENGTH:.0f}), per still and the clip's "
-        "median. coverage: share of clip frames swapped. mouth / eye r/mad: correlation and "
+        f"median, judged by the bundled {JUDGE_NAME} whatever the preset. coverage: share "
+        "of clip frames swapped. mouth / eye r/mad: correlation and "
         "mean absolute difference of the output's and the camera's opening (68 points of the "
         "preset's landmarker; n/a without a 68-point one). swim: std over the clip of the "
         "output's mean landmark offset from the camera's, in eye distances (68 points, else "

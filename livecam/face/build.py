@@ -50,6 +50,11 @@ PHOTO_SIDES = (1024, 400)
 # 20 deg included); the best false face seen, trees in a painting, 0.82. Between the
 # threshold (0.6) and this, a detection only confirms a face already tracked.
 YUNET_START_SCORE = 0.85
+#: the recognizer the swap check judges identity with, whatever the preset: the bundled
+#: MobileFaceNet, which ships with every install and is no swapper's training target
+#: (inswapper and hyperswap were trained against ArcFace, which would favour them)
+JUDGE_MODEL = "mobilefacenet"
+JUDGE_NAME = "MobileFaceNet"
 #: the roles built from the registry, in build order (the detector needs the landmarker's
 #: box convention, the swapper the recognizer)
 ROLES = ("landmarker", "detector", "recognizer", "swapper", "enhancer")
@@ -292,7 +297,7 @@ class PartsBuilder:
                 )
         needed = [
             p.name for role, p in self.plan.items() if p.entry is not None and role not in given
-        ]
+        ] + [JUDGE_MODEL]
         if needed:
             self.files.update(
                 self.store.require(
@@ -339,6 +344,27 @@ class PartsBuilder:
             weights = Weights(planned.entry, path, self.open)
         return planned.kind.make(weights, **planned.kind.options(self.cfg, built))
 
+    def judge(self, built: Built) -> Recognizer:
+        """The swap check's recognizer (``JUDGE_MODEL``): the preset's own when that is it
+        (and not a file of the user's), else one of its own on the CPU with one thread (it
+        runs about once a second, off the inference thread)."""
+        planned = self.plan.get("recognizer")
+        own = built.get("recognizer")
+        if (
+            planned is not None
+            and planned.name == JUDGE_MODEL
+            and self.cfg.recognizer_model is None
+        ):
+            assert own is not None
+            judge: Recognizer = own
+            return judge
+        entry = self.store.manifest.get(JUDGE_MODEL)
+        assert entry is not None
+        model = OnnxModel(self.files[JUDGE_MODEL], RuntimeOptions(provider="cpu", threads=1))
+        self.opened.append(model)
+        judge = with_contract(OnnxRecognizer, entry, model)
+        return judge
+
     def masker(self, built: Built) -> Masker | None:
         if not self.neural:
             return None
@@ -383,6 +409,7 @@ def build_parts(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None
             photo_detector=photo_detector,
             landmarker=built["landmarker"],
             recognizer=recognizer,
+            judge=builder.judge(built),
             swapper=built["swapper"],
             enhancer=built["enhancer"],
             masker=builder.masker(built),

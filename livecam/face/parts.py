@@ -199,7 +199,9 @@ class FaceParts:
 
     ``photo_detector`` finds faces in source photos (slower, finer settings; it may
     share its model with ``detector``). ``landmarker`` is optional for presets whose
-    detector's keypoints are enough; ``recognizer`` embeds source and reference faces.
+    detector's keypoints are enough; ``recognizer`` embeds source and reference faces;
+    ``judge`` is the recognizer the swap check measures identity with (the bundled
+    MobileFaceNet whatever the preset: ``build.JUDGE_MODEL``; None: the ``recognizer``).
     """
 
     preset: str
@@ -211,6 +213,12 @@ class FaceParts:
     enhancer: Enhancer | None
     masker: Masker | None
     blender: Blender
+    judge: Recognizer | None = None
+
+    @property
+    def check_recognizer(self) -> Recognizer:
+        """The recognizer the swap check judges with (``judge``, else ``recognizer``)."""
+        return self.judge if self.judge is not None else self.recognizer
 
     def all(self) -> list[Part]:
         """Every distinct part, each once (a shared model is warmed and closed once)."""
@@ -224,6 +232,7 @@ class FaceParts:
             self.enhancer,
             self.masker,
             self.blender,
+            self.judge,
         ):
             if part is not None and all(part is not p for p in parts):
                 parts.append(part)

@@ -14,7 +14,7 @@ import numpy as np
 
 from livecam.config.schema import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
-from livecam.face.build import build_parts, photo_analyzer
+from livecam.face.build import JUDGE_NAME, build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
 from livecam.face.parts import FaceParts, Swapper
@@ -298,7 +298,8 @@ def build_swap_stage(
         else None
     )
     causes = likely_causes(cfg, neural=parts.swapper.needs_identity)
-    check = SwapCheck(parts.recognizer, sources, causes=causes)
+    judge = JUDGE_NAME if parts.judge is not None else parts.recognizer.model_id
+    check = SwapCheck(parts.check_recognizer, sources, causes=causes, judge=judge)
     return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse, check)
 
 

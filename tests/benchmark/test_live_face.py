@@ -147,6 +147,9 @@ def test_the_camera_clip_against_itself(clip: Clip, mesh: FaceMesh) -> None:
     # own error is under the 2-grey-level floor
     assert got.flicker_p95 <= 1.0 + 1e-9
     assert got.flicker_mean > 0.5
+    # nothing swapped: no boundary to measure, the camera's own sharpness, corners in place
+    assert np.isnan(got.seam)
+    assert got.sharpness == pytest.approx(1.0) and got.mouth_corner == 0.0
 
 
 def _shifted(frame: Frame, dx: float, dy: float) -> Frame:
@@ -229,3 +232,56 @@ def test_webcam_placement_puts_the_face_at_12_percent(clip: Clip, detector: YuNe
     corner = placed[:120, :200].astype(np.float32)  # background: neutral, not flat
     assert 2.0 < corner.std() < 40.0
     assert np.abs(corner.mean(axis=(0, 1)) - corner.mean()).max() < 20
+
+
+def _face_patch(frame: Frame, face: Face, change: str) -> Frame:
+    """``frame`` with an ellipse over the face (its box, a little smaller) changed: ``tone``
+    lifts it by 25 grey levels with a 2-pixel edge (a tone step at its boundary),
+    ``detail`` adds fine noise and no tone change (a boundary with nothing to step)."""
+    x1, y1, x2, y2 = face.bbox
+    region = np.zeros(frame.shape[:2], np.float32)
+    centre = (round((x1 + x2) / 2), round((y1 + y2) / 2))
+    axes = (round(0.4 * (x2 - x1)), round(0.45 * (y2 - y1)))
+    cv2.ellipse(region, centre, axes, 0, 0, 360, 1.0, -1)
+    region = cv2.GaussianBlur(region, (0, 0), 2.0)[..., None]
+    out = frame.astype(np.float32)
+    if change == "tone":
+        out += 25.0 * region
+    else:
+        noise = np.random.default_rng(3).normal(0, 12, frame.shape[:2]).astype(np.float32)
+        out += region * noise[..., None]
+    return np.asarray(np.clip(out + 0.5, 0, 255), np.uint8)
+
+
+def test_the_seam_figure_sees_a_tone_step_and_not_a_detail_change(
+    clip: Clip, mesh: FaceMesh
+) -> None:
+    stepped, detailed = ClipMeter(mesh), ClipMeter(mesh)
+    for frame, face in list(zip(clip.frames, clip.faces, strict=True))[:6]:
+        stepped.add(frame, _face_patch(frame, face, "tone"), face)
+        detailed.add(frame, _face_patch(frame, face, "detail"), face)
+    step, detail = stepped.figures(), detailed.figures()
+    assert step.seam > 3.0  # a 25-level lift inside a skin-to-skin boundary
+    assert detail.seam < 1.5  # the same boundary, no tone change across it
+    # fine noise over the face: sharper than the camera; a lift in tone is not
+    assert detail.sharpness > 1.5
+    assert step.sharpness == pytest.approx(1.0, abs=0.05)
+
+
+def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(
+    clip: Clip, mesh: FaceMesh
+) -> None:
+    blurred = ClipMeter(mesh)
+    for frame, face in list(zip(clip.frames, clip.faces, strict=True))[:4]:
+        blurred.add(frame, np.asarray(cv2.GaussianBlur(frame, (0, 0), 1.5), np.uint8), face)
+    assert blurred.figures().sharpness < 0.5
+    # the lower face moved down by 8 % of the eye distance: the mouth corners follow it
+    frame, face = clip.at(SHUT_MOUTH)
+    distance = mesh_measures(mesh.points(frame, face.bbox, face.kps)).eye_distance
+    dy = 0.08 * distance
+    moved = frame.copy()
+    top = int(face.kps[3:, 1].min() - 0.25 * distance)
+    moved[top:] = _shifted(frame, 0.0, dy)[top:]
+    meter = ClipMeter(mesh)
+    meter.add(frame, moved, face)
+    assert meter.figures().mouth_corner == pytest.approx(0.08, abs=0.03)

@@ -3,11 +3,13 @@
 About once a second (of frame time) the swap stage offers one swapped face: the camera
 frame, the output frame and the face's record. A worker thread of its own (lowered
 priority where the OS allows it) crops the face from both frames and embeds the two crops
-with the recognizer the preset already has (lite: MobileFaceNet; standard and quality:
-ArcFace), in one call; the source face is embedded once. The inference thread only
-compares a time and keeps references to two frames (no copy: stages never write into a
-packet's frame): it never waits for the check, and a sample offered while the worker is
-busy is skipped.
+with the judge, in one call; the source face is embedded once. The judge is the bundled
+MobileFaceNet whatever the preset (``livecam.face.build.JUDGE_MODEL``): it ships with every
+install and no swapper was trained against it, where ArcFace, the standard and quality
+presets' own recognizer, is what inswapper and hyperswap were trained to please. The
+inference thread only compares a time and keeps references to two frames (no copy:
+stages never write into a packet's frame): it never waits for the check, and a sample
+offered while the worker is busy is skipped.
 
 **Swap strength** (0-100) is how far the output moved from the camera's identity toward
 the source's, on the recognizer's cosine similarity. With ``s = cos(out, src)``,
@@ -25,6 +27,10 @@ The swap is **not taking** while the strength stays below ``weak_below`` (25: th
 is at least three times closer to the camera's identity than to the source's, in margin
 terms). After ``hold_s`` (2 s) of frame time of such samples, ONE warning event names the
 likely causes; an info event says so when the swap takes again.
+
+A judge that **cannot tell the source photo from the camera face** (strength None: the
+same person, or a recognizer that sees every face alike) cannot say whether the swap
+takes: after ``hold_s`` of such samples that is ONE warning of its own.
 """
 
 from __future__ import annotations
@@ -138,7 +144,8 @@ class _Job:
 
 
 class SwapCheck:
-    """The live swap check of one swap stage (see the module's docstring).
+    """The live swap check of one swap stage (see the module's docstring); ``recognizer``
+    is its judge, ``judge`` its name in readings and messages.
 
     ``offer`` (inference thread) hands over a sample when one is due; ``measure`` is the
     check itself (synchronous: the worker thread and ``livecam check`` call it). Readings
@@ -153,6 +160,7 @@ class SwapCheck:
         sources: Sequence[SourceFace],
         *,
         causes: Sequence[str] = (),
+        judge: str = "MobileFaceNet",
         interval_s: float = INTERVAL_S,
         hold_s: float = HOLD_S,
         weak_below: float = WEAK_BELOW,
@@ -160,6 +168,7 @@ class SwapCheck:
         self.recognizer = recognizer
         self.sources = tuple(sources)
         self.causes = tuple(causes) or likely_causes(None, neural=True)
+        self.judge = judge
         self.interval_s = interval_s
         self.hold_s = hold_s
         self.weak_below = weak_below
@@ -173,6 +182,7 @@ class SwapCheck:
         self._next_t: float | None = None
         self._last_t: float | None = None
         self._weak_since: float | None = None
+        self._weak_kind: bool | None = None  # False: not taking; None: the judge is blind
         self._warned = False
         self._samples = 0
         self._latest: SwapReading | None = None
@@ -234,6 +244,7 @@ class SwapCheck:
             taking=None if strength is None else strength >= self.weak_below,
             t_s=0.0,
             samples=self._samples,
+            judge=self.judge,
         )
 
     def _source_embedding(self, index: int) -> np.ndarray:
@@ -257,13 +268,18 @@ class SwapCheck:
         stale = self._last_t is None or t < self._last_t or t - self._last_t > 3 * self.interval_s
         self._last_t = t
         event = None
-        if reading.taking is False:
-            if self._weak_since is None or stale:
+        if reading.taking is not True:  # not taking, or a judge that cannot tell
+            if self._weak_since is None or stale or self._weak_kind != reading.taking:
                 self._weak_since = t
+                self._weak_kind = reading.taking
             if not self._warned and t - self._weak_since >= self.hold_s:
                 self._warned = True
-                event = self._warning(reading, t - self._weak_since)
-        elif reading.taking:
+                event = (
+                    self._warning(reading, t - self._weak_since)
+                    if reading.taking is False
+                    else self._blind_warning(reading)
+                )
+        else:
             self._weak_since = None
             if self._warned:
                 self._warned = False
@@ -287,9 +303,20 @@ class SwapCheck:
             "warning",
             "swap check",
             f"the swap is not taking: the output keeps the camera's identity "
-            f"({reading.label()} for {for_s:.0f} s; cos to source {reading.cos_source:.2f}, "
-            f"to camera {reading.cos_camera:.2f})",
+            f"({reading.label()} for {for_s:.0f} s, judged by {self.judge}; cos to source "
+            f"{reading.cos_source:.2f}, to camera {reading.cos_camera:.2f})",
             "likely causes: " + "; ".join(self.causes) + ". `livecam check` tests the presets",
+        )
+
+    def _blind_warning(self, reading: SwapReading) -> Event:
+        return Event(
+            "warning",
+            "swap check",
+            f"the swap check cannot judge this swap: its judge ({self.judge}) cannot tell "
+            f"the source photo from the camera face (cos {reading.cos_source_camera:.2f} "
+            "between them)",
+            "the source photo may show the camera's own person, or a face too small, turned "
+            "or covered to tell; try another photo of the source",
         )
 
     # --- the worker --------------------------------------------------------------------------

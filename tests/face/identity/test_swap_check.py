@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from livecam.benchmark.synthetic_models import arcface_like, identity_swapper
+from livecam.benchmark.synthetic_models import arcface_like, blind_recognizer, identity_swapper
 from livecam.config.schema import SwapConfig
 from livecam.face.identity.swap_check import WEAK_BELOW, swap_strength
 from livecam.face.source.photo import SourceFaceCache
@@ -30,9 +30,14 @@ def oracle_files(testdata: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     """A 512-d recognizer with ArcFace's interface (real MobileFaceNet identities) and the
     identity oracle with inswapper's interface (its output is the target crop)."""
     folder = tmp_path_factory.mktemp("oracle-models")
-    files = {"recognizer": folder / "arcface_like.onnx", "swapper": folder / "identity.onnx"}
+    files = {
+        "recognizer": folder / "arcface_like.onnx",
+        "swapper": folder / "identity.onnx",
+        "blind": folder / "blind.onnx",
+    }
     arcface_like(files["recognizer"], testdata / "models" / "mobilefacenet.onnx")
     identity_swapper(files["swapper"], 128, "inswapper")
+    blind_recognizer(files["blind"])
     return files
 
 
@@ -118,6 +123,60 @@ def test_the_identity_oracle_is_flagged_as_not_taking(
     assert snapshot.swap_check == readings[-1]
     summary = snapshot.to_summary()["swap_check"]
     assert summary["taking"] is False and summary["strength"] < 5 and summary["warning"]
+
+
+def test_a_preset_recognizer_that_sees_every_face_alike_does_not_blind_the_check(
+    testdata: Path, oracle_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The standard preset with a recognizer that cannot tell faces apart (a broken or
+    random-weight file) and the identity oracle: the check judges with the bundled
+    MobileFaceNet, not the preset's recognizer, so it reads a swap that does not take
+    (before, the blind recognizer gave "strength n/a" and no warning)."""
+    cfg = SwapConfig(
+        preset="standard",
+        provider="cpu",
+        face=str(testdata / "faces" / "biden_official_portrait.jpg"),
+        detector_model=str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
+        recognizer_model=str(oracle_files["blind"]),
+        swapper_model=str(oracle_files["swapper"]),
+    )
+    stage = build(cfg, testdata, tmp_path)
+    try:
+        assert stage.parts.judge is not None and stage.parts.judge is not stage.parts.recognizer
+        _, events = watch(stage)
+        readings = run(stage, webcam_frame(testdata), 6)
+    finally:
+        stage.close()
+    assert readings and all(r.judge == "MobileFaceNet" for r in readings)
+    assert all(r.strength is not None and r.strength < 5 for r in readings), readings
+    assert readings[-1].warning and readings[-1].taking is False
+    (warning,) = [e for e in events if e.origin == "swap check"]
+    assert "not taking" in warning.message and "judged by MobileFaceNet" in warning.message
+
+
+def test_a_judge_that_cannot_tell_the_source_from_the_camera_warns(
+    testdata: Path, tmp_path: Path
+) -> None:
+    """The source photo is the camera's own face: the judge cannot tell them apart, so it
+    cannot say whether the swap takes. That is one warning of its own, not a silent n/a."""
+    cfg = SwapConfig(
+        preset="lite",
+        provider="cpu",
+        face=str(testdata / "faces" / "obama_official_portrait_2012.jpg"),
+    )
+    stage = build(cfg, testdata, tmp_path)
+    try:
+        _, events = watch(stage)
+        readings = run(stage, webcam_frame(testdata), 8)
+    finally:
+        stage.close()
+    assert all(r.strength is None and r.taking is None for r in readings), readings
+    assert readings[0].cos_source_camera > 0.9
+    assert [r.warning for r in readings] == [False, False, True, True]
+    assert "MobileFaceNet cannot tell" in readings[-1].label()
+    (warning,) = [e for e in events if e.origin == "swap check"]
+    assert warning.level == "warning" and "cannot judge" in warning.message
+    assert "MobileFaceNet" in warning.message and "another photo" in warning.hint
 
 
 def test_the_lite_stack_passes(testdata: Path, tmp_path: Path) -> None:
