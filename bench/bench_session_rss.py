@@ -122,6 +122,15 @@ def main() -> int:
         return 1
     t, r = np.array(kept).T
     slope = float(np.polyfit(t, r, 1)[0])
+    cycle = len(todo)  # the same change a cycle later: the models and faces are all loaded
+    later = [samples[i + cycle][1] - samples[i][1] for i in range(len(samples) - cycle)]
+    if later:
+        minutes = cycle * args.every / 60
+        print(
+            f"the same change {minutes:g} min later (a whole cycle of {cycle} changes): "
+            f"RSS {float(np.median(later)):+.1f} MB median over {len(later)} changes "
+            f"({float(np.median(later)) / minutes:+.2f} MB/min)"
+        )
     print(
         f"frames out {out.frames_out}, changes {len(samples)}; rss after {args.warmup:g} min "
         f"{r[0]:.1f} MB, at the end {r[-1]:.1f} MB, ratio {r[-1] / r[0]:.3f} (goal <= 1.02), "
