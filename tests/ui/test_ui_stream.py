@@ -110,6 +110,10 @@ def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) 
         late.stop()
     assert abandoned.args == [False], "listeners learn that the start ended"
     assert not late.starting
-    # the start thread ends by stopping the app it opened: no stream thread stays
-    qtbot.waitUntil(lambda: not threads_named("panel-start"), timeout=15000)
-    assert not late.running and not threads_named("livecam-")
+    # the start thread ends by stopping the app it opened: no stream thread stays (on a
+    # loaded machine a stop's join may time out first; its threads still end)
+    qtbot.waitUntil(
+        lambda: not threads_named("panel-start") and not threads_named("livecam-"),
+        timeout=30000,
+    )
+    assert not late.running
