@@ -48,6 +48,14 @@ def classify(code: int | None, err: str, signum: int) -> str:
     return "other"
 
 
+def default_signals() -> None:
+    """The child starts with the default SIGINT and SIGTERM actions: a sweep started in
+    the background of a shell would hand down an ignored SIGINT, and a signal before
+    LiveCam's handlers would then be ignored (counted as a hang) instead of ending it."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def deliver(at_s: float, signum: int, grace: float) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="livecam-signals-") as tmp:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "LIVECAM_CACHE_DIR": f"{tmp}/cache"}
@@ -60,6 +68,7 @@ def deliver(at_s: float, signum: int, grace: float) -> tuple[str, str]:
             text=True,
             env=env,
             cwd=tmp,
+            preexec_fn=default_signals,
         )
         try:
             try:
