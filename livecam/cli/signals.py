@@ -64,9 +64,20 @@ def raise_stop_signal(signum: int, _frame: FrameType | None) -> None:
     if _state.exiting:
         return
     stop = StopSignal(signum)  # recorded, whatever becomes of the exception
-    if _state.deferring:
+    if _state.deferring or in_import(_frame):
         return
     raise stop
+
+
+def in_import(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import (importlib, or a weakref callback of its
+    module locks, where Python discards what a handler raises): a signal there is only
+    recorded, and the entry points act on it (``pending_stop``) at their next step."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

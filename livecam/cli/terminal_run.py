@@ -9,10 +9,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from livecam.cli.progress import Progress, frames_done
-from livecam.cli.signals import StopSignal, deferred, pending_stop
+from livecam.cli.signals import StopSignal, deferred, in_import, pending_stop
 from livecam.config.schema import Config
 from livecam.errors import one_line
 from livecam.stream.playback import expected_frames
@@ -108,11 +109,11 @@ def run_pipeline(
     received: list[int] = []
     starting = True
 
-    def on_signal(signum: int, _frame: object) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal starting
         received.append(signum)
         stop_requested.set()
-        if starting:  # App.start closes what it opened and re-raises
+        if starting and not in_import(frame):  # App.start closes what it opened, re-raises
             starting = False
             raise StopSignal(signum)
 
