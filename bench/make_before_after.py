@@ -28,12 +28,10 @@ if "PYTHONPATH" not in os.environ:  # another checkout's livecam when it is give
     sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
-from livecam.types import Face, FaceWork  # noqa: E402
-
-try:
-    from livecam.types import FrameContext
-except ImportError:  # a checkout from before the layers split (a --before run)
-    from livecam.face.parts import FrameContext  # type: ignore[attr-defined]
+from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
+from livecam.face.swap.classic import ClassicSwapper  # noqa: E402
+from livecam.models.presets import PRESETS  # noqa: E402
+from livecam.types import Face, FaceWork, FrameContext  # noqa: E402
 
 # (name of the jpg, source file, target file)
 PAIRS = [
@@ -116,14 +114,8 @@ def render_clip_case(
 ) -> list[np.ndarray]:
     """(camera crop, output crop) of one case: the lite stage over its frames, square crops
     of ``size`` around the face."""
-    from livecam.benchmark.live_face import WebcamPlacement
+    from livecam.benchmark.live_face import WebcamPlacement, largest_face
     from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
-
-    try:
-        from livecam.face.landmarks.measures import largest_face
-    except ImportError:  # a checkout from before the layers split (a --before run)
-        from livecam.benchmark.live_face import largest_face  # type: ignore[attr-defined,no-redef]
-
     from livecam.face.source.photo import SourceFaceCache
     from livecam.face.swap_stage import build_swap_stage
     from livecam.types import FramePacket
@@ -193,10 +185,6 @@ def main() -> int:
     if args.clips:
         args.out.mkdir(parents=True, exist_ok=True)
         return clip_mode(args)
-
-    from livecam.face.build import build_parts, photo_analyzer
-    from livecam.face.swap.classic import ClassicSwapper
-    from livecam.models.presets import PRESETS
 
     parts = build_parts(PRESETS["lite"], SwapConfig())
     analyzer = photo_analyzer(parts)
