@@ -243,13 +243,13 @@ def _face_patch(frame: Frame, face: Face, change: str) -> Frame:
     centre = (round((x1 + x2) / 2), round((y1 + y2) / 2))
     axes = (round(0.4 * (x2 - x1)), round(0.45 * (y2 - y1)))
     cv2.ellipse(region, centre, axes, 0, 0, 360, 1.0, -1)
-    soft = np.asarray(cv2.GaussianBlur(region, (0, 0), 2.0), np.float32)[..., None]
+    region = cv2.GaussianBlur(region, (0, 0), 2.0)[..., None]
     out = frame.astype(np.float32)
     if change == "tone":
-        out += 25.0 * soft
+        out += 25.0 * region
     else:
         noise = np.random.default_rng(3).normal(0, 12, frame.shape[:2]).astype(np.float32)
-        out += soft * noise[..., None]
+        out += region * noise[..., None]
     return np.asarray(np.clip(out + 0.5, 0, 255), np.uint8)
 
 
@@ -268,7 +268,9 @@ def test_the_seam_figure_sees_a_tone_step_and_not_a_detail_change(
     assert step.sharpness == pytest.approx(1.0, abs=0.05)
 
 
-def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(clip: Clip, mesh: FaceMesh) -> None:
+def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(
+    clip: Clip, mesh: FaceMesh
+) -> None:
     blurred = ClipMeter(mesh)
     for frame, face in list(zip(clip.frames, clip.faces, strict=True))[:4]:
         blurred.add(frame, np.asarray(cv2.GaussianBlur(frame, (0, 0), 1.5), np.uint8), face)

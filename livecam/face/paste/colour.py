@@ -6,7 +6,6 @@ same (h, w); masks are float32 in [0, 1] unless said otherwise.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import cv2
@@ -137,91 +136,6 @@ def color_transfer(
     return from_lab(lab)
 
 
-DETAIL_SIGMA = 1.0
-"""The Gaussian whose residual (image minus its blur) is the fine detail of
-``detail_energy``: skin pores, noise, compression softness."""
-_BLUR_STEPS = (0.5, 0.75, 1.0, 1.35, 1.8, 2.4, 3.2)
-
-
-def detail_energy(channel: FloatImage, region: npt.NDArray[np.bool_]) -> float:
-    """The mean squared fine detail (``channel`` minus its Gaussian blur of sigma
-    ``DETAIL_SIGMA``) over ``region``; 0 for an empty region."""
-    if not region.any():
-        return 0.0
-    detail = channel - cv2.GaussianBlur(channel, (0, 0), DETAIL_SIGMA)
-    return float(np.mean(np.square(detail[region])))
-
-
-MAX_SHARPEN = 2.5
-"""The largest unsharp-mask gain ``match_detail`` gives a face softer than the camera's."""
-
-
-def match_detail(
-    src: FloatImage,
-    ref: FloatImage,
-    region: npt.NDArray[np.bool_],
-    share: float = 1.0,
-    floor: float = 0.02,
-) -> tuple[float, float]:
-    """How to give ``src`` ``share`` of ``ref``'s fine-detail energy (``detail_energy``)
-    inside ``region`` (one channel each, same size): ``(sigma, gain)`` for ``apply_detail``.
-    A sharper ``src``: the sigma of the Gaussian blur that matches (interpolated in log
-    energy between the blurs tried, at most the largest), gain 0. A softer one: sigma 0
-    and the unsharp-mask gain that matches (detail scales by 1 + gain; at most
-    ``MAX_SHARPEN``). (0, 0) when they match or ``ref`` is flat (below ``floor``)."""
-    ys, xs = np.nonzero(region)
-    if ys.size < 16:
-        return 0.0, 0.0
-    pad = 8
-    y0, y1 = max(0, int(ys.min()) - pad), int(ys.max()) + pad + 1
-    x0, x1 = max(0, int(xs.min()) - pad), int(xs.max()) + pad + 1
-    sub = (slice(y0, y1), slice(x0, x1))
-    src_c = np.ascontiguousarray(src[sub], np.float32)
-    inside = region[sub]
-    target = share * detail_energy(np.ascontiguousarray(ref[sub], np.float32), inside)
-    before = detail_energy(src_c, inside)
-    if target < floor or before < 1e-6:
-        return 0.0, 0.0
-    if before <= target:
-        return 0.0, min(math.sqrt(target / before) - 1.0, MAX_SHARPEN)
-    prev_sigma, prev_e = 0.0, before
-    for sigma in _BLUR_STEPS:
-        blurred = np.asarray(cv2.GaussianBlur(src_c, (0, 0), sigma), np.float32)
-        e = detail_energy(blurred, inside)
-        if e <= target:
-            t = math.log(prev_e / target) / max(math.log(prev_e / max(e, 1e-9)), 1e-9)
-            return prev_sigma + t * (sigma - prev_sigma), 0.0
-        prev_sigma, prev_e = sigma, e
-    return _BLUR_STEPS[-1], 0.0
-
-
-def apply_detail(image: FloatImage, sigma: float, gain: float) -> FloatImage:
-    """``image`` blurred by ``sigma`` (when above 0.3) or sharpened by the unsharp mask
-    ``image + gain * (image - blur)`` (blur of sigma ``DETAIL_SIGMA``; when ``gain`` is
-    above 0.05); else unchanged."""
-    if sigma > 0.3:
-        return np.asarray(cv2.GaussianBlur(image, (0, 0), sigma), np.float32)
-    if gain > 0.05:
-        soft = cv2.GaussianBlur(image, (0, 0), DETAIL_SIGMA)
-        return np.asarray(image + np.float32(gain) * (image - soft), np.float32)
-    return image
-
-
-def seam_membrane(
-    src: FloatImage, ref: FloatImage, alpha: FloatImage, ref_skin: FloatImage, sigma: float
-) -> FloatImage:
-    """``src`` (the swapped face, Lab) corrected so that where ``alpha`` ramps from the
-    camera to the swap over the camera's skin it has the camera's (``ref``) colour: the
-    difference ``ref - src`` on that ring (weight 4 alpha (1 - alpha) times ``ref_skin``),
-    interpolated smoothly over the face by a normalised Gaussian of ``sigma``, is added.
-    A smooth membrane like a Poisson blend's, so the features (middle frequencies) stay
-    the source's while no tone step is left at the boundary."""
-    ring = 4.0 * alpha * (1.0 - alpha) * ref_skin
-    if float(ring.sum()) < 1.0:
-        return src
-    return np.asarray(src + masked_lowpass(ref - src, ring, max(sigma, 2.0)), np.float32)
-
-
 def skin_model(lab: FloatImage, sample: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32] | None:
     """The skin colour model of ``skin_likelihood``: the Lab mean and covariance (lightly
     regularised) of the pixels in ``sample``, as one (4, 3) array (mean, then the
@@ -286,23 +200,16 @@ def feather_mask(
     (smoothstep of the distance to the boundary) to 1 at ``feather_px`` inside.
 
     ``keep_out`` (uint8 0/255) marks regions that must show the target (e.g. the inner
-    mouth); they are cut out with a soft edge of about ``feather_px / 6``
-    (``keep_out_alpha``).
+    mouth); they are cut out with a soft edge of about ``feather_px / 6``.
     """
     dist = cv2.distanceTransform(hull_mask, cv2.DIST_L2, 3)
     t = np.clip(dist * (1.0 / max(feather_px, 1.0)), 0.0, 1.0)
     alpha: FloatImage = t * t * (3.0 - 2.0 * t)
     if keep_out is not None and keep_out.any():
-        alpha *= keep_out_alpha(keep_out, feather_px)
+        k = max(1.0, feather_px / 6.0)
+        soft = cv2.GaussianBlur(keep_out.astype(np.float32) * (1.0 / 255.0), (0, 0), k)
+        alpha *= 1.0 - np.clip(soft * 1.6, 0.0, 1.0)
     return alpha
-
-
-def keep_out_alpha(keep_out: ByteImage, feather_px: float) -> FloatImage:
-    """The factor that cuts ``keep_out`` (uint8 0/255) out of an alpha: 0 inside, 1 a
-    soft edge of about ``feather_px / 6`` away."""
-    k = max(1.0, feather_px / 6.0)
-    soft = cv2.GaussianBlur(keep_out.astype(np.float32) * (1.0 / 255.0), (0, 0), k)
-    return np.asarray(1.0 - np.clip(soft * 1.6, 0.0, 1.0), np.float32)
 
 
 def polygon_mask(shape: tuple[int, int], polygons: list[Points], convex: bool) -> ByteImage:

@@ -80,13 +80,10 @@ class ClassicOptions:
     """Tuning knobs of the classic swapper (defaults chosen on the swap-quality bench)."""
 
     feather: float = 0.10  # feather width, fraction of the eye-to-chin distance
-    local_light: float = 1.0  # strength of the local illumination matching (lab mode)
+    local_light: float = 0.5  # strength of the local illumination matching (lab mode)
     # move the target's jaw line and nose toward the source's face shape (0..1; brows, lids
     # and lips always stay the camera's: mesh.SHAPE_WEIGHTS)
     shape_weight: float = 0.6
-    # mesh.yaw_ratio from which the source's shape fades out, and where it is gone (about
-    # 15 and 25 degrees of yaw)
-    turned: tuple[float, float] = (0.15, 0.3)
     map_step: int = 2  # evaluate the warp map every N pixels (1 = exact)
     skin_gate: bool = True  # outside the inner face, blend only where both faces show skin
     # a target face with a larger eye-to-chin distance (px) than this and than the source's
@@ -97,17 +94,6 @@ class ClassicOptions:
     smoothing: float = 0.3
     track_ttl: int = 30
     eye_lid: float = 0.015  # own eyes: the lid edges kept around the eye opening
-    # camera look: the swapped face is blurred until its fine detail has the camera face's
-    # energy (the Gaussian's sigma measured per frame, smoothed per track; 0 = off)
-    match_sharpness: bool = True
-    # the share of the camera face's skin detail energy aimed at: above 1, as the swapped
-    # features (brows, folds) are blurred with the skin (bench_live_face: output over
-    # camera 0.7-0.85 on the inner face at 1.0, about 1 at 1.5)
-    sharpness: float = 1.5
-    # the seam: the colour difference to the camera where the mask ramps over the camera's
-    # skin, interpolated over the face with this sigma (fraction of the eye-to-chin
-    # distance) and taken out, so the boundary falls where both agree (0 = off)
-    seam: float = 0.25
 
 
 @dataclass
@@ -134,9 +120,7 @@ class ClassicSwapper(CpuPart):
     def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
         self.config = config or SwapConfig()
         self.options = options or ClassicOptions()
-        # track id -> what is smoothed ("colour": colour and skin statistics, "blur": the
-        # camera look's sigma) -> its statistics
-        self._tracks: dict[int, dict[str, _TrackStats]] = {}
+        self._tracks: dict[int, _TrackStats] = {}
         self._calls = 0
 
     def reset(self) -> None:
@@ -216,14 +200,8 @@ class ClassicSwapper(CpuPart):
         return _roi_around(ext, frame_shape)
 
     def _target_mesh(self, lm: Points, source: SourceModel) -> Points:
-        """The camera face's mesh with the source's jaw line and nose blended in: fully
-        facing the camera, less as it turns (``options.turned``: the camera's own contour
-        beyond), so the far cheek never bulges past the camera's cheek line."""
-        lo, hi = self.options.turned
-        turn = abs(mesh.yaw_ratio(lm))
-        weight = self.options.shape_weight * float(np.clip((hi - turn) / (hi - lo), 0.0, 1.0))
         aligned = mesh.align_shape(source.landmarks, lm)
-        return mesh.blend_shape(lm, aligned, weight, source.triangles)
+        return mesh.blend_shape(lm, aligned, self.options.shape_weight, source.triangles)
 
     def swap(
         self,
@@ -241,26 +219,21 @@ class ClassicSwapper(CpuPart):
             if work.face.landmarks is not None:
                 self._swap_one(frames[work.frame_index].image, work, sources[work.source_index])
         stale = [
-            t
-            for t, named in self._tracks.items()
-            if self._calls - max(st.seen for st in named.values()) > self.options.track_ttl
+            t for t, st in self._tracks.items() if self._calls - st.seen > self.options.track_ttl
         ]
         for t in stale:
             del self._tracks[t]
         return list(faces)
 
-    def _smoothed(
-        self, track_id: int, raw: npt.NDArray[np.float32], name: str = "colour"
-    ) -> npt.NDArray[np.float32]:
+    def _smoothed(self, track_id: int, raw: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """``raw`` statistics of this frame, smoothed over the track's earlier frames. A
         measurement equal to the last one (a repeated frame) leaves them as they are."""
         k = self.options.smoothing
         if track_id < 0 or k >= 1:
             return raw
-        named = self._tracks.setdefault(track_id, {})
-        st = named.get(name)
+        st = self._tracks.get(track_id)
         if st is None or st.raw.shape != raw.shape:
-            st = named[name] = _TrackStats(raw, raw.copy(), self._calls)
+            st = self._tracks[track_id] = _TrackStats(raw, raw.copy(), self._calls)
         elif not np.array_equal(st.raw, raw):
             st.value = (st.value + np.float32(k) * (raw - st.value)).astype(np.float32)
             st.raw = raw
@@ -286,26 +259,13 @@ class ClassicSwapper(CpuPart):
             small = (max(2, round(w * scale)), max(2, round(h * scale)))
             k = np.array([small[0] / w, small[1] / h], np.float32)
             shrunk = cv2.resize(target, small, interpolation=cv2.INTER_AREA)
-            colored, alpha, look = self._render(
-                np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source, track, False
+            colored, alpha = self._render(
+                np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source, track
             )
             colored = np.asarray(cv2.resize(colored, (w, h)), np.uint8)  # bilinear
             alpha = np.asarray(cv2.resize(alpha, (w, h)), np.float32)
-            # the camera look at full size: the scaled-back face is softer than it was
-            look = cv2.resize(look.view(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST) > 0
-            matched = self._camera_look(
-                colored.astype(np.float32), target.astype(np.float32), look, track, "full", True
-            )
-            if self.config.eyes == "own":
-                # the camera's own eyes keep their full-size detail (lashes, liner, glints)
-                # that the shrink took: what the camera has over its shrunk-and-back copy
-                lost = target.astype(np.float32) - cv2.resize(shrunk, (w, h)).astype(np.float32)
-                matched += (
-                    _eye_weight((h, w), lm_roi, self.options.eye_lid * size)[..., None] * lost
-                )
-            colored = np.asarray(np.clip(matched + 0.5, 0, 255), np.uint8)
         else:
-            colored, alpha, _ = self._render(target, lm_roi, ext, source, track)
+            colored, alpha = self._render(target, lm_roi, ext, source, track)
         work.affine = roi_affine(x0, y0)
         work.crop = target
         work.output = colored
@@ -319,19 +279,11 @@ class ClassicSwapper(CpuPart):
         return min(1.0, limit / size) if size > 0 else 1.0
 
     def _render(
-        self,
-        target: Frame,
-        lm_roi: Points,
-        ext: Points,
-        source: SourceModel,
-        track: int = -1,
-        full_look: bool = True,
-    ) -> tuple[Frame, npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
+        self, target: Frame, lm_roi: Points, ext: Points, source: SourceModel, track: int = -1
+    ) -> tuple[Frame, npt.NDArray[np.float32]]:
         """The colour-matched source face warped onto ``target`` (a face ROI whose 68
-        landmarks are ``lm_roi`` and target mesh ``ext``, in its pixels), its mask and
-        where its camera look is measured (skin of both faces); ``track``: the face's
-        track id (its statistics are smoothed; -1: none); ``full_look``: the camera look
-        is matched here (else the caller matches it after scaling the face back)."""
+        landmarks are ``lm_roi`` and target mesh ``ext``, in its pixels) and its mask;
+        ``track``: the face's track id (its statistics are smoothed; -1: none)."""
         opts = self.options
         up, _, size = mesh.face_frame(lm_roi)
         level = source.level_for(size)
@@ -392,71 +344,21 @@ class ClassicSwapper(CpuPart):
             )
         model = smooth[12:].reshape(4, 3) if smooth.size == 24 else None
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
-        look_region = np.zeros(shape, np.bool_)
-        if opts.match_sharpness:
-            # measured where both faces show skin, away from the eyes (lashes, liner),
-            # lips and brows: texture and noise, not features or outlines
-            features = blend.polygon_mask(
-                shape,
-                [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE], lm_roi[48:60]],
-                convex=True,
-            )
-            grow = max(3, round(0.04 * size)) * 2 + 1
-            features = np.asarray(cv2.dilate(features, np.ones((grow, grow), np.uint8)))
-            skin_only = region & (features == 0) & (brow_mask == 0)
-            skin_only &= (tgt_skin > 0.6) & (src_skin > 0.6)
-            if full_look:
-                warped_lab = self._camera_look(warped_lab, target_lab, skin_only, track, "look")
-            look_region = skin_only
         if opts.skin_gate:
             warped_lab, src_skin = self._fill_forehead(
                 warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, brow_mask, size
             )
-        alpha = blend.feather_mask(hull, opts.feather * size)
+        if self.config.eyes == "own":
+            warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
+        colored = blend.from_lab(warped_lab)
+        alpha = blend.feather_mask(hull, opts.feather * size, keep_out)
         if opts.skin_gate:
             # Outside the inner face (forehead band, beyond the jaw) paste only where both
             # faces show skin: no source fringe or cap, no paste over the target's hair.
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
-        np.clip(alpha, 0.0, 1.0, out=alpha)
-        if opts.seam > 0:  # the outer boundary only: the kept-out mouth is no seam
-            warped_lab = blend.seam_membrane(
-                warped_lab, target_lab, alpha, tgt_skin, opts.seam * size
-            )
-        if keep_out is not None and keep_out.any():
-            alpha *= blend.keep_out_alpha(keep_out, opts.feather * size)
-        if self.config.eyes == "own":
-            warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
-        return blend.from_lab(warped_lab), alpha, look_region
-
-    def _camera_look(
-        self,
-        image: blend.FloatImage,
-        target: blend.FloatImage,
-        region: npt.NDArray[np.bool_],
-        track: int,
-        name: str,
-        bgr: bool = False,
-    ) -> blend.FloatImage:
-        """``image`` (the swapped face: Lab, or BGR after a shrunk ROI is scaled back)
-        blurred or sharpened so that its fine detail inside ``region`` has the camera
-        face's (``target``) energy (``blend.match_detail`` on the first channel): a sharp
-        portrait on a soft, compressed webcam picture reads as a pasted mask, a soft one
-        on a sharp picture as a smudge. Sigma and gain are smoothed over the track's
-        frames (under ``name``). ``bgr``: the images are BGR (their grey is measured),
-        else Lab (their L)."""
-        if not self.options.match_sharpness:
-            return image
-        grey_img, grey_ref = image[..., 0], target[..., 0]
-        if bgr:
-            grey_img = np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), np.float32)
-            grey_ref = np.asarray(cv2.cvtColor(target, cv2.COLOR_BGR2GRAY), np.float32)
-        raw = np.array(
-            blend.match_detail(grey_img, grey_ref, region, self.options.sharpness), np.float32
-        )
-        sigma, gain = (float(v) for v in self._smoothed(track, raw, name))
-        return blend.apply_detail(image, sigma, gain)
+        return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
 
     def _fill_forehead(
         self,
@@ -572,17 +474,6 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
         mouth.astype(np.uint8) * 255, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)
     )
     return np.asarray(cv2.dilate(opened, np.ones((3, 3), np.uint8)), np.uint8)
-
-
-def _eye_weight(shape: tuple[int, int], lm: Points, lid: float) -> npt.NDArray[np.float32]:
-    """0..1 over the eye openings of the 68 landmarks ``lm`` grown by ``lid`` pixels (the
-    lids), feathered: where ``ClassicSwapper._own_eyes`` shows the camera's eyes."""
-    grow = max(1, round(lid))
-    opening = blend.polygon_mask(shape, [lm[mesh.LEFT_EYE], lm[mesh.RIGHT_EYE]], convex=False)
-    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
-    area = cv2.dilate(opening, disk)
-    soft = cv2.GaussianBlur(area.astype(np.float32) * (1 / 255), (0, 0), grow / 2)
-    return np.asarray(np.clip(soft * 1.5, 0.0, 1.0), np.float32)
 
 
 def _lengthened(line: Points, by: float) -> Points:

@@ -70,23 +70,6 @@ def face_frame(lm: Points) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.floa
     return up, mid.astype(np.float32), size
 
 
-def yaw_ratio(lm: Points) -> float:
-    """How far the face is turned, from its 68 landmarks: (a - b) / (a + b), where a and b
-    are the distances along the eye line from the nose's bridge-to-tip line to the jaw's
-    two ends (points 0 and 16); 0 facing the camera, about +-0.3 at 25 degrees of yaw
-    (the far cheek foreshortens), near +-1 in profile."""
-    le = lm[LEFT_EYE].mean(axis=0)
-    re = lm[RIGHT_EYE].mean(axis=0)
-    across = re - le
-    n = float(np.linalg.norm(across)) or 1.0
-    right = across / n
-    nose = float(np.dot(lm[27:31].mean(axis=0), right))
-    a = nose - float(np.dot(lm[0], right))
-    b = float(np.dot(lm[16], right)) - nose
-    total = abs(a) + abs(b)
-    return (a - b) / total if total > 1e-6 else 0.0
-
-
 def extend_landmarks(lm: Points, frame_of: Points | None = None) -> Points:
     """68 landmarks + forehead, temple and outer-jaw points (N_EXTENDED, 2).
 
