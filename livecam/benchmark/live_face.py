@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.identity.onnx import OnnxRecognizer
-from livecam.face.landmarks.measures import mesh_measures, pearson, swim
+from livecam.face.landmarks.measures import MESH_LAYOUT, mesh_measures, pearson, swim
 from livecam.face.parts import Box, Points
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork, Frame, FrameContext
