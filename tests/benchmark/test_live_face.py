@@ -268,9 +268,7 @@ def test_the_seam_figure_sees_a_tone_step_and_not_a_detail_change(
     assert step.sharpness == pytest.approx(1.0, abs=0.05)
 
 
-def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(
-    clip: Clip, mesh: FaceMesh
-) -> None:
+def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(clip: Clip, mesh: FaceMesh) -> None:
     blurred = ClipMeter(mesh)
     for frame, face in list(zip(clip.frames, clip.faces, strict=True))[:4]:
         blurred.add(frame, np.asarray(cv2.GaussianBlur(frame, (0, 0), 1.5), np.uint8), face)
