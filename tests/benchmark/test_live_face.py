@@ -243,13 +243,13 @@ def _face_patch(frame: Frame, face: Face, change: str) -> Frame:
     centre = (round((x1 + x2) / 2), round((y1 + y2) / 2))
     axes = (round(0.4 * (x2 - x1)), round(0.45 * (y2 - y1)))
     cv2.ellipse(region, centre, axes, 0, 0, 360, 1.0, -1)
-    region = cv2.GaussianBlur(region, (0, 0), 2.0)[..., None]
+    soft = np.asarray(cv2.GaussianBlur(region, (0, 0), 2.0), np.float32)[..., None]
     out = frame.astype(np.float32)
     if change == "tone":
-        out += 25.0 * region
+        out += 25.0 * soft
     else:
         noise = np.random.default_rng(3).normal(0, 12, frame.shape[:2]).astype(np.float32)
-        out += region * noise[..., None]
+        out += soft * noise[..., None]
     return np.asarray(np.clip(out + 0.5, 0, 255), np.uint8)
 
 
