@@ -65,7 +65,10 @@ def test_mirror_command_flips_the_running_picture(tmp_path: Path, testdata: Path
             and (float(cv2.absdiff(frame, expected).mean()) < 3)
         )
 
-    proc = livecam_with_commands(["--source", str(photo), "--sink", str(last)])
+    # --frames: a still photo into a still file is otherwise one frame, and the run ends
+    proc = livecam_with_commands(
+        ["--source", str(photo), "--sink", str(last), "--frames", "100000"]
+    )
     assert proc.stdin is not None
     try:
         wait_for(proc, lambda: shown_like(picture), "the picture never reached the sink")

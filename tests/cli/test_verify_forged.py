@@ -35,8 +35,13 @@ from livecam.sinks.recording.provenance.signing import C2PA_SETTINGS, _remux_wit
 REPO = Path(__file__).resolve().parents[2]
 FACE = REPO / "assets" / "grace_hopper.jpg"
 
+# values JSON can carry (the C2PA builder refuses Infinity, as JSON does)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )

@@ -104,16 +104,25 @@ def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) 
     assert isinstance(failed.args[0], LivecamError) and "swap.face" in str(failed.args[0])
     assert not bad.running and not bad.starting
     # closing while a start is under way: the start thread stops what it opened
+    before = set(threading.enumerate())  # other tests' threads are not this start's
     late = StreamController(small_config())
     late.start_async()
     with qtbot.waitSignal(late.running_changed, timeout=1000) as abandoned:
         late.stop()
     assert abandoned.args == [False], "listeners learn that the start ended"
     assert not late.starting
-    # the start thread ends by stopping the app it opened: no stream thread stays (on a
-    # loaded machine a stop's join may time out first; its threads still end)
-    qtbot.waitUntil(
-        lambda: not threads_named("panel-start") and not threads_named("livecam-"),
-        timeout=30000,
-    )
+
+    def started_here() -> list[str]:
+        return [
+            t.name
+            for t in set(threading.enumerate()) - before
+            if t.name.startswith(("panel-start", "livecam-"))
+        ]
+
+    # the start thread ends by stopping the app it opened: none of its threads stays (on
+    # a loaded machine a stop's join may time out first; its threads still end)
+    try:
+        qtbot.waitUntil(lambda: not started_here(), timeout=30000)
+    except Exception as e:
+        raise AssertionError(f"threads of the abandoned start left: {started_here()}") from e
     assert not late.running
