@@ -125,6 +125,10 @@ def test_a_start_that_fails_leaves_start_usable(
         window.stream.set_config(config(str(tmp_path / "panel.avi")))
         click_start(qtbot, window)
         assert window.stream.running, window.message.text()
+        app = window.stream.app
+        assert app is not None
+        # frames reached the outputs (a loaded machine may take a while), then close
+        qtbot.waitUntil(lambda: app.snapshot().frames_out >= 3, timeout=30000)
     finally:
         window.close()
     assert (tmp_path / "panel.avi").is_file()
