@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -27,7 +27,7 @@ from livecam.config.setting import (
 )
 from livecam.config.specs import SinkSpec, SourceSpec
 from livecam.config.tomlfile import split_pair
-from livecam.errors import ConfigError, cut
+from livecam.errors import ConfigError, LivecamError, cut
 
 log = logging.getLogger("livecam")
 
@@ -85,7 +85,7 @@ def add_config_options(
                     info.off, dest=info.dest, action="store_const", const=False, help=off_help
                 )
             continue
-        choices = info.choices() if info.choices is not None else literal_choices(hint)
+        choices = _listed_choices(info) if info.choices is not None else literal_choices(hint)
         group.add_argument(
             info.option,
             dest=info.dest,
@@ -96,6 +96,18 @@ def add_config_options(
             help=text,
         )
     return groups
+
+
+def _listed_choices(info: Setting) -> Sequence[str] | None:
+    """The choices the help lists for ``info``; None when they cannot be read (a malformed
+    model manifest): the parser, and ``--help``, still work, and the config check or the
+    command that reads the manifest names the bad entry in one line."""
+    assert info.choices is not None
+    try:
+        return info.choices()
+    except LivecamError as e:
+        log.debug("no choices for %s: %s", info.option, e)
+        return None
 
 
 def given_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -122,7 +122,10 @@ def load_manifest(path: str | os.PathLike[str] | None = None) -> Mapping[str, Mo
 
 def _entry(name: str, raw: Any, where: str) -> ModelEntry:
     def bad(key: str, expected: str) -> ModelError:
-        return ModelError(f"model manifest {where}: models.{name}.{key} must be {expected}")
+        return ModelError(
+            f"model manifest {where}: models.{name}.{key} must be {expected}",
+            f"correct models.{name} in {where} (its keys are described at the top of the file)",
+        )
 
     if not isinstance(raw, dict):
         raise bad("", "a table")

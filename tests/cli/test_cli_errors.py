@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -417,3 +417,32 @@ def test_panel_help_says_what_the_panel_is(capsys: pytest.CaptureFixture[str]) -
     assert main(["panel", "--help"]) == 0
     out = capsys.readouterr().out
     assert "The LiveCam desktop panel: a live preview" in out and "--verbose" in out
+
+
+@pytest.fixture
+def malformed_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The checkout's model manifest with its first entry's ``task`` broken, read in its
+    place."""
+    from livecam.models import manifest
+
+    text = (REPO / "models" / "manifest.toml").read_text(encoding="utf-8")
+    broken = text.replace('task = "detector"', 'task = "bogus"', 1)
+    assert broken != text
+    (tmp_path / "manifest.toml").write_text(broken, encoding="utf-8")
+    monkeypatch.setattr(manifest, "CHECKOUT_MODELS", tmp_path)
+    manifest.default_manifest.cache_clear()
+    yield tmp_path / "manifest.toml"
+    manifest.default_manifest.cache_clear()
+
+
+def test_a_malformed_model_manifest_leaves_help_working_and_is_one_line(
+    malformed_manifest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--help"]) == 0
+    assert main(["run", "--help"]) == 0
+    assert "--swapper" in capsys.readouterr().out
+    for command in (["models", "list"], ["run", *SMALL]):
+        assert main(command) == 2
+        line = one_line_error(capsys.readouterr().err)
+        assert str(malformed_manifest) in line and ".task must be one of" in line, line
+        assert "fix: correct models." in line, line

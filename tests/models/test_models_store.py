@@ -203,7 +203,9 @@ def test_a_misspelt_manifest_key_or_source_fails_to_load(tmp_path: Path) -> None
     with pytest.raises(ModelError, match=r"models\.x\.source must be one of download"):
         load_manifest(_manifest(tmp_path, unknown))
     gone = good.replace('part = "arcface"', 'part = "arcface"\nsource = "package"')
-    with pytest.raises(ModelError, match=r"models\.x\.source must be one of download, bundled$"):
+    with pytest.raises(
+        ModelError, match=r"(?m)models\.x\.source must be one of download, bundled$"
+    ):
         load_manifest(_manifest(tmp_path, gone))  # no Python package's files any more
 
 
