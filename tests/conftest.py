@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+import code_gates
 import pytest
 from http_files import FileServer, serve
 from media import xvfb_display
@@ -27,6 +28,15 @@ if TYPE_CHECKING:
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the code gates beside the suite when it includes them (tests/code_gates.py)."""
+    code_gates.start_if_selected(session.config, session.items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    code_gates.stop_unfinished(session.config)
 
 
 def find_testdata() -> Path | None:
