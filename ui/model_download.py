@@ -51,6 +51,19 @@ def _size_text(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size else "unknown"
 
 
+def download_text(entries: Sequence[ModelEntry], digits: int = 1) -> str:
+    """What downloading ``entries`` costs: ``469.1 MB``, or the known part and how many
+    files have no size in the manifest (``196.3 MB + 2 files of unknown size``): a file of
+    unknown size is never counted as 0. The preset list and the download dialog both say it."""
+    known = sum(e.size for e in entries)
+    unknown = sum(1 for e in entries if not e.size)
+    text = f"{known / 1e6:.{digits}f} MB" if known or not unknown else ""
+    if unknown:
+        files = f"{unknown} file{'s' if unknown > 1 else ''} of unknown size"
+        text = f"{text} + {files}" if text else files
+    return text
+
+
 #: the dialog's width: what the table needs, never more than the screen gives (1366x768 up)
 DIALOG_WIDTH = 820
 SCREEN_MARGIN = 40  # px left to the window manager's frame and a taskbar
@@ -103,7 +116,7 @@ class ModelDownloadDialog(QDialog):
         header.sectionResized.connect(lambda *_: self._fit_rows())
         self.table.verticalHeader().hide()
         layout.addWidget(self.table, 1)
-        self.total_label = QLabel(f"Download: {_size_text(self._bytes_needed())}")
+        self.total_label = QLabel(f"Download: {download_text(self._missing())}")
         layout.addWidget(self.total_label)
 
         restricted = [e for e in self.entries if not store.licence_accepted(e)]

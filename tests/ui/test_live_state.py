@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
 from synthetic_stream import SYNTHETIC
 from xwindow import require_windows, wait_window, xdotool
@@ -28,6 +30,7 @@ from xwindow import require_windows, wait_window, xdotool
 from livecam.config.schema import Config
 from livecam.control.controls import Controls
 from livecam.control.hotkeys import HotkeyActions
+from livecam.models.store import ModelStore
 from ui.main_window import MainWindow
 from ui.panels.hotkeys_panel import HotkeysPanel
 from ui.panels.processing_panel import ProcessingPanel
@@ -163,6 +166,48 @@ def test_blank_and_freeze_buttons_switch_the_stream_and_show_their_badges(
         timeout=TIMEOUT_MS,
     )  # the camera again
     assert not window.blank_button.isChecked() and not window.freeze_button.isChecked()
+
+
+def click_through_the_window(window: MainWindow, button: QPushButton) -> None:
+    """Click ``button`` as the window system delivers a click: to the window, where a modal
+    dialog would block it (a click sent to the widget itself passes any modal dialog)."""
+    handle = window.windowHandle()
+    assert handle is not None
+    centre = button.mapTo(window, button.rect().center())
+    QTest.mouseClick(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
+
+
+def test_blank_and_freeze_work_while_a_model_download_dialog_is_open(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path
+) -> None:
+    controls = controls_of(window)
+    processing = window.panels["Processing"]
+    assert isinstance(processing, ProcessingPanel)
+    # no standard models here: picking the preset while streaming opens the download dialog
+    processing.store = ModelStore(models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    processing.preset.setCurrentIndex(processing.preset.findData("standard"))
+    processing.preset.activated.emit(processing.preset.currentIndex())
+    dialog = processing.dialog
+    assert dialog is not None
+    qtbot.waitUntil(dialog.isVisible, timeout=TIMEOUT_MS)
+    assert QApplication.activeModalWidget() is None
+
+    click_through_the_window(window, window.blank_button)
+    qtbot.waitUntil(lambda: controls.state.blank, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.preview.badges == ("BLANK",), timeout=TIMEOUT_MS)
+    click_through_the_window(window, window.freeze_button)
+    qtbot.waitUntil(lambda: controls.state.frozen, timeout=TIMEOUT_MS)
+    click_through_the_window(window, window.blank_button)
+    click_through_the_window(window, window.freeze_button)
+    qtbot.waitUntil(
+        lambda: not controls.state.blank and not controls.state.frozen, timeout=TIMEOUT_MS
+    )
+    assert dialog.isVisible() and processing.dialog is dialog  # still open, untouched
+
+    with qtbot.waitSignal(dialog.rejected, timeout=TIMEOUT_MS):
+        dialog.cancel_button.click()
+    assert processing.dialog is None and controls.config.swap.preset == "lite"
+    assert processing.preset.currentData() == "lite"  # nothing changed
 
 
 def test_face_preset_and_target_changed_outside_the_panel_are_shown(

@@ -84,7 +84,8 @@ def test_provider_fallback_is_shown_with_its_reason(
     stream = StreamController(small_config(GRACE, swap=lite_on_cuda))
     panel = ProcessingPanel(stream, settings)
     qtbot.addWidget(panel)
-    assert "lite (ready)" in [panel.preset.itemText(i) for i in range(panel.preset.count())]
+    labels = [panel.preset.itemText(i) for i in range(panel.preset.count())]
+    assert {"auto (best present: lite)", "lite (ready)", "offline (= lite, ready)"} <= set(labels)
     stream.start()
     try:
         qtbot.waitUntil(lambda: panel.provider_warning.text() != "", timeout=10000)
@@ -114,6 +115,35 @@ def local_store(
         manifest["mobilefacenet"], commercial=False, licence="test non-commercial licence"
     )
     return ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+
+
+def test_the_preset_list_names_what_each_gives_and_counts_unknown_sizes_as_unknown(
+    qtbot: QtBot, settings: UiSettings, testdata: Path, server: FileServer, tmp_path: Path
+) -> None:
+    store = local_store(tmp_path, testdata, server)
+    manifest = dict(store.manifest)  # a download whose size the manifest does not know
+    manifest["mobilefacenet"] = dataclasses.replace(manifest["mobilefacenet"], size=0)
+    store = ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
+    stream = StreamController(small_config(GRACE, swap={"preset": "auto"}))
+    panel = ProcessingPanel(stream, settings, store=store)
+    qtbot.addWidget(panel)
+    labels = {panel.preset.itemData(i): panel.preset.itemText(i) for i in range(5)}
+    slim_mb = round(store.entry("slim-68").size / 1e6)
+    lite = f"download {slim_mb} MB + 1 file of unknown size, non-commercial"
+    assert labels["lite"] == f"lite ({lite})"
+    assert labels["offline"] == f"offline (= lite, {lite})"  # offline is lite, not auto
+    assert labels["auto"] == "auto (no preset's files are here)"
+
+    panel.preset.setCurrentIndex(panel.preset.findData("lite"))
+    panel.preset.activated.emit(panel.preset.currentIndex())
+    dialog = panel.dialog
+    assert dialog is not None
+    slim = store.entry("slim-68").size / 1e6
+    assert dialog.total_label.text() == f"Download: {slim:.1f} MB + 1 file of unknown size"
+    cells = [[dialog.table.item(i, j) for j in (0, 2)] for i in range(2)]
+    sizes = {name.text(): size.text() for name, size in cells if name and size}
+    assert sizes == {"slim-68": f"{slim:.1f} MB", "mobilefacenet": "unknown"}
+    dialog.reject()
 
 
 def test_missing_models_open_the_download_dialog_then_the_preset_applies(

@@ -11,6 +11,7 @@ opens the download dialog; the change is applied once the files are here.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,11 +38,11 @@ from PySide6.QtWidgets import (
 from livecam.config.schema import Config, SwapConfig, field_choices, split_pair
 from livecam.control.controls import Change, Controls
 from livecam.errors import LivecamError
-from livecam.models.presets import PRESETS, is_neural, models_present, resolve_preset
+from livecam.models.presets import AUTO, is_neural, resolve_preset
 from livecam.models.store import ModelStore
 from livecam.telemetry.snapshot import Snapshot
 from ui.main_window import error_line
-from ui.model_download import ModelDownloadDialog, models_to_get
+from ui.model_download import ModelDownloadDialog, download_text, models_to_get
 from ui.notice import WARNING_TEXT_STYLE
 from ui.panels.remote_box import RemoteBox
 from ui.settings import UiSettings
@@ -361,12 +362,23 @@ class ProcessingPanel(QWidget):
             note.setVisible(bool(reasons))
 
     def _preset_label(self, name: str) -> str:
-        row = PRESETS.get(name)
-        if row is None:
-            return f"{name} (best present)"
-        if models_present(row, self.store):
-            return f"{name} (ready)"
-        return f"{name} (download {row.needs_download})"
+        """``lite (ready)``, ``standard (download 469 MB, non-commercial)``, ``offline (=
+        lite, ready)``, ``auto (best present: lite)``: what picking ``name`` gives with the
+        files here and the current swap settings; sizes as the download dialog counts them."""
+        swap = self.stream.config.swap
+        try:
+            row = resolve_preset(name, self.store, swap)
+            if name == AUTO:
+                return f"{name} (best present: {row.name})"
+            needed = models_to_get(self.store, dataclasses.replace(swap, preset=name))
+            missing = [e for e in needed if self.store.locate(e.name) is None]
+        except LivecamError:  # auto with no preset's files here, or an unknown name
+            return f"{name} (no preset's files are here)" if name == AUTO else name
+        alias = f"= {row.name}, " if row.name != name else ""
+        if not missing:
+            return f"{name} ({alias}ready)"
+        restricted = ", non-commercial" if any(not e.commercial for e in missing) else ""
+        return f"{name} ({alias}download {download_text(missing, digits=0)}{restricted})"
 
     @staticmethod
     def _show(box: QComboBox, value: str) -> None:
@@ -424,10 +436,26 @@ class ProcessingPanel(QWidget):
         self.settings.save_config(cfg)
 
     def _download_then(self, needed: list[Any], then: Callable[[], None]) -> None:
+        """Open the download dialog for ``needed``, then run ``then`` once every file is
+        here. The dialog is not modal: Stop, Blank, Freeze and Swap stay usable while it
+        is open (privacy controls are never blocked). One dialog at a time: a new change
+        replaces one that is not downloading; while one downloads, it is brought up."""
+        if self.dialog is not None:
+            if self.dialog.running:
+                self.message.setText("A download is running: wait for it or cancel it first.")
+                self.dialog.raise_()
+                self.dialog.activateWindow()
+                self.refresh()
+                return
+            replaced, self.dialog = self.dialog, None
+            replaced.reject()
         dialog = ModelDownloadDialog(self.store, needed, self)
+        dialog.setWindowModality(Qt.WindowModality.NonModal)
         self.dialog = dialog
 
         def finished(result: int) -> None:
+            if self.dialog is not dialog:
+                return  # replaced by a newer change's dialog
             self.dialog = None
             if result == ModelDownloadDialog.DialogCode.Accepted:
                 then()
@@ -436,7 +464,7 @@ class ProcessingPanel(QWidget):
             self.refresh()
 
         dialog.finished.connect(finished)
-        dialog.open()  # window-modal, not a nested event loop: the stream keeps updating
+        dialog.show()  # not modal, no nested event loop: the stream and its controls go on
 
     def _on_preset(self) -> None:
         self.apply(f"preset {self.preset.currentData()}", preset=self.preset.currentData())
