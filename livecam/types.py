@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -153,6 +153,29 @@ class Event:
     def __str__(self) -> str:
         text = f"[{self.level}] {self.origin}: {self.message}"
         return f"{text} (fix: {self.hint})" if self.hint else text
+
+
+class RemoteReading(Protocol):
+    """The remote swap's figures as telemetry shows them (``remote.swapper.RemoteStats``)."""
+
+    def label(self) -> str:
+        """Its part of the status line."""
+        ...
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its part of the ``--stats-json`` summary."""
+        ...
+
+
+class RunReport(Protocol):
+    """Where a running stage and its parts send what they see (``telemetry.hub.Telemetry``
+    is one): events, the swap check's newest reading and the remote swap's figures."""
+
+    def event(self, event: Event) -> None: ...
+
+    def swap_check(self, reading: SwapReading | None) -> None: ...
+
+    def remote(self, reading: RemoteReading | None) -> None: ...
 
 
 class FrameContext:

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.runtime.providers import Providers
-from livecam.types import Face, FaceWork, Frame, FrameContext
+from livecam.types import Face, FaceWork, Frame, FrameContext, RunReport
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
@@ -134,12 +134,15 @@ class Swapper(Part, Protocol[SourceT]):
     ``swap`` gets the prepared sources and puts ``sources[work.source_index]`` onto each
     record's face, all records in one batch; it fills ``affine``, ``crop``, ``output`` and
     (when it makes its own) ``mask``. A record it cannot swap (no landmarks, face outside
-    the frame) keeps ``output`` None.
+    the frame) keeps ``output`` None. ``report_to`` says where to send what it sees while
+    it runs (the remote swap's events and figures; a local swapper sends nothing).
     """
 
     needs_identity: bool
 
     def prepare(self, source: SourceFace) -> SourceT: ...
+
+    def report_to(self, report: RunReport) -> None: ...
 
     def swap(
         self,

@@ -16,7 +16,7 @@ from livecam.config.schema import SwapConfig, split_pair
 from livecam.errors import ConfigError, ModelError
 from livecam.face.build import JUDGE_NAME, build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
-from livecam.face.identity.swap_check import CheckReport, SwapCheck, likely_causes
+from livecam.face.identity.swap_check import SwapCheck, likely_causes
 from livecam.face.parts import FaceParts, Swapper
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
@@ -30,7 +30,15 @@ from livecam.face.track.selection import (
 from livecam.face.track.tracking import FaceTracker
 from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
-from livecam.types import Face, FaceWork, Frame, FrameContext, FramePacket, take_analysis
+from livecam.types import (
+    Face,
+    FaceWork,
+    Frame,
+    FrameContext,
+    FramePacket,
+    RunReport,
+    take_analysis,
+)
 
 log = logging.getLogger(__name__)
 
@@ -175,14 +183,12 @@ class FaceSwapStage:
         until they leave, or the main face again (None); ``select one`` only."""
         self._selector.set_target(point)
 
-    def report_to(self, report: CheckReport) -> None:
+    def report_to(self, report: RunReport) -> None:
         """Send the swap check's readings and warnings, and the swapper's own events (the
         remote swap's), to ``report`` (the telemetry)."""
         if self.check is not None:
             self.check.attach(report)
-        attach = getattr(self.parts.swapper, "report_to", None)
-        if callable(attach):
-            attach(report)
+        self.parts.swapper.report_to(report)
 
     def close(self) -> None:
         if self.check is not None:

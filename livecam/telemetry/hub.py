@@ -20,8 +20,8 @@ import psutil
 
 from livecam.telemetry.gpu import GpuReader
 from livecam.telemetry.meters import FaceCounts, Percentiles, RateMeter
-from livecam.telemetry.snapshot import FrameReport, RemoteReading, Snapshot
-from livecam.types import Event, FramePacket, SwapReading
+from livecam.telemetry.snapshot import FrameReport, Snapshot
+from livecam.types import Event, FramePacket, RemoteReading, SwapReading
 
 log = logging.getLogger(__name__)
 

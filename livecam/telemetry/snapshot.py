@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from livecam.telemetry.meters import Percentiles
-from livecam.types import FramePacket, SwapReading
+from livecam.types import FramePacket, RemoteReading, SwapReading
 
 
 @dataclass(frozen=True)
@@ -38,18 +38,6 @@ class FrameReport:
             latency_ms=(t_sent_ns - packet.t_capture_ns) / 1e6,
             stages_ms=MappingProxyType(stages),
         )
-
-
-class RemoteReading(Protocol):
-    """The remote swap's figures as telemetry shows them (``remote.swapper.RemoteStats``)."""
-
-    def label(self) -> str:
-        """Its part of the status line."""
-        ...
-
-    def as_dict(self) -> dict[str, Any]:
-        """Its part of the ``--stats-json`` summary."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ class Events:
     def remote(self, reading: object) -> None:
         pass
 
+    def swap_check(self, reading: object) -> None:
+        pass
+
 
 def run_stage(stage: FaceSwapStage, frames: list[np.ndarray]) -> list[FramePacket]:
     packets = [
@@ -173,15 +176,28 @@ def test_exported_repository_parses_and_its_graph_agrees_with_the_server(
 
 @pytest.mark.parametrize("case", ["wrong token", "unreachable"])
 def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
-    case: str, local_stage: FaceSwapStage, narrow_server: Served, testdata: Path
+    case: str,
+    local_stage: FaceSwapStage,
+    narrow_server: Served,
+    testdata: Path,
+    remote_models: dict[str, Path],
+    tmp_path: Path,
 ) -> None:
-    local = local_stage.parts.swapper
-    assert isinstance(local, NeuralSwapper)
+    """The stage hands its report on to the remote swapper: the one line reaches it."""
     url = narrow_server.url if case == "wrong token" else f"grpc://127.0.0.1:{free_port()}"
-    swapper = remote_swapper(local, url, token="not-the-token")
+    made: list[RemoteSwapper] = []
+
+    def wrap(local: Swapper[Any]) -> Swapper[Any]:
+        assert isinstance(local, NeuralSwapper)
+        made.append(remote_swapper(local, url, token="not-the-token", close_local=True))
+        return made[0]
+
+    cfg = standard(testdata, remote_models)
+    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap)
     events = Events()
-    swapper.report_to(events)
+    stage.report_to(events)
     try:
+        [swapper] = made
         swapper.warmup()
         [said] = [e.message for e in events.seen]
         assert said.startswith(f"{LOST}: ") and "\n" not in said
@@ -190,12 +206,12 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
         packet = FramePacket(frame.copy(), seq=0, t_capture_ns=0)
         local_stage.prepare([packet])
         work = FaceWork(0, 0, packet.faces[0], source_index=0)
-        [done] = swapper.swap([FrameContext(frame)], [work], [local.prepare(local_stage.source)])
+        [done] = swapper.swap([FrameContext(frame)], [work], [swapper.prepare(stage.source)])
         assert done.output is not None  # swapped here, never an unswapped face
         stats = swapper.stats()
         assert (stats.faces_local, stats.faces_remote, stats.route) == (1, 0, "local")
     finally:
-        swapper.close()
+        stage.close()
 
 
 def test_a_malformed_url_is_one_line() -> None:

@@ -33,7 +33,7 @@ from livecam.errors import LivecamError, ModelError
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
 from livecam.face.swap import mesh
-from livecam.types import FaceWork, Frame, FrameContext, validate_frame
+from livecam.types import FaceWork, Frame, FrameContext, RunReport, validate_frame
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
@@ -131,6 +131,9 @@ class ClassicSwapper(CpuPart):
     def tracked(self) -> tuple[int, ...]:
         """The track ids whose statistics are held."""
         return tuple(self._tracks)
+
+    def report_to(self, report: RunReport) -> None:
+        """A local swapper reports nothing while it runs."""
 
     def prepare(self, source: SourceFace) -> SourceModel:
         """The source model of an analysed source face (it needs its 68 landmarks)."""

@@ -29,7 +29,7 @@ from livecam.face.parts import Recognizer
 from livecam.runtime import torch_path as device_path
 from livecam.runtime.onnx_model import OnnxModel, TensorSpec
 from livecam.runtime.torch_path import Compute
-from livecam.types import Affine, Face, FaceWork, FrameContext
+from livecam.types import Affine, Face, FaceWork, FrameContext, RunReport
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
@@ -221,6 +221,9 @@ class NeuralSwapper:
 
     def close(self) -> None:
         self.model.close()
+
+    def report_to(self, report: RunReport) -> None:
+        """A local swapper reports nothing while it runs."""
 
     def prepare(self, source: SourceFace) -> Latent:
         """The model's source vector for an analysed source face (needs its 512-d
