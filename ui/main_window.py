@@ -45,6 +45,8 @@ from livecam.config.schema import Config
 from livecam.config.specs import SourceSpec
 from livecam.errors import (
     LivecamError,
+    SourceError,
+    StartupError,
     VirtualCameraUnavailable,
     as_livecam_error,
     one_line,
@@ -401,6 +403,8 @@ class MainWindow(QMainWindow):
         stream.start_failed.connect(self._on_start_failed)
         self._restore_geometry()
         self.vcam_problem: LivecamError | None = None  # why no virtual camera works (None: it does)
+        #: the input of the last failed start and its causes (while the window shows them)
+        self.failed_start: tuple[str, list[LivecamError]] | None = None
         self._vcam_checked = False
         self._vcam_key: tuple[bool, str | None, str | None] | None = None
         self._vcam_probed.connect(self._on_vcam_probed)
@@ -426,7 +430,7 @@ class MainWindow(QMainWindow):
 
     def _on_start_failed(self, error: LivecamError) -> None:
         self.start_button.setEnabled(True)
-        causes = getattr(error, "causes", None) or [error]
+        causes: list[LivecamError] = getattr(error, "causes", None) or [error]
         if (
             wants_virtualcam(self.stream.config)
             and VIRTUALCAM not in self.stream.skip_sinks
@@ -436,6 +440,7 @@ class MainWindow(QMainWindow):
             self.stream.skip_sinks = frozenset({VIRTUALCAM})
             self.toggle_running()
             return
+        self.failed_start = (self.stream.config.source.spec, causes)
         self.show_message(startup_text(error))
 
     def set_swap(self, on: bool) -> None:
@@ -493,6 +498,7 @@ class MainWindow(QMainWindow):
         self.start_button.setText("Stop" if running else "Start")
         self.start_button.setEnabled(True)
         if running:
+            self.failed_start = None
             self.clear_message()
             if self.preview_only and self.vcam_problem is not None:
                 self.show_warning(no_virtualcam_text(self.vcam_problem))
@@ -606,10 +612,25 @@ class MainWindow(QMainWindow):
             self.show_warning(text)
 
     def _forget_camera_note(self, config: Config) -> None:
-        """The no-camera note goes once the input is not a camera any more."""
+        """The no-camera note goes once the input is not a camera any more; a failed
+        start's input causes (``cannot open camera 0``) go once another input is chosen
+        (its other causes stay, the window saying nothing stale)."""
         note = self.message.text().startswith(NO_CAMERA_NOTE) and not self.message.isHidden()
         if note and SourceSpec.parse(config.source.spec).kind != "camera":
             self.clear_message()
+        if self.failed_start is None or config.source.spec == self.failed_start[0]:
+            return
+        spec, causes = self.failed_start
+        shown = not self.message.isHidden() and self.message.text() == startup_text(
+            StartupError(causes)
+        )
+        left = [c for c in causes if not isinstance(c, SourceError)]
+        self.failed_start = (config.source.spec, left) if left else None
+        if shown:
+            if left:
+                self.show_message(startup_text(StartupError(left)))
+            else:
+                self.clear_message()
 
     def _on_applied(self, what: str) -> None:
         self._sync_swap()

@@ -25,6 +25,7 @@ from livecam.config.schema import Config
 from livecam.errors import StartupError
 from ui.main_window import MainWindow, apply_theme, startup_text
 from ui.notice import ERROR_STYLE, MIN_CONTRAST, WINDOW, contrast_ratio
+from ui.panels.input_panel import KINDS, InputPanel
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -188,6 +189,16 @@ def test_the_window_lists_every_cause_with_panel_fixes(
         assert not window.stream.running
         style = window.message.styleSheet()
         assert style == ERROR_STYLE and style_contrast(style) >= MIN_CONTRAST
+
+        # another input chosen: the camera's cause goes, the face photo's stays
+        inputs = window.panels["Input"]
+        assert isinstance(inputs, InputPanel)
+        inputs.kind.setCurrentIndex(KINDS.index("synthetic"))
+        assert window.stream.config.source.spec == "synthetic"
+        text = window.message.text()
+        assert window.message.isVisible() and "camera 97" not in text, text
+        assert text.startswith("Could not start: ") and len(text.splitlines()) == 2, text
+        assert "fix: pick a face photo in the Source tab" in text
     finally:
         window.close()
 

@@ -16,7 +16,13 @@ from synthetic_stream import small_config
 from livecam.config.schema import Config
 from livecam.sinks.virtualcam import virtualcam_fix
 from livecam.sources.screen import list_monitors
-from ui.panels.input_panel import KINDS, InputPanel, spec_kind
+from ui.panels.input_panel import (
+    KINDS,
+    NO_CAMERA_FOUND,
+    NO_CAMERA_ITEM,
+    InputPanel,
+    spec_kind,
+)
 from ui.panels.output_panel import ERROR_STYLE, OutputPanel
 from ui.settings import UiSettings
 from ui.stream import StreamController
@@ -76,11 +82,39 @@ def test_no_camera_and_no_display_are_explained(
     qtbot.addWidget(panel)
     with qtbot.waitSignal(panel.devices_listed, timeout=10000):
         panel.refresh_devices()
-    text = panel.message.text()
+    assert panel.message.text() == ""  # the test pattern needs neither: nothing said
+    panel.kind.setCurrentIndex(KINDS.index("camera"))
     if not any(Path(f"/dev/video{i}").exists() for i in range(5)):
-        assert "No camera found" in text
-    assert "DISPLAY is not set" in text
+        assert "No camera found" in panel.message.text()
+    panel.kind.setCurrentIndex(KINDS.index("screen"))
+    assert "DISPLAY is not set" in panel.message.text()
     assert panel.monitor.itemData(panel.monitor.count() - 1) == "screen:0"
+
+
+def test_the_no_camera_note_follows_the_chosen_input(
+    qtbot: QtBot, settings: UiSettings, testdata: Path
+) -> None:
+    if any(Path(f"/dev/video{i}").exists() for i in range(5)):
+        pytest.skip("a camera may be connected here")  # the note is about having none
+    video = testdata / "video/openmpf_video_01.mp4"
+    stream = StreamController(small_config(source={"spec": str(video)}))
+    panel = input_panel(qtbot, stream, settings)
+    assert KINDS[panel.kind.currentIndex()] == "video"
+    assert panel.message.text() == ""  # no camera note with a video file chosen
+    assert not panel.no_camera_offer.isVisibleTo(panel)
+
+    panel.kind.setCurrentIndex(KINDS.index("camera"))  # no camera: said, and offered
+    assert panel.message.text() == NO_CAMERA_FOUND
+    assert panel.camera.count() == 0 and panel.camera.currentIndex() == -1
+    assert panel.camera.placeholderText() == NO_CAMERA_ITEM  # the empty list says why
+    assert panel.no_camera_offer.isVisibleTo(panel)
+    assert stream.config.source.spec == str(video)  # no camera to choose: nothing changed
+
+    panel.kind.setCurrentIndex(KINDS.index("video"))
+    assert panel.message.text() == "" and not panel.no_camera_offer.isVisibleTo(panel)
+    panel.kind.setCurrentIndex(KINDS.index("synthetic"))
+    assert stream.config.source.spec == "synthetic"
+    assert panel.message.text() == "" and not panel.no_camera_offer.isVisibleTo(panel)
 
 
 def test_monitors_are_listed_from_the_display(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> None:

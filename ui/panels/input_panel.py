@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,13 @@ NO_CAMERA = (
     "(on Linux, join the 'video' group), or try LiveCam without one: Input tab, "
     "“Use the test pattern with a moving face”."
 )
+
+NO_CAMERA_FOUND = (
+    "No camera found. Connect a webcam and close other apps using it (on Linux, join the "
+    "'video' group), then Refresh; a video file or the screen works as an input too, and so "
+    "does the test pattern with a moving face."
+)
+NO_CAMERA_ITEM = "No camera found: connect one, then Refresh"
 
 
 def spec_kind(spec: str) -> str:
@@ -142,7 +150,10 @@ class InputPanel(QWidget):
         self.no_camera_offer.setObjectName("no_camera_offer")
         self.no_camera_offer.setToolTip(MOVING_FACE_TIP)
         self.no_camera_offer.clicked.connect(self.use_moving_face)
-        self.no_camera_offer.hide()  # shown when no camera is found
+        self.no_camera_offer.hide()  # shown when no camera is found and a camera is chosen
+        self.camera.setPlaceholderText(NO_CAMERA_ITEM)  # an empty list says why
+        self.cameras_found: bool | None = None  # None: not listed yet
+        self.device_notes: dict[str, str] = {}  # kind -> what its listing found wrong
 
         self.resolution = QComboBox()
         self.resolution.addItems([title for title, _ in SIZES])
@@ -215,6 +226,7 @@ class InputPanel(QWidget):
         self.loop.blockSignals(True)
         self.loop.setChecked(src.loop)
         self.loop.blockSignals(False)
+        self._show_device_note()
 
     # --- devices -------------------------------------------------------------------------
     def refresh_devices(self) -> None:
@@ -261,27 +273,42 @@ class InputPanel(QWidget):
             )
         self.monitor.addItem("All monitors", "screen:0")
         self.monitor.setCurrentIndex(max(0, self.monitor.findData(_screen_spec(spec))))
-        notes = []
+        camera_note = "" if cams else NO_CAMERA_FOUND
         if cam_error is not None:
-            notes.append(error_text(cam_error))
-        elif not cams:
-            notes.append(
-                "No camera found. Connect a webcam and close other apps using it (on Linux, "
-                "join the 'video' group); a video file or the screen works as an input too, "
-                "and so does the test pattern with a moving face."
-            )
-        if mon_error is not None:
-            notes.append(error_text(mon_error))
-        self.message.setText("\n".join(notes))
-        self.no_camera_offer.setVisible(not cams)
+            camera_note = error_text(cam_error)
+        monitor_note = error_text(mon_error) if mon_error is not None else ""
+        old_notes = set(self.device_notes.values())
+        self.device_notes = {"camera": camera_note, "screen": monitor_note, "region": monitor_note}
+        self.cameras_found = bool(cams)
+        self._show_device_note(before=old_notes)
         if not cams and spec_kind(spec) == "camera":
             self.camera_missing.emit(NO_CAMERA.format(spec=spec))
         self.devices_listed.emit()
 
     # --- applying ------------------------------------------------------------------------
+    def chosen_kind(self) -> str:
+        """Which of ``KINDS`` the Input list shows."""
+        return KINDS[self.kind.currentIndex()]
+
+    def _show_offer(self) -> None:
+        """The moving-face offer while a camera is chosen and none was found."""
+        self.no_camera_offer.setVisible(
+            self.cameras_found is False and self.chosen_kind() == "camera"
+        )
+
+    def _show_device_note(self, before: Collection[str] = ()) -> None:
+        """The chosen kind's listing problem (no camera found, no monitor listed) under
+        the input, in place of another kind's (``before``: the notes of an older listing,
+        replaced too); any other message stays. The offer follows the kind."""
+        text = self.message.text()
+        if not text or text in before or text in self.device_notes.values():
+            self.message.setText(self.device_notes.get(self.chosen_kind(), ""))
+        self._show_offer()
+
     def _on_kind(self, index: int) -> None:
         self.pages.setCurrentIndex(index)
         self.apply_source()
+        self._show_device_note()
 
     def choose_video(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a video", "", VIDEO_FILTER)
@@ -291,7 +318,7 @@ class InputPanel(QWidget):
 
     def chosen_spec(self) -> str | None:
         """The source spec the widgets describe (None: not complete yet)."""
-        kind = KINDS[self.kind.currentIndex()]
+        kind = self.chosen_kind()
         if kind == "camera":
             data = self.camera.currentData()
             return str(data) if data else None
@@ -322,6 +349,7 @@ class InputPanel(QWidget):
         self.kind.setCurrentIndex(KINDS.index("synthetic"))
         self.kind.blockSignals(False)
         self.pages.setCurrentIndex(KINDS.index("synthetic"))
+        self._show_offer()
         if not self.set_moving_face(True):
             return
         config = self.changes.merged(self.stream.config)
