@@ -16,7 +16,7 @@ from livecam.config.schema import SourceConfig
 from livecam.errors import SourceError
 from livecam.sources.base import Source
 from livecam.types import Frame
-from livecam.userfiles.images import fit_frame, to_bgr8
+from livecam.userfiles.images import FitMode, fit_frame, to_bgr8
 
 RawFrame = npt.NDArray[Any]
 Opened = tuple[cv2.VideoCapture, RawFrame]
@@ -80,6 +80,9 @@ class CvCaptureSource(Source):
 
     #: True for sources whose open may block indefinitely (streams, FIFOs, device paths)
     opens_may_block = False
+    #: how frames of another aspect are fitted to ``cfg.size`` (``fit_frame``): a camera
+    #: covers it (centre crop, as webcams do); a file keeps its whole picture
+    fit: FitMode = "cover"
 
     def __init__(self, cfg: SourceConfig) -> None:
         self.cfg = cfg
@@ -153,7 +156,7 @@ class CvCaptureSource(Source):
 
     def _convert(self, raw: RawFrame) -> Frame:
         frame = raw if raw.ndim == 3 and raw.shape[2] == 3 else to_bgr8(raw)
-        return fit_frame(frame, self.cfg.size)
+        return fit_frame(frame, self.cfg.size, self.fit)
 
     def _release(self) -> None:
         if self._cap is not None:

@@ -22,7 +22,8 @@ class ImageSource(Source):
     """Repeats one still image at ``cfg.fps`` (paced by the capture thread).
 
     Each ``read`` returns a fresh copy, so a stage drawing on its frame never alters the
-    still. Size: ``cfg.size`` if set (see ``fit_frame``), else the image's size made even
+    still. Size: ``cfg.size`` if set (the whole picture fitted in, ``fit_frame``
+    contain: a portrait gets bars at its sides), else the image's size made even
     (at most MAX_LONG_SIDE long: see ``limit_size``); the scaling is done once, at open.
     """
 
@@ -44,7 +45,7 @@ class ImageSource(Source):
         frame = load_image_bgr(self.path)
         if self.cfg.size is None:
             frame = limit_size(frame, f"image source {self.path}")
-        frame = fit_frame(frame, self.cfg.size)
+        frame = fit_frame(frame, self.cfg.size, "contain")  # a photo is kept whole
         with self._lock:
             self._frame = frame
         log.info("image source %s: %dx%d", self.path, frame.shape[1], frame.shape[0])

@@ -20,6 +20,8 @@ from livecam.sources.cv_capture import CvCaptureSource, RawFrame
 
 log = logging.getLogger(__name__)
 
+ASPECT_TOLERANCE = 0.01  # width/height difference under which a clip fills the frame
+
 REENCODE_HINT = (
     "check the file plays in a media player; re-encode it to H.264 MP4 "
     "(e.g. ffmpeg -i in -c:v libx264 out.mp4)"
@@ -37,12 +39,15 @@ class VideoSource(CvCaptureSource):
     conversion). Ends with EndOfStream after the last frame unless ``cfg.loop``.
 
     ``fps`` is the file's own rate (``cfg.fps`` when the file reports none). Frames are
-    fitted to ``cfg.size`` when set, else made even by dropping a last odd row/column.
+    fitted whole into ``cfg.size`` when set (``fit_frame`` contain: a portrait or 4:3
+    clip gets bars at its sides, never loses its top and bottom; said once at open),
+    else made even by dropping a last odd row/column.
     ``media_ns`` runs on across loops (each pass starts where the previous one ended).
     """
 
     name = "video"
     self_paced = False
+    fit = "contain"
 
     def __init__(self, path: str | Path, cfg: SourceConfig | None = None) -> None:
         super().__init__(cfg or SourceConfig(spec=str(path)))
@@ -115,6 +120,28 @@ class VideoSource(CvCaptureSource):
             self._expected if self._expected is not None else "unknown",
             ", looped" if self.cfg.loop else "",
         )
+        self._say_fit()
+
+    def _say_fit(self) -> None:
+        """Say when the clip's aspect differs from the asked size: it is fitted whole."""
+        size = self.cfg.size
+        cap = self._cap
+        if size is None or cap is None:
+            return
+        w, h = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        if w and h and abs(w / h - size[0] / size[1]) > ASPECT_TOLERANCE:
+            bars = "at its sides" if w / h < size[0] / size[1] else "above and below it"
+            log.info(
+                "video source %s is %dx%d: fitted whole into %dx%d with bars %s (the size "
+                "%dx%d, or none, fills the frame)",
+                self.path,
+                w,
+                h,
+                *size,
+                bars,
+                w - w % 2,
+                h - h % 2,
+            )
 
     def _after_read(self, ok: bool, raw: RawFrame | None) -> RawFrame:
         if ok and raw is not None and self._cap is not None:

@@ -12,8 +12,9 @@ Conversion rules (``to_bgr8``), chosen so every input gives a predictable BGR fr
 Frame-size policy (sinks and video encoders need even sizes):
 
 * with a requested size, ``fit_frame`` scales to *cover* it and centre-crops the excess,
-  so faces are never stretched and there are no black bars (``contain`` mode instead
-  keeps the whole picture and fills the bars with a blurred copy);
+  so faces are never stretched and there are no black bars (cameras and screens);
+  ``contain`` mode instead keeps the whole picture and fills the bars with a blurred copy
+  (files: a video or photo of another aspect never loses its top and bottom);
 * without one, ``make_even`` drops the last row and/or column of odd-sized frames, which
   keeps every other pixel exact (no resampling blur); a still larger than
   ``MAX_LONG_SIDE`` is first scaled down to it, once, with a warning (``limit_size``):

@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import functools
 import http.server
+import logging
 import math
 import os
 import shutil
@@ -28,6 +29,7 @@ import cv2
 import numpy as np
 import pytest
 from conftest import missing
+from face_helpers import lite_detector
 from waiting import poll
 
 from livecam.config.schema import SourceConfig
@@ -48,7 +50,7 @@ from livecam.sources.base import EndOfStream
 from livecam.sources.camera import camera_api, camera_hint
 from livecam.sources.synthetic.pattern import MOTION_PERIOD, head_motion
 from livecam.sources.synthetic.stamp import HEIGHT, WIDTH, read_stamp, write_stamp
-from livecam.types import Frame, validate_frame
+from livecam.types import Frame, FrameContext, validate_frame
 
 
 def _bgr(img: object) -> Frame:
@@ -367,6 +369,30 @@ def test_animated_gif_plays_once_with_its_own_frame_times(testdata: Path) -> Non
     assert len(frames) == 29 == src.frame_count
     assert frames[0].shape == (400, 308, 3)
     assert times[:3] == [0, 300_000_000, 450_000_000]  # a GIF's frames last unequal times
+
+
+def test_a_portrait_clip_is_fitted_whole_into_a_wide_size(
+    testdata: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gif = testdata / "video" / "face_morphing.gif"  # 308x400: at 640x360, cropping cut the face
+    src = VideoSource(gif, SourceConfig(spec=str(gif), size=(640, 360)))
+    with caplog.at_level(logging.INFO, logger="livecam.sources.video"):
+        src.open()
+    try:
+        frame = src.read()
+    finally:
+        src.close()
+    assert frame.shape == (360, 640, 3)
+    first = cv2.VideoCapture(str(gif)).read()[1]
+    width = round(308 * 360 / 400)  # the whole height kept, bars at the sides
+    x0 = (640 - width) // 2
+    whole = cv2.resize(first, (width, 360), interpolation=cv2.INTER_AREA)
+    assert np.abs(frame[:, x0 : x0 + width].astype(int) - whole).max() <= 1
+    assert frame[:, : x0 - 1].mean() < whole.mean() / 1.5  # darkened bars, not the picture
+    (face,) = lite_detector().detect([FrameContext(frame)])[0]
+    top, bottom = face.bbox[1], face.bbox[3]  # the face found whole: forehead to chin
+    assert top > 0 and bottom - top < 360 * 0.7, face.bbox
+    assert "is 308x400: fitted whole into 640x360 with bars at its sides" in caplog.text
 
 
 def test_a_half_truncated_video_is_reported_once(video01: Path, tmp_path: Path) -> None:
