@@ -2,6 +2,8 @@
 
     python bench/bench_remote.py [--width 128] [--frames 90] [--streams 1,2,4,8]
                                  [--delays 0,50,150] [--provider cpu] [--json PATH]
+                                 [--parts latency,delays,bytes,streams]
+                                 [--response-compression low]
 
 The server is `livecam serve` (NVIDIA Triton through PyTriton) in a child process serving
 the narrow synthetic inswapper (``inswapper_like(width)``: inswapper's I/O, random weights;
@@ -15,7 +17,8 @@ never a quality figure); the client is the RemoteSwapper in this process, one al
 * fps with 0 / 50 / 150 ms added each way by a delay proxy on 127.0.0.1 (3 in flight):
   fps out, round trip p50, the share of faces the server swapped;
 * bytes per frame and Mbit/s per stream at 30 fps, up and down, counted on the wire by the
-  proxy, without and with gRPC gzip compression;
+  proxy, without and with the client's gRPC gzip compression (the default), the server
+  compressing its answers at ``--response-compression`` (`livecam serve`'s default: low);
 * 1 / 2 / 4 / 8 streams against one server (each at 30 fps): faces/s the server swapped in
   all, the mean batch size (Triton's metrics), and each stream's round trip p99.
 
@@ -41,19 +44,21 @@ from timing import default_face
 
 from livecam.benchmark.remote_rig import DelayProxy, ServeChild
 from livecam.benchmark.synthetic_models import inswapper_like
-from livecam.config.remote import RemoteConfig, ServerAddress
+from livecam.config.remote import Compression, RemoteConfig, ServerAddress
 from livecam.config.swap import SwapConfig
 from livecam.face.build import build_swapper
 from livecam.face.crops.align import ARCFACE_112
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
-from livecam.remote.link import Compression, RemoteLink
+from livecam.remote import wire
+from livecam.remote.link import RemoteLink
 from livecam.remote.swapper import RemoteSwapper
 from livecam.sources.image import load_image_bgr
 from livecam.types import Face, FaceWork, FrameContext
 
 FPS = 30.0
+PARTS = ("latency", "delays", "bytes", "streams")
 
 
 def local_swapper(model: Path, data: Path, provider: str = "cpu") -> NeuralSwapper:
@@ -96,14 +101,11 @@ def remote(
     *,
     wait_ms: int = 20,
     timeout_ms: int = 1500,
-    compression: Compression = "none",
+    compression: Compression | None = None,
 ) -> RemoteSwapper:
-    cfg = RemoteConfig(
-        url=f"grpc://127.0.0.1:{port}",
-        wait_ms=wait_ms,
-        timeout_ms=timeout_ms,
-        compression=compression,
-    )
+    """A warmed RemoteSwapper on 127.0.0.1:``port`` (``compression`` None: the default)."""
+    cfg = RemoteConfig(url=f"grpc://127.0.0.1:{port}", wait_ms=wait_ms, timeout_ms=timeout_ms)
+    compression = compression or cfg.compression
     link = RemoteLink(
         ServerAddress("127.0.0.1", port), compression=compression, timeout_s=timeout_ms / 1000
     )
@@ -275,35 +277,47 @@ def main() -> int:
     p.add_argument("--provider", default="cpu", help="the server's provider (cpu, cuda)")
     p.add_argument("--face", type=Path, default=None)
     p.add_argument("--json", type=Path, help="also write the figures here")
+    p.add_argument("--parts", default=",".join(PARTS), help="which figures to measure")
+    p.add_argument(
+        "--response-compression",
+        default="low",
+        choices=wire.RESPONSE_COMPRESSION,
+        help="the server's compression of its answers (livecam serve --response-compression)",
+    )
     args = p.parse_args()
+    parts = set(args.parts.split(","))
     clip = Clip(args.face or default_face())
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model = folder / f"inswapper_like_w{args.width}.onnx"
         inswapper_like(model, args.width, fp16=args.fp16)
         local = local_swapper(model, folder / "data", args.provider)
-        srv = ServeChild(model, folder / "serve.log", provider=args.provider)
+        srv = ServeChild(
+            model,
+            folder / "serve.log",
+            provider=args.provider,
+            response_compression=args.response_compression,
+        )
         srv.start()
+        figures: dict = {
+            "width": args.width,
+            "fp16": args.fp16,
+            "server_provider": args.provider,
+            "response_compression": args.response_compression,
+        }
         try:
-            figures = {
-                "width": args.width,
-                "fp16": args.fp16,
-                "server_provider": args.provider,
-                "latency": bench_latency(local, srv, clip, args.frames),
-                "delays": bench_delays(
-                    local, srv, clip, args.frames, [int(d) for d in args.delays.split(",")]
-                ),
-                "bytes": bench_bytes(local, srv, clip, min(args.frames, 30)),
-                "streams": bench_streams(
-                    model,
-                    folder,
-                    srv,
-                    clip,
-                    args.seconds,
-                    [int(n) for n in args.streams.split(",")],
-                    args.provider,
-                ),
-            }
+            if "latency" in parts:
+                figures["latency"] = bench_latency(local, srv, clip, args.frames)
+            if "delays" in parts:
+                delays = [int(d) for d in args.delays.split(",")]
+                figures["delays"] = bench_delays(local, srv, clip, args.frames, delays)
+            if "bytes" in parts:
+                figures["bytes"] = bench_bytes(local, srv, clip, min(args.frames, 30))
+            if "streams" in parts:
+                counts = [int(n) for n in args.streams.split(",")]
+                figures["streams"] = bench_streams(
+                    model, folder, srv, clip, args.seconds, counts, args.provider
+                )
         finally:
             srv.kill()
             local.close()
@@ -314,31 +328,36 @@ def main() -> int:
 
 
 def report(f: dict) -> None:
-    lat = f["latency"]
-    print(f"remote swap on 127.0.0.1, narrow synthetic inswapper (width {f['width']})")
     print(
-        f"per frame: local p50 {lat['local']['p50_ms']:.1f} ms p99 {lat['local']['p99_ms']:.1f} "
-        f"ms | remote p50 {lat['remote']['p50_ms']:.1f} ms p99 {lat['remote']['p99_ms']:.1f} ms"
-        f" | added p50 {lat['added_p50_ms']:.1f} ms p99 {lat['added_p99_ms']:.1f} ms"
+        f"remote swap on 127.0.0.1, narrow synthetic inswapper (width {f['width']}), server "
+        f"answers compressed {f['response_compression']}"
     )
-    here, there = lat["local"]["cpu_ms"], lat["remote"]["cpu_ms"]
-    print(
-        f"client CPU per frame: local {here:.1f} ms, remote {there:.1f} ms "
-        f"(ratio {there / here:.2f})"
-    )
-    for delay, row in f["delays"].items():
+    if "latency" in f:
+        lat = f["latency"]
+        print(
+            f"per frame: local p50 {lat['local']['p50_ms']:.1f} ms p99 "
+            f"{lat['local']['p99_ms']:.1f} ms | remote p50 {lat['remote']['p50_ms']:.1f} ms p99 "
+            f"{lat['remote']['p99_ms']:.1f} ms | added p50 {lat['added_p50_ms']:.1f} ms p99 "
+            f"{lat['added_p99_ms']:.1f} ms"
+        )
+        here, there = lat["local"]["cpu_ms"], lat["remote"]["cpu_ms"]
+        print(
+            f"client CPU per frame: local {here:.1f} ms, remote {there:.1f} ms "
+            f"(ratio {there / here:.2f})"
+        )
+    for delay, row in f.get("delays", {}).items():
         print(
             f"+{delay} ms each way: {row['fps']:.1f} fps (x{row['fps_ratio']:.2f}), rtt p50 "
             f"{row['rtt_p50_ms'] or float('nan'):.0f} ms, server swapped {row['remote_share']:.0%}"
             f", late {row['late']}, skipped {row['skipped']}"
         )
-    for name, row in f["bytes"].items():
+    for name, row in f.get("bytes", {}).items():
         print(
-            f"compression {name}: up {row['bytes_up_per_frame']:.0f} B/frame "
+            f"client compression {name}: up {row['bytes_up_per_frame']:.0f} B/frame "
             f"({row['mbit_up_at_30fps']:.1f} Mbit/s at 30 fps), down "
             f"{row['bytes_down_per_frame']:.0f} B/frame ({row['mbit_down_at_30fps']:.1f} Mbit/s)"
         )
-    for n, row in f["streams"].items():
+    for n, row in f.get("streams", {}).items():
         batch = row["mean_batch"]
         print(
             f"{n} stream(s): {row['faces_per_s_remote']:.0f} faces/s from the server, "

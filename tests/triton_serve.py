@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from livecam.benchmark.remote_rig import ServeChild, serve_child
-from livecam.config.remote import RemoteConfig, ServerAddress
+from livecam.config.remote import RemoteConfig, parse_address
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.remote.link import RemoteLink
 from livecam.remote.swapper import RemoteSwapper
@@ -40,11 +40,7 @@ def remote_swapper(
     """A RemoteSwapper in front of ``local`` (closed with it when ``close_local``), with
     its monitor thread."""
     cfg = RemoteConfig(url=url, token=token, **settings)  # type: ignore[arg-type]
-    link = RemoteLink(
-        ServerAddress("127.0.0.1", int(url.rpartition(":")[2])),
-        token=token,
-        timeout_s=cfg.timeout_ms / 1000,
-    )
+    link = RemoteLink(parse_address(url), token=token, timeout_s=cfg.timeout_ms / 1000)
     return RemoteSwapper(local, link, cfg, close_local=close_local)
 
 

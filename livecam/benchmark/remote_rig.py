@@ -44,6 +44,7 @@ class ServeChild:
     provider: str = "cpu"
     tls_cert: Path | None = None  # with tls_key: gRPC over TLS (clients: grpcs://)
     tls_key: Path | None = None
+    response_compression: str = "low"  # livecam serve --response-compression
     port: int = field(default_factory=free_port)
     http_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
@@ -75,6 +76,8 @@ class ServeChild:
             str(self.metrics_port),
             "--queue-delay-us",
             str(self.queue_delay_us),
+            "--response-compression",
+            self.response_compression,
         ]
         if self.tls_cert is not None and self.tls_key is not None:
             command += ["--tls-cert", str(self.tls_cert), "--tls-key", str(self.tls_key)]

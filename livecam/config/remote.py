@@ -112,9 +112,10 @@ class RemoteConfig(Validated):
         "answers that fast; else it shows the newest answer (default {default})",
     )
     compression: Compression = setting(
-        "none",
+        "gzip",
         option="--remote-compression",
-        help="gRPC compression of the crops sent (default {default})",
+        help="gRPC compression of the crops sent (default {default}: 128 px crops at 30 fps "
+        "take 9 Mbit/s up instead of 12)",
     )
 
     def _check(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
+from livecam.remote import wire
 
 TOKEN_ENV = "LIVECAM_SERVE_TOKEN"
 
@@ -60,6 +61,13 @@ def add_serve_command(sub: Any) -> None:
         default=[],
         metavar="N",
         help="a batch size the batcher prefers; repeat for several",
+    )
+    serve.add_argument(
+        "--response-compression",
+        default="low",
+        choices=wire.RESPONSE_COMPRESSION,
+        help="gzip level of the swapped crops sent back (default low: about a quarter "
+        "fewer bytes down)",
     )
     serve.add_argument(
         "--export-repository",
@@ -140,6 +148,7 @@ def _serve(swapper: Any, args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         queue_delay_us=args.queue_delay_us,
         preferred_batch=tuple(args.preferred_batch),
+        response_compression=args.response_compression,
     )
     server = SwapServer(swapper, options)
 

@@ -13,18 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from livecam.config.remote import ServerAddress
+from livecam.config.remote import Compression, ServerAddress
 from livecam.errors import LivecamError
 from livecam.remote import wire
 
 log = logging.getLogger(__name__)
 
-Compression = Literal["none", "gzip", "deflate"]
 Answer = Callable[[npt.NDArray[np.uint8] | None, "RemoteError | None"], None]
 
 
@@ -71,7 +70,7 @@ def explain(error: BaseException, address: ServerAddress, timeout_s: float) -> R
             f"{address} gave no answer within {timeout_s * 1000:.0f} ms",
             "check the network and the server's load, or raise [remote] timeout_ms",
         )
-    if "dns" in low or "name resolution" in low or "not known" in low:
+    if any(w in low for w in ("dns", "name resolution", "not known", "resolving", "lookup")):
         return RemoteError(
             f"unknown host {address.host!r}",
             "check the server's name or use its IP address (grpc://IP:PORT)",
@@ -129,7 +128,7 @@ class RemoteLink:
         *,
         token: str | None = None,
         ca_cert: Path | None = None,
-        compression: Compression = "none",
+        compression: Compression = "gzip",
         timeout_s: float = 0.3,
     ) -> None:
         self.address = address
@@ -171,7 +170,13 @@ class RemoteLink:
             try:
                 out = np.asarray(result.as_numpy(wire.SWAPPED), np.uint8)
             except Exception as e:  # a malformed answer is the server's fault, said once
-                answer(None, RemoteError(f"{self.address} answered badly: {e}"))
+                answer(
+                    None,
+                    RemoteError(
+                        f"{self.address} answered badly: {_first_line(str(e))}",
+                        "point --remote at a `livecam serve` server or an exported repository",
+                    ),
+                )
                 return
             if out.shape != crops.shape:
                 answer(

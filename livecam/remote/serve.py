@@ -51,7 +51,8 @@ class ServeOptions:
     ``token``). ``http_port``: Triton's HTTP endpoint, always on 127.0.0.1 (PyTriton talks to
     Triton through it). ``metrics_port``: Prometheus metrics on ``host``. ``tls_cert`` and
     ``tls_key``: PEM files for gRPC TLS. ``max_batch``, ``queue_delay_us`` and
-    ``preferred_batch``: Triton's dynamic batcher."""
+    ``preferred_batch``: Triton's dynamic batcher. ``response_compression``: how much
+    Triton compresses the swapped crops it sends back (one of ``wire.RESPONSE_COMPRESSION``)."""
 
     host: str = "127.0.0.1"
     port: int = 8001
@@ -63,6 +64,7 @@ class ServeOptions:
     max_batch: int = DEFAULT_MAX_BATCH
     queue_delay_us: int = DEFAULT_QUEUE_DELAY_US
     preferred_batch: tuple[int, ...] = ()
+    response_compression: str = "low"
 
     def check(self) -> None:
         """One ConfigError for an unsafe or inconsistent choice."""
@@ -83,6 +85,12 @@ class ServeOptions:
         if not 1 <= self.max_batch <= 1024:
             raise ConfigError(
                 f"--max-batch must be from 1 to 1024, got {self.max_batch}", "use e.g. 32"
+            )
+        if self.response_compression not in wire.RESPONSE_COMPRESSION:
+            raise ConfigError(
+                f"--response-compression must be one of {', '.join(wire.RESPONSE_COMPRESSION)}, "
+                f"got {self.response_compression!r}",
+                "use low (the default) or none",
             )
         bad = [b for b in self.preferred_batch if not 1 <= b <= self.max_batch]
         if bad:
@@ -192,6 +200,7 @@ class SwapServer:
             grpc_use_ssl=o.tls_cert is not None,
             grpc_server_cert=o.tls_cert,
             grpc_server_key=o.tls_key,
+            grpc_infer_response_compression_level=o.response_compression,
             exit_timeout_secs=2,
             log_verbose=0,
         )

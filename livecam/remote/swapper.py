@@ -206,6 +206,9 @@ class RemoteSwapper:
         if self._monitor is not None:
             self._monitor.join(timeout=3)
             self._monitor = None
+        with self._cond:  # closing cancels what is in flight: not a lost server
+            self._state.in_flight.clear()
+            self._state.pending = None
         self.link.close()
         if self._close_local:
             self.local.close()
@@ -331,7 +334,7 @@ class RemoteSwapper:
             if request is None:  # expired already (counted as the loss that it caused)
                 return
             if error is not None or out is None:
-                self._lose_locked(error.message if error is not None else "empty answer")
+                self._lose_locked(error or RemoteError(f"{self.link.address} answered nothing"))
             else:
                 s.rtts.append(self._clock() - request.t_sent)
                 s.bytes_down += int(out.nbytes)
@@ -353,10 +356,14 @@ class RemoteSwapper:
         old = [r for r in s.in_flight.values() if now - r.t_sent > self.timeout_s]
         if old:
             self._lose_locked(
-                f"{self.link.address} gave no answer within {self.timeout_s * 1000:.0f} ms"
+                RemoteError(
+                    f"{self.link.address} gave no answer within {self.timeout_s * 1000:.0f} ms",
+                    "check the network and the server's load, or raise [remote] timeout_ms",
+                )
             )
 
-    def _lose_locked(self, reason: str) -> None:
+    def _lose_locked(self, error: RemoteError) -> None:
+        reason = cause_and_fix(error)
         s = self._state
         s.in_flight.clear()
         s.pending = None
@@ -382,14 +389,16 @@ class RemoteSwapper:
         switch to it (True); else keep or go local with the reason (False)."""
         try:
             info = self.link.check(self.local.crop_size, timeout_s=max(self.timeout_s * 3, 1.0))
+            self._check_latent(info)
         except RemoteError as e:
+            reason = cause_and_fix(e)
             with self._cond:
                 s = self._state
                 if s.lost is None:
-                    self._lose_locked(e.message)
-                elif s.lost != e.message:  # a new cause is said once
-                    s.lost = e.message
-                    self._say("warning", f"{LOST}: {e.message}")
+                    self._lose_locked(e)
+                elif s.lost != reason:  # a new cause is said once
+                    s.lost = reason
+                    self._say("warning", f"{LOST}: {reason}")
             return False
         counts = self.link.batch_counts()
         with self._cond:
@@ -401,6 +410,18 @@ class RemoteSwapper:
                 s.lost = None
                 self._say("info", f"remote swap on {self.link.address} ({info.where()})")
         return True
+
+    def _check_latent(self, info: wire.ServerInfo) -> None:
+        """A server whose swapper takes another kind of source vector than the one this
+        machine computes would swap in someone else: a RemoteError (a Triton container
+        with an exported repository does not say, "?")."""
+        if info.latent not in ("?", self.local.latent):
+            raise RemoteError(
+                f"{self.link.address} serves {info.model_id}, which takes {info.latent} source "
+                f"vectors; this preset's swapper ({self.local.model_id}) makes {self.local.latent} "
+                "ones",
+                "serve the same preset and swapper model on both machines",
+            )
 
     def _watch(self) -> None:
         while not self._stop.wait(RETRY_S):
@@ -459,6 +480,11 @@ class RemoteSwapper:
                 mean_batch=counts.mean_batch(start) if counts is not None else None,
                 server=s.info.where() if s.info is not None else "",
             )
+
+
+def cause_and_fix(error: RemoteError) -> str:
+    """``error`` as the one line after "REMOTE LOST, local swap: ": its cause and fix."""
+    return f"{error.message} (fix: {error.hint})" if error.hint else error.message
 
 
 def _key(work: FaceWork, index: int) -> int:

@@ -24,6 +24,9 @@ INFO_OUT = "info"
 LATENT_DIM = 512
 #: Triton's restricted-protocol header key (gRPC sends it as triton-grpc-protocol-<key>)
 TOKEN_KEY = "triton-access" + "-token"
+#: Triton's gzip levels for the swapped crops it sends back (``livecam serve
+#: --response-compression``, Triton's ``--grpc-infer-response-compression-level``)
+RESPONSE_COMPRESSION = ("none", "low", "medium", "high")
 #: endpoints a token protects; health stays open so probes and load balancers work
 RESTRICTED = ("inference", "metadata", "model-config", "statistics", "model-repository")
 

@@ -171,7 +171,7 @@ def test_server_killed_mid_stream_then_back(
             assert first_local is not None and first_local - killed <= 0.5
             assert swapper.lost is not None
             lost = [e.message for e in said.events if e.message.startswith(LOST)]
-            assert len(lost) == 1 and "\n" not in lost[0], said.events
+            assert len(lost) == 1 and "\n" not in lost[0] and "(fix: " in lost[0], said.events
 
             srv.start()  # the same ports
 

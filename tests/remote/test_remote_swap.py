@@ -174,7 +174,25 @@ def test_exported_repository_parses_and_its_graph_agrees_with_the_server(
     assert np.abs(served.astype(int) - crops).mean() > 5  # a swap, not a copy
 
 
-@pytest.mark.parametrize("case", ["wrong token", "unreachable"])
+def warm_and_hear_one_line(swapper: RemoteSwapper) -> str:
+    """Warm ``swapper`` (it checks its server) and return the one event it said: a
+    "REMOTE LOST, local swap: ..." line."""
+    events = Events()
+    swapper.report_to(events)
+    swapper.warmup()
+    [said] = [e.message for e in events.seen]
+    assert said.startswith(f"{LOST}: ") and "\n" not in said
+    return said
+
+
+UNUSABLE = {  # case: (url, what the line says, its fix)
+    "wrong token": ("", "refused the token", "fix: give the server's token"),
+    "refused": ("grpc://127.0.0.1:{port}", "nothing answers", "fix: start `livecam serve`"),
+    "unknown host": ("grpc://no-such-host.invalid:8001", "unknown host", "fix: check the server"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNUSABLE))
 def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
     case: str,
     local_stage: FaceSwapStage,
@@ -183,8 +201,11 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
     remote_models: dict[str, Path],
     tmp_path: Path,
 ) -> None:
-    """The stage hands its report on to the remote swapper: the one line reaches it."""
-    url = narrow_server.url if case == "wrong token" else f"grpc://127.0.0.1:{free_port()}"
+    """Each cause is one "REMOTE LOST, local swap: <cause> (fix: <fix>)" line, handed by
+    the stage to its report, and the same line in the figures the status line and the
+    panel show; the face is swapped here."""
+    url, cause, fix = UNUSABLE[case]
+    url = url.format(port=free_port()) or narrow_server.url
     made: list[RemoteSwapper] = []
 
     def wrap(local: Swapper[Any]) -> Swapper[Any]:
@@ -201,7 +222,7 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
         swapper.warmup()
         [said] = [e.message for e in events.seen]
         assert said.startswith(f"{LOST}: ") and "\n" not in said
-        assert ("refused the token" if case == "wrong token" else "nothing answers") in said
+        assert cause in said and fix in said, said
         frame = clip(testdata)[0]
         packet = FramePacket(frame.copy(), seq=0, t_capture_ns=0)
         local_stage.prepare([packet])
@@ -210,8 +231,36 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
         assert done.output is not None  # swapped here, never an unswapped face
         stats = swapper.stats()
         assert (stats.faces_local, stats.faces_remote, stats.route) == (1, 0, "local")
+        assert stats.label() == said
     finally:
         stage.close()
+
+
+def test_a_server_with_another_swapper_contract_is_one_line(
+    narrow_server: Served, testdata: Path, tmp_path: Path
+) -> None:
+    """A hyperswap client (256 px crops, embedding vectors) against the inswapper server
+    (128 px, emap): one line naming both contracts; the local swap stands in."""
+    from livecam.benchmark.synthetic_models import hyperswap_like
+    from livecam.face.build import build_swapper
+    from livecam.models.presets import resolve_preset
+    from livecam.models.store import ModelStore
+
+    hyperswap_like(tmp_path / "hyperswap_like.onnx", 16)
+    cfg = SwapConfig(
+        preset="quality", provider="cpu", swapper_model=str(tmp_path / "hyperswap_like.onnx")
+    )
+    store = ModelStore(data_dir=tmp_path / "data")
+    local = build_swapper(resolve_preset("quality", store, cfg), cfg, store)
+    assert isinstance(local, NeuralSwapper) and local.crop_size == 256
+    swapper = remote_swapper(local, narrow_server.url, close_local=True)
+    try:
+        said = warm_and_hear_one_line(swapper)
+        assert "serves another swapper contract" in said and "[-1, 256, 256, 3]" in said, said
+        assert "fix: serve the same preset and swapper model" in said
+        assert swapper.lost is not None
+    finally:
+        swapper.close()
 
 
 def test_a_malformed_url_is_one_line() -> None:
