@@ -70,12 +70,7 @@ class AutoSink(Sink):
             try:
                 window.open(width, height, fps)
             except SinkError as w:
-                raise VirtualCameraUnavailable(
-                    "sink 'auto' has nowhere to show the stream: no virtual camera "
-                    f"({e.message}) and no preview window ({w.message})",
-                    f"install a virtual camera ({e.hint}); or run LiveCam where a display "
-                    "exists for the preview window; or choose --sink out.mp4 to record",
-                ) from None
+                raise _nowhere(e, w) from None
             log.warning(
                 "NO VIRTUAL CAMERA - apps like OBS, Zoom or Discord will not see LiveCam; "
                 "showing the output in a preview window instead.\n%s\n  fix: %s",
@@ -85,6 +80,18 @@ class AutoSink(Sink):
             self.chosen = window
             return
         self.chosen = cam
+
+    def check(self) -> None:
+        """VirtualCameraUnavailable, with both causes and fixes, when neither a virtual
+        camera opens nor a preview window can be shown (start-up lists it beside the
+        other parts' causes, e.g. no camera)."""
+        try:
+            VirtualCamSink(self._backend, self._device).check()
+        except VirtualCameraUnavailable as e:
+            try:
+                PreviewWindowSink().check()
+            except SinkError as w:
+                raise _nowhere(e, w) from None
 
     def send(self, frame: Frame, t_capture_ns: int | None = None, swapped: bool = False) -> None:
         if self.chosen is None:
@@ -100,6 +107,16 @@ class AutoSink(Sink):
     def closed(self) -> bool:  # type: ignore[override]
         """True when the fallback preview window was closed by the user."""
         return self.chosen is not None and self.chosen.closed
+
+
+def _nowhere(camera: VirtualCameraUnavailable, window: SinkError) -> VirtualCameraUnavailable:
+    """The auto sink's error when neither output works: both causes, both fixes."""
+    return VirtualCameraUnavailable(
+        "sink 'auto' has nowhere to show the stream: no virtual camera "
+        f"({camera.message}) and no preview window ({window.message})",
+        f"install a virtual camera ({camera.hint}); or run LiveCam where a display "
+        "exists for the preview window; or choose --sink out.mp4 to record",
+    )
 
 
 SinkFactory = Callable[[SinkSpec, OutputConfig, Provenance | None], Sink]

@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
@@ -28,6 +29,7 @@ from livecam.types import Frame
 
 log = logging.getLogger(__name__)
 
+WAYLAND_CONNECT_TIMEOUT_S = 1.0
 #: Qt platforms that draw nothing on screen
 HEADLESS_PLATFORMS = ("offscreen", "minimal", "minimalegl")
 
@@ -148,7 +150,36 @@ def _platform_problem(name: str, qt_dir: Path, env: Mapping[str, str]) -> str | 
             f"{', '.join(missing)} (sudo apt-get install {packages})"
         )
     if name == "xcb" and not x_server_answers(env[var]):
-        return f"no X server answers on DISPLAY={env[var]}"
+        return (
+            f"no X server answers on DISPLAY={env[var]} (set DISPLAY to your desktop's, "
+            "e.g. :0, or start one: `xvfb-run livecam ...`)"
+        )
+    if name == "wayland":
+        return wayland_problem(env)
+    return None
+
+
+def wayland_problem(env: Mapping[str, str]) -> str | None:
+    """Why no Wayland compositor answers on ``WAYLAND_DISPLAY`` (its socket, relative to
+    ``XDG_RUNTIME_DIR`` unless absolute), or None when one accepts a connection. Qt aborts
+    the whole process when its wayland platform cannot connect."""
+    display = env.get("WAYLAND_DISPLAY", "")
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if not Path(display).is_absolute() and not runtime:
+        return (
+            f"WAYLAND_DISPLAY={display} is set but XDG_RUNTIME_DIR is not, so its socket "
+            "cannot be found (log in to the desktop session, or unset WAYLAND_DISPLAY)"
+        )
+    path = Path(runtime) / display
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(WAYLAND_CONNECT_TIMEOUT_S)
+        try:
+            probe.connect(str(path))
+        except OSError as e:
+            return (
+                f"no Wayland compositor answers on WAYLAND_DISPLAY={display} ({path}: "
+                f"{e.strerror or e}; unset WAYLAND_DISPLAY, or set it to your session's)"
+            )
     return None
 
 
@@ -235,8 +266,10 @@ class PreviewWindowSink(Sink):
         """True once the user closed the window."""
         return self.handoff.user_closed.is_set()
 
-    def open(self, width: int, height: int, fps: float) -> None:
-        """Check a Qt window can be shown here (the window itself is made by the main thread)."""
+    def check(self) -> None:
+        """SinkError when no Qt window can be shown here (``window_problem``: no display,
+        a headless QT_QPA_PLATFORM, missing system libraries, an X server that does not
+        answer), each with its fix."""
         why = window_problem()
         if why is not None:
             raise SinkError(
@@ -245,6 +278,10 @@ class PreviewWindowSink(Sink):
                 "unset, or choose another output sink: virtualcam, a file such as out.mp4, "
                 "or null",
             )
+
+    def open(self, width: int, height: int, fps: float) -> None:
+        """Check a Qt window can be shown here (the window itself is made by the main thread)."""
+        self.check()
         self.size = (width, height)
         self.fps = fps
         self._open = True

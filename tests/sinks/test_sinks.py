@@ -12,9 +12,10 @@ import pytest
 from framegen import psnr, smooth_frames
 from recording_backend import RecordingStore, register_failing_backend, unregister
 
-from livecam.config.schema import OutputConfig
+from livecam.app import App
+from livecam.config.schema import Config, OutputConfig
 from livecam.config.specs import SINK_NAMES
-from livecam.errors import SinkError, VirtualCameraUnavailable
+from livecam.errors import SinkError, StartupError, VirtualCameraUnavailable
 from livecam.sinks import (
     SINKS,
     AutoSink,
@@ -176,3 +177,32 @@ def test_auto_without_camera_or_display_is_an_error_with_both_fixes(
     assert "display exists" in info.value.hint and "--sink out.mp4" in info.value.hint
     if sys.platform == "linux":
         assert "sudo modprobe v4l2loopback" in info.value.hint
+
+
+def test_a_start_without_camera_display_or_virtual_camera_lists_every_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``DISPLAY= livecam run`` with no camera: the auto sink's problem is found by its
+    check (nothing opened) and listed beside the camera's, not only the camera."""
+    for variable in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(variable, raising=False)
+    name = register_failing_backend()
+    try:
+        with pytest.raises(VirtualCameraUnavailable) as checked:
+            AutoSink(backend=name).check()
+        cfg = Config.from_dict(
+            {
+                "source": {"spec": "camera:97"},
+                "output": {"sinks": ["auto"], "virtualcam_backend": name},
+            }
+        )
+        with pytest.raises(StartupError) as caught:
+            App(cfg).start()
+    finally:
+        unregister(name)
+    assert "no virtual camera" in checked.value.message and "DISPLAY" in checked.value.message
+    messages = [c.message for c in caught.value.causes]
+    assert messages[0] == "cannot open camera 97", messages
+    assert [m for m in messages if m.startswith("sink 'auto' has nowhere")] == [
+        checked.value.message
+    ], messages

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from livecam.sinks.preview import (
     display_available,
     missing_libraries,
     pyside6_dir,
+    wayland_problem,
     window_problem,
 )
 from livecam.sources.image import load_image_bgr
@@ -321,11 +323,32 @@ def test_window_problem_on_linux(xvfb: str) -> None:
         missing("Linux (the display rules by environment are Linux-only)")
     assert window_problem({"DISPLAY": xvfb}) is None
     assert "DISPLAY" in (window_problem({}) or "")
-    assert window_problem({"DISPLAY": ":4711"}) == "no X server answers on DISPLAY=:4711"
+    no_x = window_problem({"DISPLAY": ":4711"}) or ""
+    assert no_x.startswith("no X server answers on DISPLAY=:4711 (set DISPLAY to"), no_x
     assert window_problem({"DISPLAY": xvfb, "QT_QPA_PLATFORM": "minimal"})
     # Wayland is tried first when both are set; X11 when the Wayland plugin lacks libraries
     both = {"DISPLAY": xvfb, "WAYLAND_DISPLAY": "wayland-4711"}
     assert window_problem(both) is None
+
+
+def test_a_wayland_display_without_a_compositor_is_a_problem_not_an_abort(
+    tmp_path: Path,
+) -> None:
+    """Qt aborts the whole process when its wayland platform cannot connect: a
+    WAYLAND_DISPLAY whose socket nobody listens on is said, with the fix, before Qt."""
+    if not LINUX:
+        missing("Linux (the display rules by environment are Linux-only)")
+    env = {"WAYLAND_DISPLAY": "wayland-4711", "XDG_RUNTIME_DIR": str(tmp_path)}
+    why = window_problem(env) or ""
+    assert why.startswith("no Wayland compositor answers on WAYLAND_DISPLAY=wayland-4711 ("), why
+    assert "unset WAYLAND_DISPLAY" in why and "DISPLAY, which is not set" in why
+    unset_runtime = window_problem({"WAYLAND_DISPLAY": "wayland-4711"}) or ""
+    assert "XDG_RUNTIME_DIR is not" in unset_runtime, unset_runtime
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as compositor:
+        compositor.bind(str(tmp_path / "wayland-4711"))
+        compositor.listen(1)
+        assert wayland_problem(env) is None  # a socket that answers: Qt may connect
+    assert wayland_problem(env) is not None  # closed: refused
 
 
 def resolved_system_libraries(library: Path) -> dict[str, Path]:
