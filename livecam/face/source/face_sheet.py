@@ -1,7 +1,8 @@
 """A numbered sheet of the faces found in a photo, so a user can pick one with
 ``--face-index N``: the photo with each face boxed and numbered, and below it a grid of
-the faces' thumbnails under the same numbers. Written beside the photo as
-``NAME.faces.jpg`` (never over another file: a new name when one is there).
+the faces' thumbnails under the same numbers. Written into LiveCam's cache (``sheets``
+under the face cache folder, else the temporary folder) as ``NAME-SHA8.faces.jpg``: never
+into the user's photo folder.
 """
 
 from __future__ import annotations
@@ -69,24 +70,30 @@ def _square(image: Frame, face: Face) -> Frame:
     return np.asarray(out, np.uint8)
 
 
-def sheet_path(photo: Path) -> Path:
-    """Where the sheet of ``photo`` goes: ``NAME.faces.jpg`` beside it."""
-    return photo.with_name(f"{photo.stem}.faces.jpg")
+def sheet_path(folder: Path, photo: Path, sha256: str) -> Path:
+    """Where the sheet of ``photo`` (content ``sha256``) goes in ``folder``:
+    ``NAME-SHA8.faces.jpg`` (the hash keeps two photos of one name apart)."""
+    return folder / f"{photo.stem}-{sha256[:8]}.faces.jpg"
 
 
-def write_face_sheet(photo: Path, image: Frame, faces: Sequence[Face]) -> Path | None:
-    """Write the sheet of ``photo``'s faces beside it (or in the temporary folder when its
-    folder is not writable) and return where; None when it could not be written. A sheet
-    already there with the same content is reused; another file is never replaced."""
+def write_face_sheet(
+    folder: Path | None, photo: Path, sha256: str, image: Frame, faces: Sequence[Face]
+) -> Path | None:
+    """Write the sheet of ``photo``'s faces into ``folder`` (None, or not writable: the
+    temporary folder's ``livecam-face-sheets``) and return where; None when it could not
+    be written. The folders are LiveCam's own: a sheet there is replaced."""
     ok, encoded = cv2.imencode(".jpg", face_sheet(image, faces), [cv2.IMWRITE_JPEG_QUALITY, 90])
     if not ok:
         return None
     data = encoded.tobytes()
-    for target in (sheet_path(photo), Path(tempfile.gettempdir()) / sheet_path(photo).name):
+    fallback = Path(tempfile.gettempdir()) / "livecam-face-sheets"
+    for where in dict.fromkeys((folder or fallback, fallback)):
+        target = sheet_path(where, photo, sha256)
         try:
             if target.is_file() and target.read_bytes() == data:
                 return target
-            return write_atomically(target, data, overwrite=False)
+            where.mkdir(parents=True, exist_ok=True)
+            return write_atomically(target, data, overwrite=True)
         except OSError as e:
             log.debug("cannot write the face sheet %s: %s", target, e)
     return None

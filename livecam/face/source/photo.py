@@ -130,7 +130,9 @@ class SourceFaceCache:
     Created once by the app and passed to every build. ``analyses`` counts the photos
     this instance really analysed (misses in memory and on disk). With ``face_sheets``,
     a photo with several faces and no (or a wrong) face index also gets a numbered sheet
-    of its faces written beside it (``face_sheet.write_face_sheet``), named in the error.
+    of its faces written into the cache (``sheets`` in ``cache_dir``, else the temporary
+    folder: never beside the user's photo; ``face_sheet.write_face_sheet``), named in the
+    error.
     """
 
     def __init__(
@@ -194,7 +196,7 @@ class SourceFaceCache:
             if n > 1:
                 raise FaceSourceError(
                     f"{n} faces found in the source image {p}; choose one "
-                    f"(indices from the largest face{self._sheet_note(p, image, faces)}):\n"
+                    f"(indices from the largest face{self._sheet_note(p, sha, image, faces)}):\n"
                     f"{describe_faces(faces)}",
                     f"add --face-index N (0 to {n - 1}) to pick one face",
                     panel_hint=PICK_FACE_PANEL,
@@ -204,7 +206,7 @@ class SourceFaceCache:
             raise FaceSourceError(
                 f"--face-index {face_index} is out of range for {p}: {n} face(s) found "
                 f"(valid indices 0 to {n - 1}"
-                f"{self._sheet_note(p, image, faces) if n > 1 else ''}):\n"
+                f"{self._sheet_note(p, sha, image, faces) if n > 1 else ''}):\n"
                 f"{describe_faces(faces)}",
                 f"use --face-index between 0 and {n - 1}",
                 panel_hint=PICK_FACE_PANEL,
@@ -218,12 +220,13 @@ class SourceFaceCache:
             faces_found=n,
         )
 
-    def _sheet_note(self, photo: Path, image: Frame, faces: list[Face]) -> str:
-        """With ``face_sheets``: writes the numbered sheet of the photo's faces and says
-        where (or that it could not)."""
+    def _sheet_note(self, photo: Path, sha: str, image: Frame, faces: list[Face]) -> str:
+        """With ``face_sheets``: writes the numbered sheet of the photo's faces into the
+        cache and says where (or that it could not)."""
         if not self.face_sheets:
             return ""
-        sheet = write_face_sheet(photo, image, faces)
+        folder = self.cache_dir / "sheets" if self.cache_dir is not None else None
+        sheet = write_face_sheet(folder, photo, sha, image, faces)
         if sheet is None:
             return "; no numbered sheet of them could be written"
         return f"; they are numbered in {sheet}"

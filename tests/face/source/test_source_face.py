@@ -6,6 +6,7 @@ source face."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -26,6 +27,7 @@ from livecam.face.source.photo import (
     sharpness,
 )
 from livecam.face.swap_stage import build_swap_stage
+from livecam.models.download import sha256_of
 from livecam.models.presets import PRESETS
 from livecam.types import Face, Frame
 from livecam.userfiles.images import load_image_bgr
@@ -167,31 +169,34 @@ def test_threads_asking_at_once_get_one_analysis(
     assert counting.calls == 1 and len(got) == 3 and got[0] is got[1] is got[2]
 
 
-def test_a_group_photo_error_lists_the_faces_and_writes_a_numbered_sheet(
+def test_a_group_photo_error_lists_the_faces_and_writes_a_numbered_sheet_into_the_cache(
     testdata: Path, tmp_path: Path, lite: FaceAnalyzer
 ) -> None:
-    photo = tmp_path / "party.jpg"
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    photo = photos / "party.jpg"
     shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
-    cache = SourceFaceCache(None, face_sheets=True)
+    cache = SourceFaceCache(tmp_path / "cache", face_sheets=True)
     with pytest.raises(FaceSourceError) as info:
         cache.get(photo, None, lite)
-    sheet = tmp_path / "party.faces.jpg"
+    sheet = tmp_path / "cache" / "sheets" / f"party-{sha256_of(photo)[:8]}.faces.jpg"
     text = str(info.value)
     assert f"they are numbered in {sheet}" in text and "  0: box" in text and "  1: box" in text
     # the sheet shows the photo with both faces, then both faces again as thumbnails
     image = load_image_bgr(sheet)
     assert image.shape[1] == 1200
     assert len(lite.analyze(image)) == 4
-    with pytest.raises(FaceSourceError, match="out of range.*party.faces.jpg"):
+    with pytest.raises(FaceSourceError, match=f"out of range.*{sheet.name}"):
         cache.get(photo, 5, lite)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["party.faces.jpg", "party.jpg"]
-    # a file of that name with other content is kept: the sheet gets a new name
-    sheet.write_bytes(b"the user's own file")
+    assert list(photos.iterdir()) == [photo]  # nothing written beside the user's photo
+    assert list(sheet.parent.iterdir()) == [sheet]  # the same sheet again, not a copy
+
+    # no cache folder: the temporary folder's, still not the photo's
     with pytest.raises(FaceSourceError) as info:
-        cache.get(photo, None, lite)
-    assert sheet.read_bytes() == b"the user's own file"
-    (new,) = set(tmp_path.iterdir()) - {photo, sheet}
-    assert new.name.startswith("party.faces-") and f"numbered in {new}" in str(info.value)
+        SourceFaceCache(None, face_sheets=True).get(photo, None, lite)
+    (elsewhere,) = re.findall(r"numbered in (\S+\.faces\.jpg)", str(info.value))
+    assert Path(elsewhere).parent.name == "livecam-face-sheets" and Path(elsewhere).is_file()
+    assert list(photos.iterdir()) == [photo]
 
 
 def test_without_face_sheets_nothing_is_written(
