@@ -158,8 +158,17 @@ class Event:
 class RemoteReading(Protocol):
     """The remote swap's figures as telemetry shows them (``remote.swapper.RemoteStats``)."""
 
+    @property
+    def lost(self) -> str | None:
+        """Why the local swap stands in, with the fix (None: the remote swap runs)."""
+        ...
+
     def label(self) -> str:
         """Its part of the status line."""
+        ...
+
+    def details(self) -> str:
+        """Its lines in the panel's Stats tab."""
         ...
 
     def as_dict(self) -> dict[str, Any]:

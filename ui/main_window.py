@@ -57,6 +57,7 @@ from livecam.telemetry.snapshot import Snapshot, provider_label
 from livecam.types import Event
 from ui.notice import (
     ERROR_STYLE,
+    ERROR_TEXT_STYLE,
     INFO_STYLE,
     WARNING_STYLE,
     WARNING_TEXT_STYLE,
@@ -148,6 +149,16 @@ def providers_text(snapshot: Snapshot) -> tuple[str, bool]:
     labels = [provider_label(n, p) for n, p in snapshot.providers.items()]
     fallback = any(p.get("used") != p.get("requested") for p in snapshot.providers.values())
     return (" ".join(labels) if labels else "provider: CPU (no models)"), fallback
+
+
+def remote_text(snapshot: Snapshot) -> tuple[str, str, bool]:
+    """The status bar's remote swap text (empty: no remote swap), its whole line for the
+    tooltip, and whether it is lost (the local swap stands in)."""
+    reading = snapshot.remote
+    if reading is None:
+        return "", "", False
+    line = reading.label()
+    return line.partition(": ")[0], line, reading.lost is not None
 
 
 def wants_virtualcam(config: Config) -> bool:
@@ -370,7 +381,16 @@ class MainWindow(QMainWindow):
         self.latency_label = QLabel("latency n/a")
         self.provider_label = QLabel("")
         self.vcam_label = QLabel("")
-        for label in (self.fps_label, self.latency_label, self.provider_label, self.vcam_label):
+        self.remote_label = QLabel("")  # the remote swap: its server, or REMOTE LOST
+        self.remote_label.hide()
+        labels = (
+            self.fps_label,
+            self.latency_label,
+            self.provider_label,
+            self.remote_label,
+            self.vcam_label,
+        )
+        for label in labels:
             label.setContentsMargins(8, 0, 8, 0)
             self.statusBar().addPermanentWidget(label)
         self.badge_label = QLabel()  # BLANK FROZEN SWAP OFF, as on the preview
@@ -667,6 +687,11 @@ class MainWindow(QMainWindow):
         self.provider_label.setStyleSheet(FALLBACK_STYLE if fallback else "")
         reasons = [f"{n}: {p['reason']}" for n, p in snapshot.providers.items() if "reason" in p]
         self.provider_label.setToolTip("\n".join(reasons))
+        remote, line, lost = remote_text(snapshot)
+        self.remote_label.setText(remote)
+        self.remote_label.setToolTip(line)
+        self.remote_label.setStyleSheet(ERROR_TEXT_STYLE if lost else "")
+        self.remote_label.setVisible(bool(remote))
 
     # --- geometry and close --------------------------------------------------------------
     def _restore_geometry(self) -> None:

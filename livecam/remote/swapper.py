@@ -86,18 +86,24 @@ class _Answer:
 class RemoteStats:
     """What the remote did so far (``RemoteSwapper.stats``).
 
-    ``route``: "remote" or "local" (lost); ``lost``: why, when local. Round trips in ms
-    (None before the first answer); ``bytes_up``/``bytes_down`` per face sent; ``faces_remote``
-    and ``faces_local``: faces pasted from the server's answers and swapped here;
-    ``late``: answers dropped because a newer one for the face was shown; ``skipped``:
-    batches replaced by a newer one before they were sent; ``mean_batch``: the server's
-    mean batch size since this client connected; ``server``: where the swap runs."""
+    ``route``: "remote" or "local" (lost); ``lost``: why, with its fix, when local. Round
+    trips in ms (None before the first answer); ``bytes_up_per_frame`` and
+    ``bytes_down_per_frame``: payload bytes sent and received per frame with faces (before
+    gRPC's compression), and the same per face sent; ``faces_remote`` and ``faces_local``:
+    faces pasted from the server's answers and swapped here; ``late``: answers dropped
+    because a newer one for the face was shown; ``skipped``: batches replaced by a newer
+    one before they were sent; ``mean_batch``: the server's mean batch size since this
+    client connected (Triton's statistics); ``server``: where the swap runs as the server
+    reports it (``server_providers`` on ``server_gpu``, empty: no GPU), ``server_model``
+    the model it serves."""
 
     address: str
     route: str
     lost: str | None
     rtt_p50_ms: float | None
     rtt_p99_ms: float | None
+    bytes_up_per_frame: float
+    bytes_down_per_frame: float
     bytes_up_per_face: float
     bytes_down_per_face: float
     faces_remote: int
@@ -107,19 +113,50 @@ class RemoteStats:
     sent: int
     mean_batch: float | None
     server: str
+    server_providers: tuple[str, ...] = ()
+    server_gpu: str = ""
+    server_model: str = ""
+
+    def _rtt(self) -> str:
+        if self.rtt_p50_ms is None or self.rtt_p99_ms is None:
+            return "n/a"
+        return f"{self.rtt_p50_ms:.0f}/{self.rtt_p99_ms:.0f} ms"
 
     def label(self) -> str:
         """The status line's part: where the swap runs and how the link does."""
         if self.lost is not None:
             return f"{LOST}: {self.lost}"
-        rtt = (
-            f"rtt p50/p99 {self.rtt_p50_ms:.0f}/{self.rtt_p99_ms:.0f} ms"
-            if self.rtt_p50_ms is not None and self.rtt_p99_ms is not None
-            else "rtt n/a"
-        )
         batch = f", server batch {self.mean_batch:.1f}" if self.mean_batch is not None else ""
-        kb = (self.bytes_up_per_face + self.bytes_down_per_face) / 1000
-        return f"remote {self.address} ({self.server or '?'}): {rtt}, {kb:.0f} KB/face{batch}"
+        up, down = self.bytes_up_per_frame / 1000, self.bytes_down_per_frame / 1000
+        return (
+            f"remote {self.address} ({self.server or '?'}): rtt p50/p99 {self._rtt()}, "
+            f"{up:.0f}/{down:.0f} KB/frame up/down{batch}"
+        )
+
+    def details(self) -> str:
+        """The Stats tab's lines: the state, where the swap runs (the server's own word),
+        the round trip, bytes per frame, the server's batch and where the faces came from."""
+        state = f"{LOST}: {self.lost}" if self.lost is not None else "remote swap on"
+        gpu = self.server_gpu or "no GPU"
+        where = (
+            f"{self.address}: {'+'.join(self.server_providers) or '?'} on {gpu}"
+            + (f", {self.server_model}" if self.server_model else "")
+            if self.server
+            else f"{self.address}: not reached yet"
+        )
+        batch = f"{self.mean_batch:.2f}" if self.mean_batch is not None else "n/a"
+        return "\n".join(
+            [
+                state,
+                where,
+                f"round trip p50/p99 {self._rtt()}",
+                f"{self.bytes_up_per_frame / 1000:.1f} KB up, "
+                f"{self.bytes_down_per_frame / 1000:.1f} KB down per frame",
+                f"server mean batch {batch}",
+                f"faces: {self.faces_remote} from the server, {self.faces_local} here; "
+                f"late {self.late}, skipped {self.skipped}",
+            ]
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -137,6 +174,7 @@ class _State:
     seq: int = 0
     sent: int = 0
     faces_sent: int = 0
+    frames: int = 0
     bytes_up: int = 0
     bytes_down: int = 0
     faces_remote: int = 0
@@ -246,6 +284,7 @@ class RemoteSwapper:
             for i, out in zip(missing, local, strict=True):
                 outputs[i] = out
         with self._cond:
+            self._state.frames += len({w.frame_index for w in works})
             self._state.faces_local += len(missing)
             self._state.faces_remote += len(todo) - len(missing)
         for (work, affine), crop, out in zip(todo, crops, outputs, strict=True):
@@ -463,13 +502,16 @@ class RemoteSwapper:
             s = self._state
             rtts = np.asarray(s.rtts, np.float64) * 1000
             counts, start = s.counts, s.counts_at_start
-            faces = max(s.faces_sent, 1)
+            faces, frames = max(s.faces_sent, 1), max(s.frames, 1)
+            info = s.info
             return RemoteStats(
                 address=str(self.link.address),
                 route="local" if s.lost is not None else "remote",
                 lost=s.lost,
                 rtt_p50_ms=float(np.percentile(rtts, 50)) if rtts.size else None,
                 rtt_p99_ms=float(np.percentile(rtts, 99)) if rtts.size else None,
+                bytes_up_per_frame=s.bytes_up / frames,
+                bytes_down_per_frame=s.bytes_down / frames,
                 bytes_up_per_face=s.bytes_up / faces,
                 bytes_down_per_face=s.bytes_down / faces,
                 faces_remote=s.faces_remote,
@@ -478,7 +520,10 @@ class RemoteSwapper:
                 skipped=s.skipped,
                 sent=s.sent,
                 mean_batch=counts.mean_batch(start) if counts is not None else None,
-                server=s.info.where() if s.info is not None else "",
+                server=info.where() if info is not None else "",
+                server_providers=info.providers_used if info is not None else (),
+                server_gpu=info.gpu if info is not None else "",
+                server_model=info.model_id if info is not None else "",
             )
 
 

@@ -23,7 +23,6 @@ from ui.settings import UiSettings
 from ui.stream import StreamController
 
 OFF_TEXT = "Off: the swap runs on this machine."
-LOST_PREFIX = "REMOTE LOST"
 
 
 def state_text(snapshot: Snapshot | None, url: str | None) -> tuple[str, bool]:
@@ -33,8 +32,7 @@ def state_text(snapshot: Snapshot | None, url: str | None) -> tuple[str, bool]:
     reading = snapshot.remote if snapshot is not None else None
     if reading is None:
         return f"Swaps on {url} when the stream starts (the local swap stands in).", False
-    text = reading.label()
-    return text, text.startswith(LOST_PREFIX)
+    return reading.label(), reading.lost is not None
 
 
 class RemoteBox(QGroupBox):

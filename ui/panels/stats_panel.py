@@ -1,6 +1,7 @@
 """The Stats panel: fps, latency, per-stage times, drops, swap strength (the live swap
-check), CPU, memory, GPU, and a rolling graph of fps and latency over the last minute
-(pyqtgraph), fed by ``stream.stats``."""
+check), the remote swap (where it runs as the server says, round trip, bytes per frame,
+the server's batch; or REMOTE LOST in red), CPU, memory, GPU, and a rolling graph of fps
+and latency over the last minute (pyqtgraph), fed by ``stream.stats``."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from livecam.telemetry.snapshot import Snapshot, vram_label
+from ui.notice import ERROR_TEXT_STYLE
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
 log = logging.getLogger(__name__)
 
 HISTORY_S = 60.0  # the graph's time span
-FIELDS = ("fps", "latency", "stages", "dropped", "swap", "cpu", "rss", "gpu")
+FIELDS = ("fps", "latency", "stages", "dropped", "swap", "remote", "cpu", "rss", "gpu")
 LABELS = {
     "fps": "fps in / out",
     "latency": "latency p50 / p99",
     "stages": "per stage (p50)",
     "dropped": "dropped / skipped",
     "swap": "swap strength",
+    "remote": "remote GPU",
     "cpu": "CPU (this process)",
     "rss": "memory (RSS)",
     "gpu": "GPU",
@@ -47,6 +50,7 @@ def readings(snapshot: Snapshot, cpu_percent: float) -> dict[str, str]:
         "stages": stages or "n/a",
         "dropped": f"{snapshot.dropped} / {snapshot.skipped}",
         "swap": swap_text(snapshot),
+        "remote": snapshot.remote.details() if snapshot.remote else "n/a (none reported)",
         "cpu": f"{cpu_percent:.0f} % of one core",
         "rss": f"{snapshot.rss_mb:.0f} MB",
         "gpu": gpu_text,
@@ -119,6 +123,8 @@ class StatsPanel(QWidget):
         self.values = readings(snapshot, self._process.cpu_percent(None))
         for name, text in self.values.items():
             self._labels[name].setText(text)
+        lost = snapshot.remote is not None and snapshot.remote.lost is not None
+        self._labels["remote"].setStyleSheet(ERROR_TEXT_STYLE if lost else "")
         now = time.monotonic()
         lat = snapshot.latency_ms
         p50, p99 = (lat.p50, lat.p99) if lat else (float("nan"), float("nan"))
