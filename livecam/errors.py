@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -121,7 +122,19 @@ def as_livecam_error(error: Exception, where: str = "") -> LivecamError:
     if isinstance(error, OSError) and error.strerror:
         about = f" {error.filename!r}" if error.filename is not None else ""
         return LivecamError(f"{prefix}cannot use{about}: {error.strerror}")
+    if type(error).__module__ == "cv2":  # "OpenCV(5.1.0) /io/.../resize.cpp:3587: error: ..."
+        said = _OPENCV_ERROR.search(str(error))
+        why = f"{said[3]}: {said[1].lower()} ({said[2]})" if said else one_line(str(error))
+        return LivecamError(
+            f"{prefix}an image operation failed (OpenCV {why})",
+            "this is a bug in LiveCam; please report it with the output of the same command "
+            "run with -v",
+        )
     return LivecamError(f"{prefix}{type(error).__name__}: {error}")
+
+
+#: OpenCV's error text: ``(-215:Assertion failed) !ssize.empty() in function 'resize'``
+_OPENCV_ERROR = re.compile(r"\(-?\d+:([^)]*)\)\s*(.*?)\s+in function '([^']*)'", re.S)
 
 
 def panel_fix(error: LivecamError) -> str:

@@ -14,10 +14,11 @@ import re
 import threading
 import tomllib
 from collections.abc import Callable
+from concurrent.futures import wait as wait_futures
 from typing import IO, Any
 
 from livecam.control.controls import SWITCHES, Change, Controls, Switch
-from livecam.errors import ControlError, LivecamError
+from livecam.errors import ControlError, LivecamError, cut
 from livecam.types import Event
 
 HELP = """commands (one per line):
@@ -37,6 +38,9 @@ HELP = """commands (one per line):
   quit                        stop the stream and end the run (so does the end of input)"""
 
 QUIT_WORDS = ("quit", "exit")
+#: the most seconds the end of input waits for the commands read before it to be applied
+#: (a preset or face change loads models on the loader thread)
+SETTLE_S = 30.0
 #: the switches ``NAME toggle`` flips (from the state last asked for: quick toggles alternate)
 TOGGLES: dict[str, Switch] = {s: s for s in SWITCHES}
 
@@ -111,7 +115,8 @@ def _value(text: str) -> Any:
 
 
 def execute(controls: Controls, line: str) -> Change | str | None:
-    """Run one command line: its Change, the help text for ``help``, None for a blank line."""
+    """Run one command line: its Change, the help text for ``help``, None for a blank line.
+    An error echoes at most ``SHOWN_CHARS`` of the line (a pasted megabyte is cut)."""
     words = line.split()
     if not words:
         return None
@@ -119,12 +124,14 @@ def execute(controls: Controls, line: str) -> Change | str | None:
     try:
         return _dispatch(controls, name, args)
     except IndexError:
-        raise CommandError(f"'{line.strip()}' is missing an argument", usage_hint(name)) from None
+        raise CommandError(
+            f"'{cut(line.strip())}' is missing an argument", usage_hint(name)
+        ) from None
     except LivecamError as e:  # the control refused (its own type): its fix as a command
         e.message, e.hint = live_text(e.message), live_text(e.hint) or usage_hint(name)
         raise
     except ValueError as e:  # on/off, a number
-        raise CommandError(f"'{line.strip()}': {e}", usage_hint(name)) from None
+        raise CommandError(f"'{cut(line.strip())}': {cut(str(e))}", usage_hint(name)) from None
 
 
 def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
@@ -158,7 +165,7 @@ def _dispatch(controls: Controls, name: str, args: list[str]) -> Change | str:
         return controls.update_swap(**{field: _value(value)})
     if name == "stage":
         return controls.set_stage_enabled(args[0], _switch(args[1]))
-    raise CommandError(f"unknown command {name!r}", COMMANDS_TEXT)
+    raise CommandError(f"unknown command {cut(name)!r}", COMMANDS_TEXT)
 
 
 class CommandReader(threading.Thread):
@@ -188,15 +195,29 @@ class CommandReader(threading.Thread):
             self.on_end()
 
     def _read(self) -> None:
+        pending: list[Change] = []  # commands on their way to the stream
+        why = "end of input"
         for line in self.stream:
             if line.strip().lower() in QUIT_WORDS:
-                self.report("commands: quit: stopping the stream")
-                return
+                why = "quit"
+                break
             try:
                 outcome = execute(self.controls, line)
             except LivecamError as e:
                 self.report(f"error: {e}")
-            else:
-                if isinstance(outcome, str):
-                    self.report(outcome)
-        self.report("commands: end of input: stopping the stream")
+                continue
+            if isinstance(outcome, str):
+                self.report(outcome)
+            elif isinstance(outcome, Change):
+                pending = [change for change in pending if not change.done()] + [outcome]
+        self._settle(pending)
+        self.report(f"commands: {why}: stopping the stream")
+
+    def _settle(self, pending: list[Change]) -> None:
+        """Wait until every command read is applied (its outcome is an event), at most
+        ``SETTLE_S``: the end of input straight after a command must not drop it."""
+        wait_futures(pending, timeout=SETTLE_S)
+        late = [change for change in pending if not change.done()]
+        if late:
+            names = ", ".join(cut(change.command, 40) for change in late)
+            self.report(f"commands: not applied within {SETTLE_S:g} s: {names}")

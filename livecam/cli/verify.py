@@ -61,4 +61,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
         fix = f" (fix: {one_line(e.hint)})" if e.hint else ""
         raise VerifyError(f"{one_line(e.message)}{fix}") from None
     print(report_text(verdict))
+    if verdict.mark.frames_total == 0 and not verdict.marked:
+        return 2  # nothing decodes: its provenance is reported, the mark cannot be checked
     return 0 if verdict.marked else 1

@@ -34,6 +34,24 @@ def _truncated(frames: int, expected: int | None) -> bool:
     return expected is not None and frames + max(2, expected // 50) < expected
 
 
+def _without_video(path: Path) -> str | None:
+    """What a file that opens as media but holds no video stream holds instead ("only
+    sound: aac"), or None (it holds video, or it does not open as media at all)."""
+    import av  # loaded only for a file OpenCV cannot open
+
+    try:
+        with av.open(str(path)) as container:
+            if container.streams.video:
+                return None
+            sound = [s.codec_context.name for s in container.streams.audio]
+            others = len(container.streams) - len(sound)
+    except Exception:  # not media at all (or unreadable): the caller's "corrupt" holds
+        return None
+    if sound:
+        return f"only sound: {', '.join(sound)}"
+    return f"{others} stream(s) of other kinds" if others else "no streams at all"
+
+
 class VideoSource(CvCaptureSource):
     """Decodes a file frame by frame; paced by the capture thread (or not at all, in a
     conversion). Ends with EndOfStream after the last frame unless ``cfg.loop``.
@@ -88,6 +106,12 @@ class VideoSource(CvCaptureSource):
         cap = cv2.VideoCapture(str(self.path))
         if not cap.isOpened():
             cap.release()
+            no_video = _without_video(self.path)
+            if no_video is not None:
+                raise SourceError(
+                    f"cannot play {self.path}: it has no video stream ({no_video})",
+                    "give a file with pictures: a video file, a GIF or a photo",
+                )
             raise self._unreadable("unknown format or corrupt file")
         ok, raw = cap.read()
         if not ok or raw is None:

@@ -33,6 +33,7 @@ from livecam.errors import LivecamError, one_line
 from livecam.sinks.recording.provenance import ProvenanceError, ProvenanceReport, read_provenance
 from livecam.stream.watermark import Payload, StreamDetection, detect_frames
 from livecam.types import Frame
+from livecam.userfiles.decoder_messages import decoder_messages, decoder_reason
 from livecam.userfiles.images import IMAGE_EXTENSIONS, MAX_DECODE_PIXELS, header_size
 
 log = logging.getLogger(__name__)
@@ -105,9 +106,10 @@ def verify(target: str, frames: int | None = None, window: int | None = None) ->
         )
     size = window or (1 if read.kind == "image" else max(1, round(WINDOW_S * read.fps)))
     mark = detect_frames(read.frames, size)
-    if mark.frames_total == 0:
+    if mark.frames_total == 0 and (provenance is None or not provenance.present):
         why = read.note[0] if read.note else "no frame could be decoded"
         raise VerifyError(f"verify: cannot read {target}: {why}")
+    # nothing decodes but the file carries provenance: report it (other readers do)
     return Verdict(target, read.kind, mark, size, provenance, tuple(read.note))
 
 
@@ -126,11 +128,16 @@ def _read_file(path: Path, limit: int) -> Frames:
     cannot be opened as either."""
     if path.suffix.lower() in IMAGE_EXTENSIONS:
         _check_image_size(path)
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        with decoder_messages() as said:
+            image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        reason = decoder_reason(said)
         if image is not None:
-            return Frames(iter([np.ascontiguousarray(image)]), 1.0, "image")
-        if path.suffix.lower() not in (".gif",):
-            raise VerifyError(f"verify: cannot read {path}: not a readable image (damaged?)")
+            read = Frames(iter([np.ascontiguousarray(image)]), 1.0, "image")
+            if reason:
+                read.note.append(f"the picture is damaged ({reason}): verified on what decodes")
+            return read
+        why = f" ({reason})" if reason else ""
+        return Frames(iter(()), 1.0, "image", [f"not a readable image{why} (damaged?)"])
     try:
         container = av.open(str(path))
     except Exception as e:
@@ -212,14 +219,7 @@ def payload_text(payload: Payload | None) -> str:
 
 def report_text(v: Verdict) -> str:
     """The report: the mark, the provenance and the verdict, a few lines."""
-    m = v.mark
-    found = "FOUND" if m.marked else "not found"
-    lines = [
-        f"{v.target} ({v.kind})",
-        f"  invisible mark: {found} in {m.frames_marked} of {m.frames_total} frames "
-        f"({m.windows_marked} of {m.windows_total} windows of {v.window} frames)"
-        + (f", payload: {payload_text(m.payload)}" if m.marked else ""),
-    ]
+    lines = [f"{v.target} ({v.kind})", f"  invisible mark: {mark_text(v.mark, v.window)}"]
     lines += [f"  note: {n}" for n in v.notes]
     p = v.provenance
     if p is None:
@@ -229,19 +229,39 @@ def report_text(v: Verdict) -> str:
     else:
         what = "C2PA manifest" if p.kind == "c2pa" else "LiveCam container tag"
         if p.kind == "c2pa":
-            valid = "signature valid" if p.signature_valid else "signature INVALID"
+            valid = "signature valid" if p.signature_checked else "signature INVALID"
             lines.append(f"  {what}: present, {valid}; {p.detail}")
         else:
             lines.append(f"  {what}: present, not signed; {p.detail}")
         lines.append(f"  AI action: {p.ai_action or 'none declared'}")
         if p.watermark and p.watermark != "none":
-            lines.append(f"  it names the mark: {p.watermark}{_same_session(p, m)}")
+            lines.append(f"  it names the mark: {p.watermark}{_same_session(p, v.mark)}")
         if p.models:
             models = ", ".join(_model_text(model) for model in p.models)
             lines.append(f"  preset {p.preset or '?'}; models: {models}")
     verdict = "MARKED as AI-modified" if v.marked else "NOT marked as AI-modified"
+    if v.mark.frames_total == 0 and not v.marked:
+        verdict = "UNKNOWN: no frame decodes to look for the mark in, and no valid manifest"
     lines.append(f"  verdict: {verdict}")
     return "\n".join(lines)
+
+
+def mark_text(m: StreamDetection, window: int) -> str:
+    """What the frames say of the mark: found (in which windows), too weak (seen in some
+    frames, but in no window in more than half of them), not found, or not checked."""
+    if m.frames_total == 0:
+        return "not checked (no frame decodes)"
+    seen = f"{m.frames_marked} of {m.frames_total} frames"
+    windows = f"{m.windows_total} windows of {window} frames"
+    if m.marked:
+        payload = payload_text(m.payload)
+        return f"FOUND in {seen} ({m.windows_marked} of {windows}), payload: {payload}"
+    if m.frames_marked == 0:
+        return f"not found (in 0 of {m.frames_total} frames)"
+    return (
+        f"too weak: seen in only {seen}, in none of the {windows} in more than half its "
+        "frames (not counted as marked)"
+    )
 
 
 def _same_session(p: ProvenanceReport, m: StreamDetection) -> str:

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from livecam.errors import FrameFormatError, SourceError, cut
 from livecam.types import Frame
+from livecam.userfiles.decoder_messages import decoder_messages, decoder_reason
 
 log = logging.getLogger(__name__)
 
@@ -251,18 +252,30 @@ def _decode(data: npt.NDArray[np.uint8], what: str) -> npt.NDArray[np.generic] |
     A huge image is decoded reduced or refused (``_decode_flags``)."""
     flags = _decode_flags(data, what)
     try:
-        img: npt.NDArray[np.generic] | None = cv2.imdecode(data, flags)
+        with decoder_messages() as said:
+            img: npt.NDArray[np.generic] | None = cv2.imdecode(data, flags)
     except cv2.error as e:  # OpenCV's own size checks (an absurd header) are assertions
         why = str(e).strip().splitlines()[-1] if str(e).strip() else "the decoder refused it"
         raise SourceError(
             f"cannot decode {what}: {cut(why)}", "re-save the picture as PNG or JPEG"
         ) from None
-    if img is None or flags != cv2.IMREAD_UNCHANGED:
+    if img is None:
+        reason = decoder_reason(said)
+        if reason:
+            raise SourceError(
+                f"cannot decode {what}: {cut(reason)} (damaged or cut short)",
+                "re-save the picture as PNG or JPEG",
+            )
+        return None
+    if said:
+        log.warning("%s is damaged (%s): using what decodes", what, cut(decoder_reason(said)))
+    if flags != cv2.IMREAD_UNCHANGED:
         return img
     plain_8bit = img.dtype == np.uint8 and (img.ndim == 2 or img.shape[2] in (1, 3))
     if plain_8bit and b"Exif" in data[:65536].tobytes():
         # IMREAD_UNCHANGED ignores EXIF orientation; IMREAD_COLOR applies it (phone photos).
-        oriented = cv2.imdecode(data, cv2.IMREAD_COLOR)
+        with decoder_messages():
+            oriented = cv2.imdecode(data, cv2.IMREAD_COLOR)
         if oriented is not None:
             return oriented
     return img

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import av
+import cv2
+import numpy as np
 import pytest
 from cli_output import one_line_error
 from conftest import missing
@@ -25,6 +28,7 @@ from livecam.app import App
 from livecam.cli.main import main
 from livecam.cli.signals import StopSignal
 from livecam.config.schema import Config
+from livecam.errors import as_livecam_error, format_error
 from livecam.sinks import make_sink
 from livecam.types import FramePacket, PlainStage
 
@@ -51,6 +55,40 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
+def sliver_png(tmp: Path) -> Path:
+    """A 10000x10 picture: OpenCV's resize would assert on it inside the detector."""
+    ok, data = cv2.imencode(".png", np.full((10, 10000, 3), 128, np.uint8))
+    assert ok
+    return write(tmp / "sliver.png", data.tobytes())
+
+
+def damaged_png(tmp: Path) -> Path:
+    """The face photo as a PNG with one changed bit in its pixel data: libpng prints its
+    own error line when it refuses it."""
+    face = cv2.imread(str(FACE))
+    assert face is not None
+    ok, data = cv2.imencode(".png", face)
+    assert ok
+    damaged = bytearray(data.tobytes())
+    damaged[damaged.index(b"IDAT") + 200] ^= 0x01
+    return write(tmp / "damaged.png", bytes(damaged))
+
+
+def sound_only(tmp: Path) -> Path:
+    """A second of AAC silence in an .m4a: a media file without a video stream."""
+    path = tmp / "voice.m4a"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("aac", rate=48000)
+        for n in range(48):
+            frame = av.AudioFrame.from_ndarray(
+                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
+            )
+            frame.sample_rate, frame.pts = 48000, n * 1024
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return path
+
+
 def config(tmp: Path, text: str) -> list[str]:
     return ["--config", str(write(tmp / "c.toml", text.encode()))]
 
@@ -58,6 +96,18 @@ def config(tmp: Path, text: str) -> list[str]:
 CASES = [
     # config files that are not config files
     Case("config is a folder", lambda t: ["--config", str(t)], ("is a folder",)),
+    Case(
+        "source is sound only",
+        lambda t: ["--source", str(sound_only(t))],
+        ("voice.m4a: it has no video stream (only sound: aac)",),
+    ),
+    # face photos the decoders or OpenCV choke on: LiveCam's line, never the library's
+    Case("face photo 10000x10", lambda t: ["--face", str(sliver_png(t))], ("no face found",)),
+    Case(
+        "face photo damaged",
+        lambda t: ["--face", str(damaged_png(t))],
+        ("cannot decode image file", "damaged.png: IDAT: CRC error"),
+    ),
     Case(
         "config is binary",
         lambda t: ["--config", str(write(t / "b.toml", bytes(range(256)) * 8))],
@@ -210,12 +260,14 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_malformed_input_is_a_one_line_error(
-    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    case: Case, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    """(What the process writes is read, so that a C library's own line would be seen.)"""
     args = case.args(tmp_path)
     base = [x for option, value in BASE.items() if option not in args for x in (option, value)]
+    capfd.readouterr()
     code = main(["run", *base, "-q", *args])
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     line = one_line_error(err)
     assert code == 2, err
     for text in case.says:
@@ -446,3 +498,14 @@ def test_a_malformed_model_manifest_leaves_help_working_and_is_one_line(
         line = one_line_error(capsys.readouterr().err)
         assert str(malformed_manifest) in line and ".task must be one of" in line, line
         assert "fix: correct models." in line, line
+
+
+def test_an_opencv_error_is_said_in_one_line_without_its_source_path() -> None:
+    with pytest.raises(cv2.error) as raised:
+        cv2.resize(np.zeros((0, 5, 3), np.uint8), (3, 3))
+    line = format_error(as_livecam_error(raised.value, "pipeline"))
+    assert line.startswith(
+        "error: pipeline: an image operation failed (OpenCV resize: assertion failed "
+        "(!ssize.empty()))\n  fix: this is a bug in LiveCam"
+    ), line
+    assert "/io/opencv" not in line and ".cpp" not in line

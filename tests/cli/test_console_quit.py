@@ -81,3 +81,20 @@ def test_the_end_of_standard_input_ends_the_run(testdata: Path) -> None:
     run.proc.stdin.close()
     assert run.end() == 0, run.err
     assert "commands: end of input: stopping the stream" in run.err
+
+
+def test_commands_piped_with_the_end_of_input_straight_after_are_all_applied(
+    testdata: Path,
+) -> None:
+    """The whole input arrives at once and ends: each command is applied (its outcome
+    printed) before the run stops; a pasted megabyte is echoed cut."""
+    run = Run(testdata)
+    assert run.proc.stdin is not None
+    run.send("x" * 1_000_000 + "\nfreeze on\nmirror on\nblank on\n")
+    run.proc.stdin.close()
+    assert run.end() == 0, run.err[-2000:]
+    err = run.err
+    assert "... (1000000 characters)'" in err and max(map(len, err.splitlines())) < 1000
+    for applied in ("freeze on", "mirror on", "blank on"):
+        assert f"controls: {applied}" in err, err[-2000:]
+    assert err.rstrip().endswith("commands: end of input: stopping the stream"), err[-2000:]

@@ -18,6 +18,8 @@ from http_files import FileServer
 
 from livecam.cli.main import main as cli_main
 from livecam.sinks.recording.provenance import read_provenance
+from livecam.stream.verify import mark_text
+from livecam.stream.watermark import StreamDetection
 
 FRAMES = 16
 
@@ -64,7 +66,10 @@ def verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 
 
 def mark_counts(out: str) -> tuple[int, int]:
-    found = re.search(r"invisible mark: (?:FOUND|not found) in (\d+) of (\d+) frames", out)
+    found = re.search(
+        r"invisible mark: (?:FOUND in|not found \(in|too weak: seen in only) (\d+) of (\d+) frames",
+        out,
+    )
     assert found, out
     return int(found[1]), int(found[2])
 
@@ -158,15 +163,73 @@ def test_a_camera_stream_is_verified_from_its_frames(
     assert total == 12 and hits >= 11, out
 
 
-def test_a_still_of_the_pipeline_is_marked_and_signed(
-    testdata: Path, photo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    still = tmp_path / "still.png"
+@pytest.fixture(scope="module")
+def still(testdata: Path, photo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A still of `livecam run` (marked and signed)."""
+    still = tmp_path_factory.mktemp("still") / "still.png"
     target = testdata / "faces" / "obama_official_portrait_2012.jpg"
     assert cli_main(run(target, photo, still)) == 0
+    return still
+
+
+def test_a_still_of_the_pipeline_is_marked_and_signed(
+    still: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = verify(capsys, str(still))
     assert code == 0 and mark_counts(out) == (1, 1), out
     assert "signature valid" in out and "c2pa.edited" in out
+
+
+def changed(path: Path, at: int, to: Path) -> Path:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    to.write_bytes(bytes(data))
+    return to
+
+
+def test_a_png_whose_pixels_do_not_decode_still_reports_its_manifest(
+    still: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """One bit changed in the pixels: libpng refuses them (its own line never reaches the
+    terminal), the manifest's signature still checks out but its hash does not match."""
+    data = still.read_bytes()
+    broken = changed(still, data.index(b"IDAT") + 200, tmp_path / "pixels.png")
+    capfd.readouterr()
+    code = cli_main(["verify", str(broken)])
+    out, err = capfd.readouterr()
+    assert code == 2 and not err, out + err  # the mark cannot be checked
+    assert "invisible mark: not checked (no frame decodes)" in out, out
+    assert "note: not a readable image (IDAT: CRC error)" in out, out
+    assert "C2PA manifest: present, signature valid; the content does NOT match" in out, out
+    assert "assertion.dataHash.mismatch" in out and "AI action: c2pa.edited" in out, out
+    assert "libpng" not in out and "verdict: UNKNOWN: no frame decodes" in out
+
+
+def test_a_broken_signature_is_told_apart_from_changed_content(
+    still: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = still.read_bytes()
+    signature = data.index(b"c2pa.signature")
+    for offset in range(100, 1500, 100):  # a byte of the signed claim, not of the frame
+        code, out, _ = verify(capsys, str(changed(still, signature + offset, tmp_path / "s.png")))
+        if "claimSignature.mismatch" in out:
+            break
+    else:
+        raise AssertionError("no changed byte broke the claim's signature")
+    assert code == 0 and mark_counts(out) == (1, 1), out  # the frame still carries the mark
+    assert "C2PA manifest: present, signature INVALID; signature check FAILED" in out, out
+    assert "does NOT match" not in out
+
+
+def test_a_mark_seen_in_too_few_frames_is_called_too_weak() -> None:
+    weak = StreamDetection(150, 52, 3, 0, None, False)
+    assert mark_text(weak, 60) == (
+        "too weak: seen in only 52 of 150 frames, in none of the 3 windows of 60 frames in "
+        "more than half its frames (not counted as marked)"
+    )
+    assert mark_text(StreamDetection(150, 0, 3, 0, None, False), 60) == (
+        "not found (in 0 of 150 frames)"
+    )
 
 
 def test_the_demo_marks_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,8 +40,8 @@ def shrink(
     h, w = image.shape[:2]
     if max(h, w) <= max_side:
         return image, 1.0
-    if whole:
-        k = math.ceil(max(h, w) / max_side)
+    k = math.ceil(max(h, w) / max_side)
+    if whole and min(h, w) >= k:  # a sliver thinner than k (10000x10) would cut to nothing
         image, h, w = image[: h - h % k, : w - w % k], h // k * k, w // k * k
         scale = 1.0 / k
     else:

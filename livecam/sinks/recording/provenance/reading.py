@@ -51,6 +51,9 @@ class ProvenanceReport:
     preset: str | None = None
     failures: tuple[str, ...] = field(default_factory=tuple)
     watermark: str = ""
+    #: the manifest's own signature checks out, whatever its content hashes say (a file
+    #: changed after signing: signature valid, hash mismatch)
+    signature_checked: bool = False
 
 
 def read_provenance(path: str | os.PathLike[str]) -> ProvenanceReport:
@@ -193,8 +196,13 @@ def _report(store: dict[str, Any]) -> ProvenanceReport:
     if valid:
         trust = "a trusted signer" if trusted else "a self-signed key not in any trust list"
         detail = f"signed by {signer or 'an unnamed signer'} ({trust})"
+    elif signed:
+        detail = (
+            "the content does NOT match the signed hashes (changed after signing): FAILED "
+            + ", ".join(failures)
+        )
     else:
-        detail = "signature or content check FAILED: " + (", ".join(failures) or "not validated")
+        detail = "signature check FAILED: " + (", ".join(failures) or "not validated")
     models = fields.models(_at(params, "models"))
     preset = fields.text(_at(params, "preset"), "preset") or None
     watermark = fields.text(_at(params, "watermark"), "watermark")
@@ -210,6 +218,7 @@ def _report(store: dict[str, Any]) -> ProvenanceReport:
         preset,
         failures,
         watermark,
+        signed,
     )
 
 
