@@ -225,7 +225,11 @@ class ModelDownloadDialog(QDialog):
         except Cancelled:
             error = LivecamError("the download was cancelled", "download again to resume")
         except Exception as e:  # a network or disk failure: its one line, shown
-            error = as_livecam_error(e, "model download")
+            failed = as_livecam_error(e, "model download")
+            left = [m for m in missing if self.store.locate(m.name) is None]
+            if left:  # how to get every file still missing by hand, and where to put it
+                failed = LivecamError(failed.message, self.store.by_hand_hint(left))
+            error = failed
         self._done.emit(error)
 
     def _on_progress(self, done: int, total: int) -> None:

@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -154,9 +155,14 @@ def _fetch(
             raise _Retry(f"HTTP {e.code} {e.reason}") from e
         except (urllib.error.URLError, HTTPException, TimeoutError, ConnectionError) as e:
             why = getattr(e, "reason", None) or e
-            if isinstance(why, socket.gaierror | ConnectionRefusedError):
-                # no such host, or nothing listening: resuming cannot help, try the next mirror
-                raise _Retry(f"cannot connect ({why})") from e
+            host = urllib.parse.urlsplit(url).hostname or url
+            if isinstance(why, socket.gaierror):  # resuming cannot help: the next mirror
+                raise _Retry(
+                    f"cannot find the server {host} (no network, or its name does not "
+                    f"resolve: {why.strerror or why})"
+                ) from e
+            if isinstance(why, ConnectionRefusedError):
+                raise _Retry(f"{host} refused the connection") from e
             log.warning("download of %s stopped (%s); resuming", url, why)
             last = f"{type(e).__name__}: {why}"
             continue

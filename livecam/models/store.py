@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -333,7 +333,10 @@ class ModelStore:
                 on_progress=on_progress,
             )
         except DownloadFailed as e:
-            raise ModelError(f"every mirror failed: {e}") from e
+            raise ModelError(
+                f"{entry.file} ({entry.name}) could not be downloaded: {e}",
+                self.by_hand_hint([entry]),
+            ) from e
         except OSError as e:
             raise ModelError(f"cannot write {target}: {e.strerror or e}") from e
         if not entry.sha256 and not self.recorded_hash(entry.name):
@@ -348,15 +351,29 @@ class ModelStore:
             for e, why in missing
         ]
         verb = "could not be downloaded" if tried else "missing"
-        other = "" if self.folders[0][0] == "env" else f" (or set {ENV_DIR} to their folder)"
         names = " ".join(e.name for e, _ in missing)
         then = (
-            f"check the network connection and try again, or download them from those URLs "
-            f"into {self.download_dir}{other}"
+            self.by_hand_hint([e for e, _ in missing], urls=False)
             if tried
-            else f"put them in {self.download_dir}{other}, or run `livecam models fetch {names}`"
+            else f"put them in {self.download_dir}{self._other_folder()}, or run "
+            f"`livecam models fetch {names}`"
         )
         return ModelError(f"{len(missing)} model file(s) {verb}: " + "; ".join(lines), then)
+
+    def by_hand_hint(self, entries: Sequence[ModelEntry], urls: bool = True) -> str:
+        """How to get ``entries`` when the download fails: the network, or the files by
+        hand (from their URLs, when ``urls``) into the folder LiveCam reads them from."""
+        files = ", ".join(
+            f"{e.file} (from {' or '.join(e.urls) or 'no known URL'})" if urls else e.file
+            for e in entries
+        )
+        return (
+            f"check the network connection and try again; or download {files} by hand "
+            f"into {self.download_dir}{self._other_folder()}, then try again"
+        )
+
+    def _other_folder(self) -> str:
+        return "" if self.folders[0][0] == "env" else f" (or set {ENV_DIR} to their folder)"
 
     def part_file(self, name: str) -> Path:
         """Where a partial download of ``name`` is kept."""

@@ -139,7 +139,10 @@ def test_a_huge_bad_value_is_echoed_cut(
     tmp_path: Path, field: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     huge = "b" * 900_000
-    (tmp_path / "c.toml").write_text(field.replace("{v}", huge) + "\n")
+    # the huge value is the only problem: the null sink (the auto sink finds no virtual
+    # camera and no window here, a second cause of its own)
+    null = "" if "[output]" in field else '\n[output]\nsinks = ["null"]'
+    (tmp_path / "c.toml").write_text(field.replace("{v}", huge) + null + "\n")
     code = main(["run", "--frames", "2", "-q", "--config", str(tmp_path / "c.toml")])
     err = capsys.readouterr().err
     line = one_line_error(err)

@@ -4,14 +4,19 @@ ONNX model from the shared test data."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import socket
 from pathlib import Path
 
 import pytest
 from http_files import FileServer
 
+from livecam.errors import ModelError
 from livecam.models.download import DownloadFailed, download, part_path, sha256_of
+from livecam.models.manifest import load_manifest
+from livecam.models.store import ModelStore
 
 
 @pytest.fixture
@@ -162,3 +167,34 @@ def test_a_part_file_planted_as_a_link_is_refused_and_its_target_untouched(
     assert str(part_path(target)) in str(refused.value)
     assert victim.read_bytes() == b"the user's own file"
     assert not target.exists() and server.requests("/m.onnx") == []
+
+
+def test_an_unknown_host_or_a_closed_port_is_said_in_words_with_the_folder_to_fill(
+    tmp_path: Path, testdata: Path
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on once closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    urls = ["http://livecam-no-such-host.invalid/m.onnx", f"http://127.0.0.1:{port}/m.onnx"]
+    with pytest.raises(DownloadFailed) as failed:
+        download(urls, tmp_path / "m.onnx", progress=False)
+    dns, refused = failed.value.reasons
+    assert dns.startswith(
+        f"{urls[0]}: cannot find the server livecam-no-such-host.invalid (no network, or its "
+        "name does not resolve: "
+    ), dns
+    assert refused == f"{urls[1]}: 127.0.0.1 refused the connection"
+
+    entry = dataclasses.replace(
+        load_manifest()["mobilefacenet"], source="download", urls=(urls[0],)
+    )
+    store = ModelStore({entry.name: entry}, models_dir=tmp_path / "models", data_dir=tmp_path)
+    with pytest.raises(ModelError) as error:
+        store.fetch(entry, progress=False)
+    assert error.value.message.startswith(
+        "mobilefacenet.onnx (mobilefacenet) could not be downloaded"
+    )
+    assert error.value.hint == (
+        "check the network connection and try again; or download mobilefacenet.onnx (from "
+        f"{urls[0]}) by hand into {tmp_path / 'models'}, then try again"
+    )

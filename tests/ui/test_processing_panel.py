@@ -189,7 +189,12 @@ def test_a_failed_download_says_why_and_changes_nothing(
     dialog.accept_box.setChecked(True)
     dialog.download_button.click()
     qtbot.waitUntil(lambda: dialog.error is not None, timeout=30000)
-    assert "404" in dialog.status.text() and "\n" not in dialog.status.text()
+    text = dialog.status.text()
+    assert "404" in text and "\n" not in text
+    # how to get every missing file by hand, and the folder LiveCam reads them from
+    files = [store.entry(n) for n in ("slim-68", "mobilefacenet")]
+    assert all(f"{e.file} (from {e.urls[0]})" in text for e in files), text
+    assert f"by hand into {tmp_path / 'models'}, then try again" in text
     assert dialog.isVisible() and dialog.download_button.text() == "Retry"
     with qtbot.waitSignal(dialog.rejected, timeout=5000):
         dialog.cancel_button.click()
