@@ -220,7 +220,23 @@ def make_dynamic_batch(
     if isinstance(batch, str) and batch:
         return source
     rewrite = rewrite_and_verify(model, source, fix_reshape)
-    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        return _keep(rewrite, source, digest, target, refused)
+    except OSError as e:  # a full or unwritable cache costs speed, never the run
+        log.warning(
+            "LiveCam's cache folder %s cannot be written (%s): %s keeps its fixed batch (the "
+            "stage loops per face); free some room there or choose another folder with "
+            "LIVECAM_CACHE_DIR",
+            cache,
+            e.strerror or e,
+            source.name,
+        )
+        return None
+
+
+def _keep(rewrite: Rewrite, source: Path, digest: str, target: Path, refused: Path) -> Path | None:
+    """Write the verified rewrite (and its record) or the refusal into the cache."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     if rewrite.model is None:
         write_atomically(refused, (rewrite.detail + "\n").encode())
         log.warning(

@@ -191,3 +191,15 @@ def test_a_model_corrupted_in_place_is_found_by_a_new_process(
     assert proc.returncode == 0, proc.stderr
     assert str(copy) not in proc.stdout.splitlines()[0]  # passed over: the bundled copy
     assert f"{copy}: sha256 " in proc.stdout and "expected" in proc.stdout
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_the_batch_not_the_run(
+    testdata: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "file").write_text("a file where the cache folder should be")
+    cache = tmp_path / "file" / "onnx"
+    with caplog.at_level(logging.WARNING, logger="livecam.runtime.batch_rewrite"):
+        assert make_dynamic_batch(testdata / "models" / "mobilefacenet.onnx", cache) is None
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"LiveCam's cache folder {cache} cannot be written (Not a directory)" in warning
+    assert "mobilefacenet.onnx keeps its fixed batch" in warning and "LIVECAM_CACHE_DIR" in warning
