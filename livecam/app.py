@@ -71,6 +71,8 @@ from livecam.types import Face, Frame, FramePacket
 log = logging.getLogger(__name__)
 
 FIRST_FRAME_TIMEOUT_S = 10.0
+#: how often the start's ``checkpoint`` is called while the first frame is awaited
+CHECKPOINT_S = 0.05
 OUTPUT_SLOT = 4  # frames waiting for the output thread (it skips all but the newest two)
 T = TypeVar("T")
 
@@ -233,6 +235,7 @@ class App:
         #: steps the quality ladder (adaptive quality, VRAM watchdog), once started
         self.quality: QualityController | None = None
         self._stop = threading.Event()
+        self._checkpoint: Callable[[], None] = lambda: None  # see ``start``
         self._workers: list[Worker] = []
         self._output: OutputWorker | None = None
         self._controls: Controls | None = None
@@ -287,12 +290,16 @@ class App:
             raise
         return stages
 
-    def start(self) -> None:
+    def start(self, checkpoint: Callable[[], None] = lambda: None) -> None:
         """Open everything and start the threads; on any problem, clean up and raise.
 
         A KeyboardInterrupt meanwhile (Ctrl-C, or the CLI's ``StopSignal`` on SIGINT or
         SIGTERM) also closes whatever was built or opened so far, then propagates.
+        ``checkpoint`` is called after each phase of the start (and often while the first
+        frame is awaited): the CLI's raises its ``StopSignal`` there once a signal came (its
+        handler only records it: raised from a handler, it could land anywhere).
         """
+        self._checkpoint = checkpoint
         undo = contextlib.ExitStack()  # run only when interrupted
         try:
             self._start(undo)
@@ -313,16 +320,20 @@ class App:
             log.warning(WATERMARK_OFF)
         source, stages, sinks = self._make_parts(cfg)
         undo.callback(self._close_all, stages, sinks)
+        self._checkpoint()
         play = self._plan(cfg, source, sinks)
         ring: RingBuffer[FramePacket] = RingBuffer(cfg.buffer.capacity, play.lossless)
         slot: RingBuffer[FramePacket] = RingBuffer(OUTPUT_SLOT, play.lossless)
         self.telemetry.count_drops_from(lambda: ring.dropped + slot.dropped)
         capture = self._capture(cfg, play, source, ring, undo)  # source -> ring
         size = self._first_frame(cfg, capture, stages, sinks)
+        self._checkpoint()
         fps = cfg.output.fps or source.fps
         self.sinks = self._open(capture, stages, sinks, size, fps)
+        self._checkpoint()
         inference = self._inference(cfg, play, stages, ring, slot)  # ring -> stages -> slot
         self._output = self._output_thread(cfg, play, slot, fps)  # slot -> sinks
+        self._checkpoint()
         self._go(cfg, capture, inference, size, fps)
 
     def _make_parts(self, cfg: Config) -> tuple[Source, list[Stage], list[Sink]]:
@@ -395,7 +406,10 @@ class App:
         """The frame size, once the source delivered its first frame (else StartupError,
         with what the sinks would fail on too)."""
         causes: list[LivecamError] = []
-        if not capture.ready.wait(FIRST_FRAME_TIMEOUT_S):
+        deadline = time.monotonic() + FIRST_FRAME_TIMEOUT_S
+        while not capture.ready.wait(CHECKPOINT_S) and time.monotonic() < deadline:
+            self._checkpoint()
+        if not capture.ready.is_set():
             causes.append(
                 SourceError(
                     f"source '{cfg.source.spec}' delivered no frame within "

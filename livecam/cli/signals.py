@@ -2,8 +2,10 @@
 
 Entry points install ``stop_signals`` so that a signal at any point of start-up (imports,
 loading a photo or models) unwinds as ``StopSignal``: ``finally`` blocks close what was
-opened and the process exits with ``128 + signal number``, never a traceback. Once the
-stream runs, the CLI installs its own handler that only asks the threads to stop.
+opened and the process exits with ``128 + signal number``, never a traceback. Before the
+stream starts, ``livecam run`` installs its own handler, which only records the signal and
+wakes the main thread: the start acts on it at its next checkpoint (``App.start``), the
+running stream at once.
 
 A signal can also land inside a C extension's import (onnxruntime's pybind11 module calls
 back into Python while it initialises): the extension turns the ``StopSignal`` into an

@@ -13,7 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from livecam.cli.progress import Progress, frames_done
-from livecam.cli.signals import StopSignal, deferred, in_import, pending_stop
+from livecam.cli.signals import StopSignal, deferred, pending_stop
 from livecam.config.schema import Config
 from livecam.errors import one_line
 from livecam.stream.playback import expected_frames
@@ -107,15 +107,19 @@ def run_pipeline(
     app.telemetry.add_listener(printer.live_event if commands else printer.event)
     stop_requested = threading.Event()
     received: list[int] = []
-    starting = True
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal starting
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        """Record the signal and wake the main thread, nothing more: raised from here it
+        could land anywhere (inside importlib's weakref callback Python discards it, and
+        the run went on). The start acts on it at its next checkpoint, the run at once."""
         received.append(signum)
         stop_requested.set()
-        if starting and not in_import(frame):  # App.start closes what it opened, re-raises
-            starting = False
-            raise StopSignal(signum)
+
+    def checkpoint() -> None:
+        """Between the start's phases: stop (App.start closes what it opened) once a
+        signal came."""
+        if received:
+            raise StopSignal(received[0])
 
     def print_status() -> None:
         line = app.snapshot(recent=True).status_line()
@@ -130,8 +134,7 @@ def run_pipeline(
             received.append(swallowed.signum)
             raise swallowed
         log.info("starting: %s", app.describe())
-        app.start()
-        starting = False
+        app.start(checkpoint)
         lost = pending_stop()
         if lost is not None and not received:  # raised inside the start, and lost there
             received.append(lost.signum)
@@ -163,7 +166,6 @@ def run_pipeline(
         while not stop_requested.is_set() and not app.wait(cfg.run.status_interval_s):
             print_status()
     finally:
-        starting = False
         if listener is not None:
             listener.stop()
         printer.end_progress(0)

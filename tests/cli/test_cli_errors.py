@@ -23,6 +23,7 @@ import pytest
 from cli_output import one_line_error
 from conftest import missing
 from recording_backend import RecordingStore
+from waiting import poll
 
 from livecam.app import App
 from livecam.cli.main import main
@@ -370,6 +371,42 @@ def test_an_interrupted_start_closes_what_it_opened(vcam: RecordingStore) -> Non
     assert not [t for t in threading.enumerate() if t.name.startswith("livecam-")]
 
 
+def test_a_signal_at_any_checkpoint_of_the_start_stops_it_and_closes_everything(
+    vcam: RecordingStore,
+) -> None:
+    """The CLI's handler only records a signal; the start raises it at its next
+    checkpoint. At every checkpoint of a real start in turn: the start stops with the
+    signal, the opened virtual camera is closed and no thread is left."""
+    cfg = Config.from_dict(
+        {
+            "source": {"spec": "synthetic", "size": [160, 120]},
+            "output": {"sinks": ["virtualcam"], "virtualcam_backend": vcam.name},
+        }
+    )
+    passed: list[int] = []
+    app = App(cfg, sinks=[make_sink("virtualcam", cfg.output)])
+    app.start(lambda: passed.append(len(passed)))
+    app.stop()
+    assert len(passed) >= 4, passed  # after the parts, the first frame, the sinks, threads
+    for stop_at in range(len(passed)):
+        calls: list[int] = []
+
+        def checkpoint(stop_at: int = stop_at, calls: list[int] = calls) -> None:
+            calls.append(1)
+            if len(calls) > stop_at:
+                raise StopSignal(signal.SIGTERM)
+
+        opened_before, closed_before = len(vcam.opened), vcam.closed
+        app = App(cfg, sinks=[make_sink("virtualcam", cfg.output)])
+        with pytest.raises(StopSignal):
+            app.start(checkpoint)
+        opened = len(vcam.opened) - opened_before
+        assert vcam.closed - closed_before == opened, f"checkpoint {stop_at}: left open"
+        assert poll(
+            lambda: not [t for t in threading.enumerate() if t.name.startswith("livecam-")], 10
+        )
+
+
 # ------------------------------------------------------------ signals (child processes)
 
 
@@ -427,8 +464,8 @@ def test_a_signal_during_start_up_stops_and_leaves_nothing(
     tmp_path: Path, testdata: Path, signum: int
 ) -> None:
     """While the source photo is analysed (a fresh cache: a group photo takes a second):
-    the process stops at once with 130 / 143, writes no recording, no temporary file and
-    no stats."""
+    the process stops at the start's next checkpoint with 130 / 143, before the stream
+    runs, and writes no recording, no temporary file and no stats."""
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     photo = testdata / "faces" / "group_solvay_conference_1927.png"
@@ -446,7 +483,7 @@ def test_a_signal_during_start_up_stops_and_leaves_nothing(
         proc.kill()
     assert proc.returncode == 128 + signum, err
     assert "Traceback" not in err
-    assert "running" not in err and "frames in" not in out, "it stopped while starting"
+    assert "livecam.app: running" not in err and "frames in" not in out, "stopped in the start"
     assert list(out_dir.iterdir()) == []
 
 
