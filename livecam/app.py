@@ -160,12 +160,15 @@ def build_stages(
         elif name == "swap":
             from livecam.face.swap_stage import build_swap_stage
 
-            wrap = None
-            if config.remote.url is not None:
-                from livecam.remote.swapper import remote_wrapper
+            if config.remote.url is None:
+                stages.append(build_swap_stage(config.swap, faces, store))
+            else:
+                from livecam.remote.wraps import RemoteWraps
 
-                wrap = remote_wrapper(config.remote)
-            stages.append(build_swap_stage(config.swap, faces, store, wrap))
+                wraps = RemoteWraps(config.remote)
+                stages.append(
+                    build_swap_stage(config.swap, faces, store, wraps.swapper, wraps.enhancer)
+                )
     return stages
 
 

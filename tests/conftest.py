@@ -157,7 +157,10 @@ def vcam() -> Iterator[RecordingStore]:
 @pytest.fixture(scope="session")
 def remote_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> dict[str, Path]:
     """The models of the remote-swap tests: the narrow synthetic inswapper, the
-    latent-to-colour oracle, and a 512-d recognizer with ArcFace's interface."""
+    latent-to-colour oracle, a 512-d recognizer with ArcFace's interface and a small
+    convolutional enhancer with GPEN-BFR-256's interface."""
+    from face_parts_data import conv_enhancer
+
     from livecam.benchmark.synthetic_models import (
         arcface_like,
         inswapper_like,
@@ -169,7 +172,9 @@ def remote_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> d
         "narrow": folder / "narrow_swapper.onnx",
         "colour": folder / "colour_swapper.onnx",
         "recognizer": folder / "arcface_like.onnx",
+        "enhancer": folder / "conv_enhancer_256.onnx",
     }
+    conv_enhancer(files["enhancer"])
     inswapper_like(files["narrow"], 16)
     latent_colour_swapper(files["colour"], 128, "inswapper")
     arcface_like(files["recognizer"], testdata / "models" / "mobilefacenet.onnx")
@@ -180,11 +185,11 @@ def remote_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> d
 def narrow_server(
     remote_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    """`livecam serve` of the narrow synthetic swapper on 127.0.0.1, with a token, for
-    the whole session (the tests that kill a server start their own)."""
+    """`livecam serve` of the narrow synthetic swapper and the small enhancer on 127.0.0.1,
+    with a token, for the whole session (the tests that kill a server start their own)."""
     from triton_serve import needs_serve_extra, served
 
     needs_serve_extra()
     log = tmp_path_factory.mktemp("serve") / "narrow.log"
-    with served(remote_models["narrow"], log) as server:
+    with served(remote_models["narrow"], log, enhancer_model=remote_models["enhancer"]) as server:
         yield server

@@ -160,3 +160,24 @@ class CountingModel(OnnxModel):
         first = np.asarray(feeds[self.input_names[0]])
         self.batches.append(len(first))
         return super().run(feeds)
+
+
+def conv_enhancer(path: Path, size: int = 256, seed: int = 5) -> Path:
+    """An enhancer-shaped model ([-1, 1] NCHW in and out, GPEN-BFR-256's names) that
+    changes every pixel by its neighbourhood: tanh of a fixed random 3x3 convolution plus
+    the input, so an answer computed from another crop, or none, shows."""
+    rng = np.random.default_rng(seed)
+    weights = (rng.standard_normal((3, 3, 3, 3)) * 0.15).astype(np.float32)
+    shape: list[str | int | None] = ["N", 3, size, size]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["input", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Add", ["c", "input"], ["s"]),
+            helper.make_node("Tanh", ["s"], ["output"]),
+        ],
+        "conv_enhancer",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+        [helper.make_tensor("w", TensorProto.FLOAT, list(weights.shape), weights.ravel())],
+    )
+    return _save(graph, path)

@@ -23,10 +23,15 @@ Served = ServeChild
 
 @contextmanager
 def served(
-    model: Path, log: Path, token: str | None = TOKEN, queue_delay_us: int = 2000
+    model: Path,
+    log: Path,
+    token: str | None = TOKEN,
+    queue_delay_us: int = 2000,
+    enhancer_model: Path | None = None,
 ) -> Iterator[ServeChild]:
-    """`livecam serve` of ``model`` with the tests' token (``ServeChild``), killed after."""
-    with serve_child(model, log, token, queue_delay_us) as server:
+    """`livecam serve` of ``model`` (and ``enhancer_model`` as GPEN-BFR-256) with the
+    tests' token (``ServeChild``), killed after."""
+    with serve_child(model, log, token, queue_delay_us, enhancer_model) as server:
         yield server
 
 

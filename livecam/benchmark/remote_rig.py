@@ -45,6 +45,7 @@ class ServeChild:
     tls_cert: Path | None = None  # with tls_key: gRPC over TLS (clients: grpcs://)
     tls_key: Path | None = None
     response_compression: str = "low"  # livecam serve --response-compression
+    enhancer_model: Path | None = None  # served too, as GPEN-BFR-256 (its contract)
     port: int = field(default_factory=free_port)
     http_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
@@ -79,6 +80,8 @@ class ServeChild:
             "--response-compression",
             self.response_compression,
         ]
+        if self.enhancer_model is not None:
+            command += ["--enhancer", "gpen-bfr-256", "--enhancer-model", str(self.enhancer_model)]
         if self.tls_cert is not None and self.tls_key is not None:
             command += ["--tls-cert", str(self.tls_cert), "--tls-key", str(self.tls_key)]
         return command + (["--token", self.token] if self.token else [])
@@ -138,10 +141,14 @@ class ServeChild:
 
 @contextmanager
 def serve_child(
-    model: Path, log: Path, token: str | None = None, queue_delay_us: int = 2000
+    model: Path,
+    log: Path,
+    token: str | None = None,
+    queue_delay_us: int = 2000,
+    enhancer_model: Path | None = None,
 ) -> Iterator[ServeChild]:
     """A started ``ServeChild``, killed on exit."""
-    server = ServeChild(model, log, token, queue_delay_us)
+    server = ServeChild(model, log, token, queue_delay_us, enhancer_model=enhancer_model)
     server.start()
     try:
         yield server

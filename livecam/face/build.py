@@ -253,6 +253,7 @@ class PartsBuilder:
         manifest = store.manifest
         names = row.parts_for(cfg, manifest)
         self.plan = {role: self._planned(role, name) for role, name in names.items()}
+        self.only: str | None = None  # build_only: the one role built
         self.masks = row.masks_for(cfg, manifest, swapper=names["swapper"])
         self.neural = self.plan["swapper"].kind.weights
         if self.neural and "region" in self.masks:
@@ -285,7 +286,7 @@ class PartsBuilder:
         """Every model file once: the model folders' files verified (downloaded when
         missing, licences accepted by config), the user's files checked against their
         entry's contract. One ModelError lists every missing or bad file."""
-        given = given_files(self.cfg)
+        given = {r: f for r, f in given_files(self.cfg).items() if self.only in (None, r)}
         for role in given:
             planned = self.plan.get(role)
             if planned is None or not planned.kind.onnx:
@@ -425,15 +426,29 @@ def build_parts(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None
 def build_swapper(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None) -> Swapper[Any]:
     """Only the swapper of ``row`` for ``cfg`` (a swap server needs no detector or
     recognizer): its file resolved like ``build_parts`` does."""
+    swapper: Swapper[Any] = build_only("swapper", row, cfg, store)
+    return swapper
+
+
+def build_enhancer(row: PresetRow, cfg: SwapConfig, store: ModelStore | None = None) -> Any:
+    """Only the enhancer of ``row`` for ``cfg`` (None: it has none), as ``build_swapper``."""
+    return build_only("enhancer", row, cfg, store)
+
+
+def build_only(role: str, row: PresetRow, cfg: SwapConfig, store: ModelStore | None) -> Any:
+    """The part of ``role`` alone (None: the row has none under ``cfg``), its file resolved
+    like ``build_parts`` does."""
     builder = PartsBuilder(row, cfg, store if store is not None else ModelStore())
-    builder.plan = {"swapper": builder.plan["swapper"]}
+    if role not in builder.plan:
+        return None
+    builder.plan = {role: builder.plan[role]}
+    builder.only = role
     builder.resolve_files()
     try:
-        swapper: Swapper[Any] = builder.part("swapper", {"recognizer": None})
+        return builder.part(role, {"recognizer": None})
     except BaseException:
         builder.close_opened()
         raise
-    return swapper
 
 
 def _parts(built: Built) -> list[Part]:

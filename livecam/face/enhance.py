@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
 import numpy as np
@@ -29,6 +29,8 @@ from livecam.types import FaceWork, Frame, FrameContext, Mask
 
 log = logging.getLogger(__name__)
 
+#: a model call for ``FaceEnhancer.enhance_with``: the enhanced crops of the crops of faces
+Restore = Callable[[Sequence[Frame], Sequence[FaceWork]], list[Frame]]
 #: names of CodeFormer's fidelity-weight input in the published exports
 WEIGHT_INPUTS = ("weight", "w")
 
@@ -146,6 +148,17 @@ class FaceEnhancer:
         self.model.close()
 
     def enhance(self, frames: Sequence[FrameContext], faces: Sequence[FaceWork]) -> list[FaceWork]:
+        return self.enhance_with(frames, faces, None)
+
+    def enhance_with(
+        self,
+        frames: Sequence[FrameContext],
+        faces: Sequence[FaceWork],
+        restore: Restore | None,
+    ) -> list[FaceWork]:
+        """``enhance`` with the model call done by ``restore(crops, faces)`` (the enhanced
+        crops of those faces' crops; the remote enhancer's) instead of ``restore``
+        (None: this part's own, on its compute path)."""
         self._calls += 1
         if self.blend == 0.0 or not faces:
             return []
@@ -153,7 +166,7 @@ class FaceEnhancer:
         affines = {i: self._affine(faces[i]) for i in order}
         run = self._plan([faces[i] for i in order])
         todo = [i for i, r in zip(order, run, strict=True) if r]
-        if self.compute == "torch":
+        if self.compute == "torch" and restore is None:
             extra = {self._weight: np.array([self.fidelity], np.float64)} if self._weight else {}
             cropped, enhanced_crops = device_path.enhance_crops(
                 self.model,
@@ -172,7 +185,12 @@ class FaceEnhancer:
                 i: align.warp_crop(frames[faces[i].frame_index].image, affines[i], self.input_size)
                 for i in order
             }
-            enhanced_crops = self.restore([crops[i] for i in todo])
+            todo_crops = [crops[i] for i in todo]
+            enhanced_crops = (
+                self.restore(todo_crops)
+                if restore is None
+                else restore(todo_crops, [faces[i] for i in todo])
+            )
         restored = dict(zip(todo, enhanced_crops, strict=True))
         out: dict[int, FaceWork] = {}
         for i in order:

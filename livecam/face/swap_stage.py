@@ -17,7 +17,7 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.build import JUDGE_NAME, build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import SwapCheck, likely_causes
-from livecam.face.parts import FaceParts, Swapper
+from livecam.face.parts import Enhancer, FaceParts, Swapper
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
@@ -240,6 +240,7 @@ def build_swap_stage(
     faces: SourceFaceCache,
     store: ModelStore | None = None,
     swapper_wrap: Callable[[Swapper[Any]], Swapper[Any]] | None = None,
+    enhancer_wrap: Callable[[Enhancer], Enhancer] | None = None,
 ) -> FaceSwapStage:
     """Build the swap stage of ``cfg.preset`` (errors before the stream starts).
 
@@ -248,7 +249,8 @@ def build_swap_stage(
     warmed on the loader thread while another build runs on the inference thread. ``store``
     finds (or downloads) the preset's model files (default: a store of this machine's
     folders). ``swapper_wrap`` puts another swapper in front of the preset's (the remote
-    swap, which falls back to the preset's own).
+    swap, which falls back to the preset's own), then ``enhancer_wrap`` another enhancer
+    in front of its enhancer, when it has one (the remote enhancer).
     """
     check_swap_config(cfg)
     store = store if store is not None else ModelStore()
@@ -257,6 +259,8 @@ def build_swap_stage(
     if swapper_wrap is not None:
         try:
             parts = dataclasses.replace(parts, swapper=swapper_wrap(parts.swapper))
+            if enhancer_wrap is not None and parts.enhancer is not None:
+                parts = dataclasses.replace(parts, enhancer=enhancer_wrap(parts.enhancer))
         except BaseException:
             parts.close()
             raise

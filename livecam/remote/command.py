@@ -30,6 +30,12 @@ def add_serve_command(sub: Any) -> None:
     serve.add_argument("--preset", default="standard", help="a neural preset (default standard)")
     serve.add_argument("--swapper-model", metavar="ONNX", help="the swapper model file to serve")
     serve.add_argument(
+        "--enhancer",
+        metavar="NAME",
+        help="the face enhancer to serve too (none: off; default: the preset's)",
+    )
+    serve.add_argument("--enhancer-model", metavar="ONNX", help="the enhancer model file to serve")
+    serve.add_argument(
         "--provider",
         default="auto",
         choices=("auto", "tensorrt", "cuda", "cpu"),
@@ -85,7 +91,7 @@ def add_serve_command(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from livecam.face.build import build_swapper
+    from livecam.face.build import build_enhancer, build_swapper
     from livecam.face.swap.neural import NeuralSwapper
     from livecam.models.presets import resolve_preset
     from livecam.models.store import ModelStore
@@ -95,6 +101,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         provider="cpu" if args.export_repository else args.provider,
         gpu=args.gpu,
         swapper_model=args.swapper_model,
+        enhancer=args.enhancer,
+        enhancer_model=args.enhancer_model,
     )
     store = ModelStore()
     row = resolve_preset(cfg.preset, store, cfg)
@@ -106,12 +114,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "camera is",
             "serve a neural preset: --preset standard (or quality)",
         )
+    enhancer = None
     try:
         if args.export_repository is not None:
             return _export(swapper, args)
-        return _serve(swapper, args)
+        enhancer = build_enhancer(row, cfg, store)
+        return _serve(swapper, enhancer, args)
     finally:
         swapper.close()
+        if enhancer is not None:
+            enhancer.close()
 
 
 def _export(swapper: Any, args: argparse.Namespace) -> int:
@@ -134,7 +146,7 @@ def _export(swapper: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(swapper: Any, args: argparse.Namespace) -> int:
+def _serve(swapper: Any, enhancer: Any, args: argparse.Namespace) -> int:
     from livecam.remote.serve import ServeOptions, SwapServer, serve_until
 
     options = ServeOptions(
@@ -150,11 +162,13 @@ def _serve(swapper: Any, args: argparse.Namespace) -> int:
         preferred_batch=tuple(args.preferred_batch),
         response_compression=args.response_compression,
     )
-    server = SwapServer(swapper, options)
+    server = SwapServer(swapper, options, enhancer)
 
     def ready() -> None:
+        enhancing = f" and the enhancer {server.info.enhancer}" if server.info.enhancer else ""
         print(
-            f"serving {server.info.model_id} on {server.address} ({server.info.where()}); "
+            f"serving {server.info.model_id}{enhancing} on {server.address} "
+            f"({server.info.where()}); "
             f"metrics on http://{args.host}:{args.metrics_port}/metrics; Ctrl-C stops",
             flush=True,
         )

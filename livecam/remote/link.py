@@ -157,18 +157,37 @@ class RemoteLink:
         """Ask for the swapped crops of ``crops`` (F, S, S, 3) with ``latents`` (F, 512);
         ``answer(swapped, None)`` or ``answer(None, RemoteError)`` is called later on
         gRPC's thread. Returns the request's payload size in bytes."""
+        return self.call(wire.MODEL, {wire.CROP: crops, wire.LATENT: latents}, wire.SWAPPED, answer)
+
+    def enhance(self, faces: npt.NDArray[np.uint8], answer: Answer) -> int:
+        """Ask for the enhanced crops of ``faces`` (F, E, E, 3), like ``send``."""
+        return self.call(wire.ENHANCER_MODEL, {wire.FACE: faces}, wire.ENHANCED, answer)
+
+    def call(
+        self,
+        model: str,
+        inputs: dict[str, npt.NDArray[Any]],
+        output: str,
+        answer: Answer,
+    ) -> int:
+        """One asynchronous request to ``model`` (uint8 and float32 ``inputs``, the first
+        one's shape is the answer's): ``answer`` is called on gRPC's thread. Returns the
+        payload size in bytes."""
         g = self._grpc
-        crop_in = g.InferInput(wire.CROP, list(crops.shape), "UINT8")
-        crop_in.set_data_from_numpy(np.ascontiguousarray(crops, np.uint8))
-        latent_in = g.InferInput(wire.LATENT, list(latents.shape), "FP32")
-        latent_in.set_data_from_numpy(np.ascontiguousarray(latents, np.float32))
+        tensors = []
+        for name, array in inputs.items():
+            kind = "UINT8" if array.dtype == np.uint8 else "FP32"
+            tensor = g.InferInput(name, list(array.shape), kind)
+            tensor.set_data_from_numpy(np.ascontiguousarray(array))
+            tensors.append(tensor)
+        shape = next(iter(inputs.values())).shape
 
         def done(result: Any, error: Any) -> None:
             if error is not None:
                 answer(None, explain(error, self.address, self.timeout_s))
                 return
             try:
-                out = np.asarray(result.as_numpy(wire.SWAPPED), np.uint8)
+                out = np.asarray(result.as_numpy(output), np.uint8)
             except Exception as e:  # a malformed answer is the server's fault, said once
                 answer(
                     None,
@@ -178,12 +197,12 @@ class RemoteLink:
                     ),
                 )
                 return
-            if out.shape != crops.shape:
+            if out.shape != shape:
                 answer(
                     None,
                     RemoteError(
-                        f"{self.address} answered crops of shape {out.shape}, not {crops.shape}",
-                        "serve the same swapper model as the local preset",
+                        f"{self.address} answered crops of shape {out.shape}, not {shape}",
+                        "serve the same preset and models as the local one",
                     ),
                 )
                 return
@@ -191,17 +210,17 @@ class RemoteLink:
 
         try:
             self._client.async_infer(
-                wire.MODEL,
-                [crop_in, latent_in],
+                model,
+                tensors,
                 callback=done,
-                outputs=[g.InferRequestedOutput(wire.SWAPPED)],
+                outputs=[g.InferRequestedOutput(output)],
                 client_timeout=self.timeout_s,
                 headers=self.headers,
                 compression_algorithm=self.compression,
             )
         except Exception as e:  # a closed channel or a bad request: an answer, not a raise
             answer(None, explain(e, self.address, self.timeout_s))
-        return int(crops.nbytes + latents.nbytes)
+        return int(sum(a.nbytes for a in inputs.values()))
 
     def check(self, crop_size: int, timeout_s: float = 2.0) -> wire.ServerInfo:
         """Ask the server whether it is live and serves ``livecam_swapper`` with crops of
@@ -230,6 +249,31 @@ class RemoteLink:
         latents = np.full((1, wire.LATENT_DIM), wire.LATENT_DIM**-0.5, np.float32)
         self.round_trip(crops, latents, timeout_s)  # the whole path, warmed
         return info
+
+    def check_enhancer(self, size: int, timeout_s: float = 2.0) -> wire.ServerInfo:
+        """Ask the server whether it serves ``livecam_enhancer`` for faces of ``size``
+        (and the token is right): its ``ServerInfo``, else a RemoteError."""
+        try:
+            meta = self._client.get_model_metadata(
+                wire.ENHANCER_MODEL, headers=self.headers, client_timeout=timeout_s, as_json=True
+            )
+        except Exception as e:
+            error = explain(e, self.address, timeout_s)
+            if "does not serve" in error.message:
+                raise RemoteError(
+                    f"{self.address} serves no enhancer",
+                    "start `livecam serve` with the same preset and enhancer as this machine",
+                ) from None
+            raise error from None
+        shapes = {t["name"]: [int(d) for d in t["shape"]] for t in meta.get("inputs", [])}
+        want = [-1, size, size, 3]
+        if shapes.get(wire.FACE) != want:
+            raise RemoteError(
+                f"{self.address} serves another enhancer contract (inputs {shapes}, this "
+                f"preset sends face {want})",
+                "serve the same preset and enhancer on both machines",
+            )
+        return self._info(0, timeout_s)
 
     def _info(self, crop_size: int, timeout_s: float) -> wire.ServerInfo:
         """The server's own description (``livecam_info``), or a plain one for a Triton

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from livecam.config.remote import ServerAddress
 from livecam.errors import ConfigError, LivecamError
+from livecam.face.enhance import FaceEnhancer
 from livecam.face.swap.neural import NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.proxy_patch import use_dlpack
@@ -139,14 +140,21 @@ def gpu_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def server_info(swapper: NeuralSwapper) -> wire.ServerInfo:
+def server_info(swapper: NeuralSwapper, enhancer: FaceEnhancer | None = None) -> wire.ServerInfo:
     return wire.ServerInfo(
         model_id=swapper.model_id,
         crop_size=swapper.crop_size,
         latent=swapper.latent,
         providers_used=tuple(swapper.providers.used),
         gpu=gpu_name() if any(p != "cpu" for p in swapper.providers.used) else "",
+        enhancer=enhancer.model.model_id if enhancer is not None else "",
+        enhancer_size=enhancer.input_size if enhancer is not None else 0,
     )
+
+
+def enhance_batch(enhancer: FaceEnhancer, faces: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """The server's enhancer call: enhanced BGR crops for a batch of FFHQ-aligned crops."""
+    return np.stack(enhancer.restore(list(np.ascontiguousarray(faces, np.uint8))))
 
 
 def swap_batch(
@@ -157,16 +165,23 @@ def swap_batch(
 
 
 class SwapServer:
-    """Triton with the swapper bound as ``livecam_swapper`` (and ``livecam_info``).
+    """Triton with the swapper bound as ``livecam_swapper`` (and ``livecam_info``), and the
+    enhancer, when given, as ``livecam_enhancer``.
 
     ``start`` launches Triton and returns once it serves; ``stop`` ends it. Use it as a
     context manager. Needs the ``serve`` extra (nvidia-pytriton; Linux x86_64)."""
 
-    def __init__(self, swapper: NeuralSwapper, options: ServeOptions) -> None:
+    def __init__(
+        self,
+        swapper: NeuralSwapper,
+        options: ServeOptions,
+        enhancer: FaceEnhancer | None = None,
+    ) -> None:
         options.check()
         self.swapper = swapper
+        self.enhancer = enhancer
         self.options = options
-        self.info = server_info(swapper)
+        self.info = server_info(swapper, enhancer)
         self._triton: Any = None
 
     @property
@@ -241,6 +256,8 @@ class SwapServer:
                 outputs=[Tensor(name=wire.INFO_OUT, dtype=np.uint8, shape=(-1,))],
                 config=ModelConfig(batching=False),
             )
+            if self.enhancer is not None:
+                self._bind_enhancer(triton, self.enhancer, batcher)
             for model in triton._model_manager.models:
                 use_dlpack(model)
             triton.run()
@@ -253,6 +270,27 @@ class SwapServer:
         self._triton = triton
         self._warm()
         log.info("serving %s on %s (%s)", self.info.model_id, self.address, self.info.where())
+        if self.enhancer is not None:
+            log.info("and the enhancer %s", self.info.enhancer)
+
+    def _bind_enhancer(self, triton: Any, enhancer: FaceEnhancer, batcher: Any) -> None:
+        from pytriton.decorators import batch
+        from pytriton.model_config import ModelConfig, Tensor
+
+        size = enhancer.input_size
+
+        @batch  # type: ignore[untyped-decorator]
+        def enhance(**inputs: npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]:
+            return {wire.ENHANCED: enhance_batch(enhancer, inputs[wire.FACE])}
+
+        triton.bind(
+            model_name=wire.ENHANCER_MODEL,
+            infer_func=enhance,
+            inputs=[Tensor(name=wire.FACE, dtype=np.uint8, shape=(size, size, 3))],
+            outputs=[Tensor(name=wire.ENHANCED, dtype=np.uint8, shape=(size, size, 3))],
+            config=ModelConfig(max_batch_size=self.options.max_batch, batcher=batcher),
+            strict=True,
+        )
 
     def _warm(self) -> None:
         """One request through Triton to the swapper (PyTriton's own client, on Triton's
@@ -269,6 +307,12 @@ class SwapServer:
                     wire.LATENT: np.full((1, wire.LATENT_DIM), wire.LATENT_DIM**-0.5, np.float32),
                 }
             )
+        if self.enhancer is not None:
+            side = self.enhancer.input_size
+            with ModelClient(
+                url, wire.ENHANCER_MODEL, init_timeout_s=60, inference_timeout_s=60
+            ) as client:
+                client.infer_batch(**{wire.FACE: np.zeros((1, side, side, 3), np.uint8)})
 
     def stop(self) -> None:
         triton, self._triton = self._triton, None

@@ -2,84 +2,41 @@
 
 It keeps everything of the local swapper but the model call: the same crops (the local
 swapper's affine and template), the same source vectors (its ``prepare``, once per source
-face). Each ``swap`` sends its faces' uint8 crops with their vectors as one asynchronous
-request and pastes, for each face, the newest answer the server gave for that face (its
-track), so the frame rate does not depend on the round trip:
-
-* at most ``in_flight`` requests are on their way; a newer batch waits in one pending slot
-  (the newest crop wins: a pending batch replaced before it was sent is counted
-  ``skipped``), and an answer older than one already shown for its face is ``late``;
-* while the server usually answers within ``wait_s``, a frame waits that long for its own
-  faces (exact, no lag on a LAN); otherwise it takes the newest answer at once;
-* a face whose newest answer is older than ``timeout_s`` (or has none yet) is swapped
-  locally in this very call, so the camera never shows an unswapped or frozen face; a
-  request unanswered for ``timeout_s``, a refused connection or a wrong token puts the
-  whole stream on the local swap (``lost``: "REMOTE LOST, local swap: <reason>"), and
-  a monitor thread checks the server about once a second and switches back when it
-  answers again.
-
-The part runs on the inference thread; answers arrive on gRPC's threads; one Condition
-guards the shared state.
+face). Each ``swap`` sends its faces' uint8 crops with their vectors through an
+``Offload`` (newest answer wins, the local swap stands in when the server is slow or gone:
+see ``livecam.remote.offload``). Its monitor thread checks the server about once a second
+while it is lost (and the remote enhancer's, ``companions``), reads Triton's batch
+statistics and hands the figures to the telemetry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
-from livecam.config.remote import RemoteConfig, parse_address
-from livecam.errors import ConfigError
+from livecam.config.remote import RemoteConfig
 from livecam.face.crops import align
-from livecam.face.parts import Swapper
 from livecam.face.swap.neural import Latent, NeuralSwapper
 from livecam.remote import wire
 from livecam.remote.link import BatchCounts, RemoteError, RemoteLink
+from livecam.remote.offload import Offload
 from livecam.runtime.providers import Providers
-from livecam.types import Affine, Event, EventLevel, FaceWork, FrameContext
+from livecam.types import Affine, FaceWork, FrameContext, RunReport
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
 
 log = logging.getLogger(__name__)
 
-ORIGIN = "remote"
 LOST = "REMOTE LOST, local swap"
-RTT_WINDOW = 200  # round trips kept for p50/p99
 RETRY_S = 1.0  # the monitor's period
-TOKEN_ENV = "LIVECAM_REMOTE_TOKEN"
-
-
-class EventSink(Protocol):
-    """Where the remote's events and figures go (``telemetry.hub.Telemetry`` is one)."""
-
-    def event(self, event: Event) -> None: ...
-
-    def remote(self, reading: RemoteStats | None) -> None: ...
-
-
-@dataclass
-class _Request:
-    seq: int
-    t_sent: float
-    keys: tuple[int, ...]
-
-
-@dataclass
-class _Answer:
-    seq: int
-    t_sent: float
-    output: npt.NDArray[np.uint8]
 
 
 @dataclass(frozen=True)
@@ -116,6 +73,7 @@ class RemoteStats:
     server_providers: tuple[str, ...] = ()
     server_gpu: str = ""
     server_model: str = ""
+    enhancer: str | None = None  # the remote enhancer: "remote", REMOTE LOST line, None: none
 
     def _rtt(self) -> str:
         if self.rtt_p50_ms is None or self.rtt_p99_ms is None:
@@ -155,6 +113,7 @@ class RemoteStats:
                 f"server mean batch {batch}",
                 f"faces: {self.faces_remote} from the server, {self.faces_local} here; "
                 f"late {self.late}, skipped {self.skipped}",
+                *([f"enhancer: {self.enhancer}"] if self.enhancer is not None else []),
             ]
         )
 
@@ -162,37 +121,13 @@ class RemoteStats:
         return dataclasses.asdict(self)
 
 
-@dataclass
-class _State:
-    """The part's shared state (guarded by ``RemoteSwapper._cond``)."""
-
-    in_flight: dict[int, _Request] = field(default_factory=dict)
-    pending: tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32], tuple[int, ...]] | None = None
-    answers: dict[int, _Answer] = field(default_factory=dict)
-    rtts: deque[float] = field(default_factory=lambda: deque(maxlen=RTT_WINDOW))
-    lost: str | None = None
-    seq: int = 0
-    sent: int = 0
-    faces_sent: int = 0
-    frames: int = 0
-    bytes_up: int = 0
-    bytes_down: int = 0
-    faces_remote: int = 0
-    faces_local: int = 0
-    late: int = 0
-    skipped: int = 0
-    info: wire.ServerInfo | None = None
-    counts_at_start: BatchCounts | None = None
-    counts: BatchCounts | None = None
-
-
 class RemoteSwapper:
     """``local``'s swap with the model call on the server behind ``link``.
 
     ``settings``: in flight, timeout and wait of ``[remote]``. ``clock``: seconds (for the
-    deadlines). ``monitor``: run the reconnect/statistics thread (tests of the state machine
-    may drive ``check_server`` themselves). ``close_local``: ``close`` closes ``local`` too
-    (it is this part's own)."""
+    deadlines). ``monitor``: run the reconnect/statistics thread. ``close_local``:
+    ``close`` closes ``local`` too (it is this part's own). ``companions``: other parts'
+    offloads on the same server (the remote enhancer's), checked by the same monitor."""
 
     needs_identity = True
 
@@ -208,18 +143,24 @@ class RemoteSwapper:
     ) -> None:
         self.local = local
         self.link = link
-        self.in_flight = settings.in_flight
-        self.timeout_s = settings.timeout_ms / 1000
-        self.wait_s = settings.wait_ms / 1000
         self.model_id = f"{local.model_id}@{link.address}"
         self.providers = Providers(
             requested=("remote", *local.providers.requested),
             used=local.providers.used,
         )
-        self._clock = clock
-        self._cond = threading.Condition()
-        self._state = _State(lost="not connected yet")
-        self._report: EventSink | None = None
+        self.offload = Offload(
+            link,
+            settings,
+            send=lambda inputs, answer: link.send(inputs[0], inputs[1], answer),
+            check=self._check,
+            lost_prefix=LOST,
+            back=lambda info: f"remote swap on {link.address} ({info.where()})",
+            clock=clock,
+        )
+        self.companions: list[Offload] = []
+        self._report: RunReport | None = None
+        self._counts_at_start: BatchCounts | None = None
+        self._counts: BatchCounts | None = None
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._use_monitor = monitor
@@ -244,16 +185,18 @@ class RemoteSwapper:
         if self._monitor is not None:
             self._monitor.join(timeout=3)
             self._monitor = None
-        with self._cond:  # closing cancels what is in flight: not a lost server
-            self._state.in_flight.clear()
-            self._state.pending = None
+        for offload in (self.offload, *self.companions):
+            offload.cancel()
         self.link.close()
         if self._close_local:
             self.local.close()
 
-    def report_to(self, report: EventSink) -> None:
-        """Send "REMOTE LOST" and "remote swap back" events to ``report``."""
+    def report_to(self, report: RunReport) -> None:
+        """Send "REMOTE LOST" and "remote swap back" events (this part's and its
+        companions') and the figures to ``report``."""
         self._report = report
+        for offload in (self.offload, *self.companions):
+            offload.sink = report.event
 
     def swap(
         self,
@@ -276,178 +219,34 @@ class RemoteSwapper:
             [align.warp_crop(frames[w.frame_index].image, a, size) for w, a in todo]
         ).astype(np.uint8)
         vectors = self.local.source_vectors(frames, works, sources)
-        keys = tuple(_key(w, i) for i, w in enumerate(works))
-        outputs = self._remote_outputs(crops, vectors, keys)
+        outputs = self.offload.outputs((crops, vectors), face_keys(works))
         missing = [i for i, out in enumerate(outputs) if out is None]
         if missing:
             local = self.local.run_crops(crops[missing], vectors[missing])
             for i, out in zip(missing, local, strict=True):
                 outputs[i] = out
-        with self._cond:
-            self._state.frames += len({w.frame_index for w in works})
-            self._state.faces_local += len(missing)
-            self._state.faces_remote += len(todo) - len(missing)
+        self.offload.count(
+            len({w.frame_index for w in works}), len(todo) - len(missing), len(missing)
+        )
         for (work, affine), crop, out in zip(todo, crops, outputs, strict=True):
             work.affine = affine
             work.crop = crop
             work.output = out
         return list(faces)
 
-    # -- sending and answers -------------------------------------------------------------
+    # -- the server ----------------------------------------------------------------------
 
-    def _remote_outputs(
-        self,
-        crops: npt.NDArray[np.uint8],
-        vectors: npt.NDArray[np.float32],
-        keys: tuple[int, ...],
-    ) -> list[npt.NDArray[np.uint8] | None]:
-        """Send this batch (or park it as pending) and return, per face, the freshest
-        usable answer (None: swap it locally)."""
-        now = self._clock()
-        with self._cond:
-            s = self._state
-            self._expire(now)
-            if s.lost is not None:
-                s.pending = None
-                return [None] * len(keys)
-            if len(s.in_flight) < self.in_flight:
-                seq = self._send_locked(crops, vectors, keys, now)
-                if self._waits_for_own():
-                    deadline = now + self.wait_s
-                    while seq in s.in_flight and s.lost is None:
-                        left = deadline - self._clock()
-                        if left <= 0:
-                            break
-                        self._cond.wait(left)
-            else:
-                if s.pending is not None:
-                    s.skipped += 1
-                s.pending = (crops, vectors, keys)
-            now = self._clock()
-            out: list[npt.NDArray[np.uint8] | None] = []
-            for key in keys:
-                answer = s.answers.get(key)
-                fresh = answer is not None and now - answer.t_sent <= self.timeout_s
-                out.append(answer.output if fresh and answer is not None else None)
-            return out
-
-    def _waits_for_own(self) -> bool:
-        """Wait for this frame's own answer while the median round trip fits ``wait_s``."""
-        rtts = self._state.rtts
-        if self.wait_s <= 0:
-            return False
-        if not rtts:
-            return True
-        return float(np.median(np.asarray(rtts))) <= self.wait_s
-
-    def _send_locked(
-        self,
-        crops: npt.NDArray[np.uint8],
-        vectors: npt.NDArray[np.float32],
-        keys: tuple[int, ...],
-        now: float,
-    ) -> int:
-        s = self._state
-        s.seq += 1
-        seq = s.seq
-        s.in_flight[seq] = _Request(seq, now, keys)
-        s.sent += 1
-        s.faces_sent += len(keys)
-        s.bytes_up += int(crops.nbytes + vectors.nbytes)
-
-        def answer(out: npt.NDArray[np.uint8] | None, error: RemoteError | None) -> None:
-            self._answered(seq, out, error)
-
-        # the callback may run at once on this thread (a closed channel): the Condition is
-        # re-entrant for that case
-        self.link.send(crops, vectors, answer)
-        return seq
-
-    def _answered(
-        self, seq: int, out: npt.NDArray[np.uint8] | None, error: RemoteError | None
-    ) -> None:
-        """An answer on gRPC's thread: keep it per face (newest wins), or go local."""
-        with self._cond:
-            s = self._state
-            request = s.in_flight.pop(seq, None)
-            if request is None:  # expired already (counted as the loss that it caused)
-                return
-            if error is not None or out is None:
-                self._lose_locked(error or RemoteError(f"{self.link.address} answered nothing"))
-            else:
-                s.rtts.append(self._clock() - request.t_sent)
-                s.bytes_down += int(out.nbytes)
-                for key, crop in zip(request.keys, out, strict=True):
-                    old = s.answers.get(key)
-                    if old is not None and old.seq > seq:
-                        s.late += 1
-                        continue
-                    s.answers[key] = _Answer(seq, request.t_sent, crop)
-                if s.pending is not None and s.lost is None:
-                    crops, vectors, keys = s.pending
-                    s.pending = None
-                    self._send_locked(crops, vectors, keys, self._clock())
-            self._cond.notify_all()
-
-    def _expire(self, now: float) -> None:
-        """A request unanswered for ``timeout_s``: the server is slow or gone."""
-        s = self._state
-        old = [r for r in s.in_flight.values() if now - r.t_sent > self.timeout_s]
-        if old:
-            self._lose_locked(
-                RemoteError(
-                    f"{self.link.address} gave no answer within {self.timeout_s * 1000:.0f} ms",
-                    "check the network and the server's load, or raise [remote] timeout_ms",
-                )
-            )
-
-    def _lose_locked(self, error: RemoteError) -> None:
-        reason = cause_and_fix(error)
-        s = self._state
-        s.in_flight.clear()
-        s.pending = None
-        s.answers.clear()
-        if s.lost is None:
-            s.lost = reason
-            self._say("warning", f"{LOST}: {reason}")
-        self._cond.notify_all()
-
-    def _say(self, level: EventLevel, message: str) -> None:
-        log.log(logging.WARNING if level == "warning" else logging.INFO, "%s", message)
-        report = self._report
-        if report is not None:
-            try:
-                report.event(Event(level, ORIGIN, message))
-            except Exception:  # a listener's bug never stops the stream
-                log.exception("the remote's event listener failed")
-
-    # -- the monitor ---------------------------------------------------------------------
+    def _check(self, timeout_s: float) -> wire.ServerInfo:
+        info = self.link.check(self.local.crop_size, timeout_s=timeout_s)
+        self._check_latent(info)
+        return info
 
     def check_server(self) -> bool:
         """Ask the server (blocking, up to a few seconds): when it serves this swapper,
         switch to it (True); else keep or go local with the reason (False)."""
-        try:
-            info = self.link.check(self.local.crop_size, timeout_s=max(self.timeout_s * 3, 1.0))
-            self._check_latent(info)
-        except RemoteError as e:
-            reason = cause_and_fix(e)
-            with self._cond:
-                s = self._state
-                if s.lost is None:
-                    self._lose_locked(e)
-                elif s.lost != reason:  # a new cause is said once
-                    s.lost = reason
-                    self._say("warning", f"{LOST}: {reason}")
+        if self.offload.check_server() is None:
             return False
-        counts = self.link.batch_counts()
-        with self._cond:
-            s = self._state
-            s.info = info
-            s.counts_at_start = counts
-            s.counts = counts
-            if s.lost is not None:
-                s.lost = None
-                self._say("info", f"remote swap on {self.link.address} ({info.where()})")
+        self._counts_at_start = self._counts = self.link.batch_counts()
         return True
 
     def _check_latent(self, info: wire.ServerInfo) -> None:
@@ -464,13 +263,15 @@ class RemoteSwapper:
 
     def _watch(self) -> None:
         while not self._stop.wait(RETRY_S):
-            if self.lost is not None:
+            if self.offload.lost is not None:
                 self.check_server()
             else:
                 counts = self.link.batch_counts()
                 if counts is not None:
-                    with self._cond:
-                        self._state.counts = counts
+                    self._counts = counts
+            for companion in self.companions:
+                if companion.lost is not None:
+                    companion.check_server()
             report = self._report
             if report is not None:
                 try:
@@ -483,25 +284,21 @@ class RemoteSwapper:
     @property
     def lost(self) -> str | None:
         """Why the local swap runs (None: the remote one does)."""
-        with self._cond:
-            return self._state.lost
+        return self.offload.lost
 
     def wait_until_remote(self, timeout_s: float) -> bool:
         """Block until the remote swap is on (True) or ``timeout_s`` passes (False)."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while self._state.lost is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.05))
-            return True
+        return self.offload.wait_until_remote(timeout_s)
 
     def stats(self) -> RemoteStats:
-        with self._cond:
-            s = self._state
-            rtts = np.asarray(s.rtts, np.float64) * 1000
-            counts, start = s.counts, s.counts_at_start
+        rtts = self.offload.round_trips_ms()
+        counts, start = self._counts, self._counts_at_start
+        enhancer = None
+        for companion in self.companions:
+            lost = companion.lost
+            enhancer = "remote" if lost is None else f"{companion.lost_prefix}: {lost}"
+        with self.offload.cond:
+            s = self.offload.state
             faces, frames = max(s.faces_sent, 1), max(s.frames, 1)
             info = s.info
             return RemoteStats(
@@ -524,41 +321,10 @@ class RemoteSwapper:
                 server_providers=info.providers_used if info is not None else (),
                 server_gpu=info.gpu if info is not None else "",
                 server_model=info.model_id if info is not None else "",
+                enhancer=enhancer,
             )
 
 
-def cause_and_fix(error: RemoteError) -> str:
-    """``error`` as the one line after "REMOTE LOST, local swap: ": its cause and fix."""
-    return f"{error.message} (fix: {error.hint})" if error.hint else error.message
-
-
-def _key(work: FaceWork, index: int) -> int:
-    """The face's identity across frames: its track id, else its place in the batch."""
-    return work.face.track_id if work.face.track_id >= 0 else -1 - index
-
-
-def remote_wrapper(settings: RemoteConfig) -> Callable[[Swapper[Any]], Swapper[Any]]:
-    """What ``build_swap_stage`` puts in front of the preset's swapper for ``[remote]``:
-    a RemoteSwapper falling back to it (a ConfigError for a swapper it cannot offload)."""
-    if settings.url is None:
-        raise ConfigError("no remote server set", "give --remote grpc://HOST:PORT")
-    address = parse_address(settings.url)
-    token = settings.token or os.environ.get(TOKEN_ENV) or None
-
-    def wrap(local: Swapper[Any]) -> Swapper[Any]:
-        if not isinstance(local, NeuralSwapper):
-            raise ConfigError(
-                "the remote swap offloads a neural swapper; this preset swaps with the "
-                "classic CPU swapper",
-                "use --preset standard (or quality) with --remote",
-            )
-        link = RemoteLink(
-            address,
-            token=token,
-            ca_cert=Path(settings.ca_cert) if settings.ca_cert else None,
-            compression=settings.compression,
-            timeout_s=settings.timeout_ms / 1000,
-        )
-        return RemoteSwapper(local, link, settings)
-
-    return wrap
+def face_keys(works: Sequence[FaceWork]) -> tuple[int, ...]:
+    """Each face's identity across frames: its track id, else its place in the batch."""
+    return tuple(w.face.track_id if w.face.track_id >= 0 else -1 - i for i, w in enumerate(works))

@@ -7,6 +7,11 @@ the swapper's source vector, computed once per source face on the client); outpu
 the server (in ``livecam serve``'s swapper part, or folded into the exported ONNX graph),
 so only bytes travel. ``livecam serve`` also serves ``livecam_info``: no input that
 matters, one JSON string saying which model, provider and GPU the swap really runs on.
+
+When the preset has an enhancer, ``livecam serve`` serves it too as ``livecam_enhancer``:
+input ``face`` (uint8, batch x E x E x 3, BGR: the swapped face pasted back, aligned to the
+enhancer's FFHQ template at its size E), output ``enhanced`` (uint8, same shape); the
+normalisation and the fidelity weight are the server's.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ LATENT = "latent"
 SWAPPED = "swapped"
 INFO_IN = "ask"
 INFO_OUT = "info"
+ENHANCER_MODEL = "livecam_enhancer"
+FACE = "face"
+ENHANCED = "enhanced"
 LATENT_DIM = 512
 #: Triton's restricted-protocol header key (gRPC sends it as triton-grpc-protocol-<key>)
 TOKEN_KEY = "triton-access" + "-token"
@@ -46,6 +54,8 @@ class ServerInfo:
     latent: str
     providers_used: tuple[str, ...]
     gpu: str
+    enhancer: str = ""  # the enhancer's model id (empty: none served)
+    enhancer_size: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -59,6 +69,8 @@ class ServerInfo:
             latent=str(data["latent"]),
             providers_used=tuple(str(p) for p in data["providers_used"]),
             gpu=str(data["gpu"]),
+            enhancer=str(data.get("enhancer", "")),
+            enhancer_size=int(data.get("enhancer_size", 0)),
         )
 
     def where(self) -> str:

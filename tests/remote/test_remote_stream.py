@@ -61,6 +61,9 @@ class Said:
     def remote(self, reading: object) -> None:
         pass
 
+    def swap_check(self, reading: object) -> None:
+        pass
+
 
 def swap_once(
     swapper: RemoteSwapper, frame: FrameContext, face: Face, latent: np.ndarray

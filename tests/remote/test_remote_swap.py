@@ -14,7 +14,7 @@ import pytest
 from triton_serve import TOKEN, Served, face_region, remote_swapper
 
 from livecam.benchmark.remote_rig import free_port
-from livecam.config.remote import RemoteConfig
+from livecam.config.remote import RemoteConfig, ServerAddress
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
 from livecam.face.parts import Swapper
@@ -23,7 +23,7 @@ from livecam.face.swap.neural import NeuralSwapper
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.remote import wire
 from livecam.remote.export import export_repository
-from livecam.remote.link import RemoteLink
+from livecam.remote.link import RemoteError, RemoteLink
 from livecam.remote.swapper import LOST, RemoteSwapper
 from livecam.sources.image import load_image_bgr
 from livecam.types import Event, FaceWork, FrameContext, FramePacket
@@ -31,7 +31,7 @@ from livecam.types import Event, FaceWork, FrameContext, FramePacket
 FRAMES = 5
 
 
-def standard(testdata: Path, models: dict[str, Path]) -> SwapConfig:
+def standard(testdata: Path, models: dict[str, Path], **more: Any) -> SwapConfig:
     return SwapConfig(
         preset="standard",
         provider="cpu",
@@ -39,6 +39,7 @@ def standard(testdata: Path, models: dict[str, Path]) -> SwapConfig:
         recognizer_model=str(models["recognizer"]),
         swapper_model=str(models["narrow"]),
         face=str(testdata / "faces" / "biden_official_portrait.jpg"),
+        **more,
     )
 
 
@@ -130,6 +131,96 @@ def test_remote_swap_agrees_with_the_local_swap_in_the_face(
         assert stats.server == "cpu" and stats.bytes_up_per_face == 128 * 128 * 3 + 512 * 4
     finally:
         remote.close()
+
+
+def test_the_presets_enhancer_runs_on_the_server_and_agrees(
+    testdata: Path,
+    remote_models: dict[str, Path],
+    narrow_server: Served,
+    local_stage: FaceSwapStage,
+    tmp_path: Path,
+) -> None:
+    """A preset with an enhancer (the small GPEN-256-shaped one, blend 1): `livecam run
+    --remote`'s wrappers send the swap and the enhancement to `livecam serve`; every
+    frame's face agrees with the local swap-and-enhance within 1 grey level, every face
+    was enhanced by the server, and the enhancement really changed the face."""
+    from livecam.remote.enhancer import RemoteEnhancer
+    from livecam.remote.wraps import RemoteWraps
+
+    cfg = standard(
+        testdata,
+        remote_models,
+        enhancer="gpen-bfr-256",
+        enhancer_model=str(remote_models["enhancer"]),
+        enhance_blend=1.0,
+    )
+    here = build_swap_stage(cfg, SourceFaceCache(tmp_path / "here"))
+    settings = RemoteConfig(url=narrow_server.url, token=TOKEN, wait_ms=200, timeout_ms=3000)
+    wraps = RemoteWraps(settings)
+    there = build_swap_stage(
+        cfg, SourceFaceCache(tmp_path / "there"), None, wraps.swapper, wraps.enhancer
+    )
+    try:
+        here.warmup(480, 360)
+        there.warmup(480, 360)
+        enhancer = there.parts.enhancer
+        assert isinstance(enhancer, RemoteEnhancer)
+        assert enhancer.lost is None, enhancer.lost
+        frames = clip(testdata)
+        local, remote = run_stage(here, frames), run_stage(there, frames)
+        plain = run_stage(local_stage, frames)  # swapped, not enhanced
+        for a, b, c in zip(local, remote, plain, strict=True):
+            assert a.faces_swapped == b.faces_swapped == 1
+            ys, xs = face_region(FrameContext(a.frame), a.faces[0])
+            assert np.abs(a.frame[ys, xs].astype(int) - b.frame[ys, xs]).max() <= 1
+            assert np.abs(b.frame[ys, xs].astype(int) - c.frame[ys, xs]).mean() > 2
+        state = enhancer.offload.state
+        assert (state.faces_remote, state.faces_local) == (FRAMES, 0)
+        assert wraps.remote_swapper is not None
+        stats = wraps.remote_swapper.stats()
+        assert stats.enhancer == "remote" and "enhancer: remote" in stats.details()
+    finally:
+        here.close()
+        there.close()
+
+
+def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
+    testdata: Path, remote_models: dict[str, Path], local_stage: FaceSwapStage
+) -> None:
+    """The remote enhancer's own fallback: "REMOTE LOST, local enhance: <cause> (fix:
+    ...)" once, and the faces are enhanced here."""
+    from livecam.face.build import build_enhancer
+    from livecam.face.enhance import FaceEnhancer
+    from livecam.models.presets import resolve_preset
+    from livecam.models.store import ModelStore
+    from livecam.remote.enhancer import LOST_ENHANCE, RemoteEnhancer
+
+    cfg = SwapConfig(
+        preset="standard",
+        provider="cpu",
+        enhancer="gpen-bfr-256",
+        enhancer_model=str(remote_models["enhancer"]),
+    )
+    store = ModelStore()
+    local = build_enhancer(resolve_preset("standard", store, cfg), cfg, store)
+    assert isinstance(local, FaceEnhancer)
+    url = f"grpc://127.0.0.1:{free_port()}"
+    link = RemoteLink(ServerAddress("127.0.0.1", int(url.rpartition(":")[2])))
+    remote = RemoteEnhancer(local, link, RemoteConfig(url=url))
+    said: list[str] = []
+    remote.offload.sink = lambda event: said.append(event.message)
+    try:
+        remote.warmup()
+        [line] = said
+        assert line.startswith(f"{LOST_ENHANCE}: nothing answers") and "(fix: " in line, line
+        [packet] = run_stage(local_stage, clip(testdata)[:1])
+        work = FaceWork(0, 0, packet.faces[0], source_index=0)
+        [done] = remote.enhance([FrameContext(packet.frame)], [work])
+        assert done.output is not None and done.output.shape == (256, 256, 3)
+        assert (remote.offload.state.faces_local, remote.offload.state.faces_remote) == (1, 0)
+    finally:
+        remote.close()
+        link.close()
 
 
 def test_exported_repository_parses_and_its_graph_agrees_with_the_server(
@@ -410,6 +501,13 @@ def test_tls_server_works_with_its_certificate_and_a_mismatch_is_one_line(
     try:
         good = probe_server(server.url, ca_cert=cert)
         assert good.ok and server.url.startswith("grpcs://"), good.lines
+        link = RemoteLink(server.address, token=TOKEN, ca_cert=cert)
+        try:  # this server has no enhancer: a remote enhancer would say so in one line
+            with pytest.raises(RemoteError) as no_enhancer:
+                link.check_enhancer(256)
+            assert "serves no enhancer" in no_enhancer.value.message
+        finally:
+            link.close()
         for url, ca in ((server.url, None), (server.url.replace("grpcs", "grpc"), None)):
             found = probe_server(url, ca_cert=ca)
             [line] = found.lines
