@@ -4,7 +4,10 @@ what it reads and its exit status: 0 marked, 1 not marked, 2 bad input)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+from tqdm import tqdm
 
 from livecam.errors import LivecamError, one_line
 from livecam.stream.verify import (
@@ -44,6 +47,43 @@ def add_verify_command(sub: Any) -> None:
     p.set_defaults(func=cmd_verify)
 
 
+#: seconds a part of the check runs before its progress bar shows (a short file: none)
+SHOW_AFTER_S = 2.0
+_BARS = {
+    "bytes": ("checking the C2PA hashes", "B"),
+    "frames": ("looking for the mark", "frame"),
+}
+
+
+class ProgressBars:
+    """The bars of a long ``verify`` on standard error: the hashing of the whole file by
+    the C2PA check (bytes, with the rate and the time left) and the frames looked at,
+    each shown only once it has run ``SHOW_AFTER_S`` seconds; removed when done."""
+
+    def __init__(self) -> None:
+        self._bars: dict[str, tqdm[Any]] = {}
+
+    def update(self, what: str, done: int, total: int) -> None:
+        bar = self._bars.get(what)
+        if bar is None:
+            label, unit = _BARS[what]
+            bar = self._bars[what] = tqdm(
+                total=total,
+                desc=label,
+                unit=unit,
+                unit_scale=unit == "B",
+                file=sys.stderr,
+                delay=SHOW_AFTER_S,
+                leave=False,
+                dynamic_ncols=True,
+            )
+        bar.update(max(0, done - bar.n))
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -55,11 +95,14 @@ def _positive(text: str) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    bars = ProgressBars()
     try:
-        verdict = verify(args.target, args.frames, args.window)
+        verdict = verify(args.target, args.frames, args.window, bars.update)
     except LivecamError as e:  # one line, fix included: the exit status says the rest
         fix = f" (fix: {one_line(e.hint)})" if e.hint else ""
         raise VerifyError(f"{one_line(e.message)}{fix}") from None
+    finally:
+        bars.close()
     print(report_text(verdict))
     if verdict.mark.frames_total == 0 and not verdict.marked:
         return 2  # nothing decodes: its provenance is reported, the mark cannot be checked

@@ -18,7 +18,7 @@ frames (a note says where decoding stopped); a damaged manifest is reported as s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,8 @@ class Frames:
     fps: float
     kind: str
     note: list[str] = field(default_factory=list)
+    #: the frames its header promises (None: unknown)
+    count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,20 @@ class Verdict:
         return self.mark.marked or self.declared
 
 
-def verify(target: str, frames: int | None = None, window: int | None = None) -> Verdict:
-    """Check ``target`` (see the module docstring); VerifyError for bad input."""
+#: ``progress(what, done, total)``: ``what`` is ``"bytes"`` (the C2PA check hashing the
+#: file: bytes read of its size) or ``"frames"`` (frames looked at of those to read)
+Progress = Callable[[str, int, int], None]
+
+
+def verify(
+    target: str,
+    frames: int | None = None,
+    window: int | None = None,
+    progress: Progress | None = None,
+) -> Verdict:
+    """Check ``target`` (see the module docstring); VerifyError for bad input.
+    ``progress`` follows the long parts (a 20 GB file takes minutes to hash)."""
+    tell: Progress = progress or (lambda _what, _done, _total: None)
     spec = SourceSpec.parse(target)
     if spec.kind == "file":
         path = Path(target).expanduser()
@@ -95,7 +109,8 @@ def verify(target: str, frames: int | None = None, window: int | None = None) ->
         if not path.is_file():
             raise VerifyError(f"verify: {target} is not a file")
         read = _read_file(path, frames or FILE_FRAMES)
-        provenance = _provenance(path)
+        size = path.stat().st_size
+        provenance = _provenance(path, lambda done: tell("bytes", min(done, size), size))
     elif spec.kind == "camera":
         read = _read_device(target, frames or DEVICE_FRAMES)
         provenance = None
@@ -105,7 +120,9 @@ def verify(target: str, frames: int | None = None, window: int | None = None) ->
             "give a video or image file, /dev/videoN, camera:N or a stream URL",
         )
     size = window or (1 if read.kind == "image" else max(1, round(WINDOW_S * read.fps)))
-    mark = detect_frames(read.frames, size)
+    limit = frames or (FILE_FRAMES if spec.kind == "file" else DEVICE_FRAMES)
+    limit = min(limit, read.count or limit)
+    mark = detect_frames(_counted(read.frames, lambda n: tell("frames", n, limit)), size)
     if mark.frames_total == 0 and (provenance is None or not provenance.present):
         why = read.note[0] if read.note else "no frame could be decoded"
         raise VerifyError(f"verify: cannot read {target}: {why}")
@@ -113,9 +130,16 @@ def verify(target: str, frames: int | None = None, window: int | None = None) ->
     return Verdict(target, read.kind, mark, size, provenance, tuple(read.note))
 
 
-def _provenance(path: Path) -> ProvenanceReport:
+def _counted(frames: Iterator[Frame], done: Callable[[int], None]) -> Iterator[Frame]:
+    """``frames``, calling ``done(frames so far)`` after each."""
+    for n, frame in enumerate(frames, 1):
+        yield frame
+        done(n)
+
+
+def _provenance(path: Path, progress: Callable[[int], None]) -> ProvenanceReport:
     try:
-        return read_provenance(path)
+        return read_provenance(path, progress)
     except ProvenanceError as e:
         raise VerifyError(f"verify: {e.message}") from None
     except Exception as e:  # forged provenance never hides the mark: damaged, reported
@@ -147,9 +171,19 @@ def _read_file(path: Path, limit: int) -> Frames:
         raise VerifyError(f"verify: cannot read {path}: it holds no video")
     stream = container.streams.video[0]
     fps = float(stream.average_rate or stream.guessed_rate or 30)
-    read = Frames(iter(()), fps, "video")
+    read = Frames(iter(()), fps, "video", count=_frame_count(stream, fps))
     read.frames = _decode(container, limit, read.note)
     return read
+
+
+def _frame_count(stream: Any, fps: float) -> int | None:
+    """The frames a video stream's header promises, or its duration times ``fps`` (a
+    fragmented MP4 counts none); None when it says neither."""
+    if stream.frames:
+        return int(stream.frames)
+    if stream.duration and stream.time_base:
+        return max(1, round(float(stream.duration * stream.time_base) * fps))
+    return None
 
 
 def _check_image_size(path: Path) -> None:

@@ -16,9 +16,11 @@ import pytest
 from cli_output import subcommand_parser
 from http_files import FileServer
 
+from livecam.cli import verify as verify_command
 from livecam.cli.main import main as cli_main
 from livecam.sinks.recording.provenance import read_provenance
 from livecam.stream.verify import mark_text
+from livecam.stream.verify import verify as verify_file
 from livecam.stream.watermark import StreamDetection
 
 FRAMES = 16
@@ -268,3 +270,20 @@ def test_the_mark_is_off_only_through_the_config_field_with_an_article_50_warnin
     with caplog.at_level(logging.WARNING):
         assert cli_main(run(clip, photo, tmp_path / "default.mp4")) == 0
     assert not [r for r in caplog.records if "Article 50" in r.getMessage()]
+
+
+def test_a_long_verify_shows_its_progress(
+    marked: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The C2PA check hashes the whole file (minutes for 20 GB): its bytes and the frames
+    looked at are followed to the end; the bars show once a part has run a while (here at
+    once)."""
+    seen: dict[str, tuple[int, int]] = {}
+    verify_file(str(marked), progress=lambda what, done, total: seen.update({what: (done, total)}))
+    size = marked.stat().st_size
+    assert seen == {"bytes": (size, size), "frames": (FRAMES, FRAMES)}, seen
+    monkeypatch.setattr(verify_command, "SHOW_AFTER_S", 0.0)
+    capfd.readouterr()
+    assert cli_main(["verify", str(marked)]) == 0
+    err = capfd.readouterr().err
+    assert "checking the C2PA hashes:" in err and "looking for the mark:" in err, err

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import av
 import c2pa
@@ -56,11 +57,14 @@ class ProvenanceReport:
     signature_checked: bool = False
 
 
-def read_provenance(path: str | os.PathLike[str]) -> ProvenanceReport:
+def read_provenance(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+) -> ProvenanceReport:
     """The provenance ``path`` carries (see ``ProvenanceReport``). A file with damaged or
     unreadable provenance data is reported (``present`` False or ``signature_valid``
     False, with the reason in ``detail``), never raised; ProvenanceError only when the
-    file itself cannot be opened."""
+    file itself cannot be opened. ``progress(bytes read so far)`` follows the C2PA check,
+    which hashes the whole file (minutes for 20 GB)."""
     file = Path(path)
     try:
         with file.open("rb"):
@@ -69,13 +73,42 @@ def read_provenance(path: str | os.PathLike[str]) -> ProvenanceReport:
         raise ProvenanceError(f"cannot read {file}: {e.strerror or e}") from e
     if file.suffix.lower() in TAG_SUFFIXES:
         return _read_tag(file)
-    return _read_c2pa(file)
+    return _read_c2pa(file, progress or (lambda _done: None))
 
 
-def _read_c2pa(file: Path) -> ProvenanceReport:
+class _CountedReads:
+    """A file opened for reading, as c2pa reads it (read, seek, tell; write and flush
+    refused or idle), calling ``progress`` with the bytes read so far after each read."""
+
+    def __init__(self, file: BinaryIO, progress: Callable[[int], None]) -> None:
+        self._file = file
+        self._progress = progress
+        self._done = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._done += len(data)
+        self._progress(self._done)
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def write(self, _data: bytes) -> int:
+        raise OSError("the file is read, never written, by verify")
+
+    def flush(self) -> None:
+        return None
+
+
+def _read_c2pa(file: Path, progress: Callable[[int], None]) -> ProvenanceReport:
     mime = C2PA_TYPES.get(file.suffix.lower())
     try:
-        with file.open("rb") as stream:
+        with file.open("rb") as opened:
+            stream = _CountedReads(opened, progress)
             reader = c2pa.Reader.try_create(mime, stream) if mime else c2pa.Reader(stream)
             if reader is None:
                 return ProvenanceReport(False, False, None, detail="no C2PA manifest")
