@@ -149,9 +149,11 @@ def paced(swapper: RemoteSwapper, clip: Clip, frames: int, seed: int = 2) -> flo
     return frames / (time.monotonic() - start)
 
 
-def bench_latency(local: NeuralSwapper, srv: ServeChild, clip: Clip, frames: int) -> dict:
+def bench_latency(
+    local: NeuralSwapper, srv: ServeChild, clip: Clip, frames: int, compression: Compression
+) -> dict:
     here = per_frame(local, clip, frames)
-    swapper = remote(local, srv.port, wait_ms=1000, timeout_ms=3000)
+    swapper = remote(local, srv.port, wait_ms=1000, timeout_ms=3000, compression=compression)
     try:
         there = per_frame(swapper, clip, frames)
         stats = swapper.stats()
@@ -162,6 +164,7 @@ def bench_latency(local: NeuralSwapper, srv: ServeChild, clip: Clip, frames: int
         "remote": there,
         "added_p50_ms": there["p50_ms"] - here["p50_ms"],
         "added_p99_ms": there["p99_ms"] - here["p99_ms"],
+        "compression": compression,
         "remote_faces": stats.faces_remote,
         "local_faces": stats.faces_local,
     }
@@ -279,6 +282,12 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="also write the figures here")
     p.add_argument("--parts", default=",".join(PARTS), help="which figures to measure")
     p.add_argument(
+        "--compression",
+        default=RemoteConfig().compression,
+        choices=("none", "gzip", "deflate"),
+        help="the client's compression for the latency figures (default: [remote]'s)",
+    )
+    p.add_argument(
         "--response-compression",
         default="low",
         choices=wire.RESPONSE_COMPRESSION,
@@ -307,7 +316,7 @@ def main() -> int:
         }
         try:
             if "latency" in parts:
-                figures["latency"] = bench_latency(local, srv, clip, args.frames)
+                figures["latency"] = bench_latency(local, srv, clip, args.frames, args.compression)
             if "delays" in parts:
                 delays = [int(d) for d in args.delays.split(",")]
                 figures["delays"] = bench_delays(local, srv, clip, args.frames, delays)
@@ -335,7 +344,8 @@ def report(f: dict) -> None:
     if "latency" in f:
         lat = f["latency"]
         print(
-            f"per frame: local p50 {lat['local']['p50_ms']:.1f} ms p99 "
+            f"per frame (client compression {lat['compression']}): local p50 "
+            f"{lat['local']['p50_ms']:.1f} ms p99 "
             f"{lat['local']['p99_ms']:.1f} ms | remote p50 {lat['remote']['p50_ms']:.1f} ms p99 "
             f"{lat['remote']['p99_ms']:.1f} ms | added p50 {lat['added_p50_ms']:.1f} ms p99 "
             f"{lat['added_p99_ms']:.1f} ms"

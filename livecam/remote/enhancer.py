@@ -35,9 +35,9 @@ class RemoteEnhancer:
         self.local = local
         self.link = link
         self.model_id = f"{local.model_id}@{link.address}"
-        self.providers = Providers(
-            requested=("remote", *local.providers.requested), used=local.providers.used
-        )
+        # the providers of this machine's part (the fallback); where the server's runs is
+        # in the figures (``RemoteStats.server``), as the server reports it
+        self.providers: Providers = local.providers
         self.offload = Offload(
             link,
             settings,

@@ -163,5 +163,7 @@ def test_the_stats_tab_and_status_bar_show_the_real_remote_swap(
         assert int(faces.split()[1]) > 0, faces
         assert stats._labels["remote"].styleSheet() == ""
         assert window.remote_label.text() == f"remote {narrow_server.url} (cpu)"
+        # this machine's parts run as asked: no FALLBACK for a swap the server does
+        assert "FALLBACK" not in window.provider_label.text(), window.provider_label.text()
     finally:
         window.close()
