@@ -299,6 +299,7 @@ class MainWindow(QMainWindow):
         self.stream = stream
         self.settings = settings
         self.stuck_threads: list[str] = []  # threads that did not stop when the window closed
+        self.closing = False  # the window is closing: nothing new is started
         self.setWindowTitle(TITLE)
         if not stream.running:
             stream.set_config(settings.config)
@@ -525,7 +526,7 @@ class MainWindow(QMainWindow):
         self._sync_swap()
         self._sync_target()
         self._show_virtualcam()
-        if not running:
+        if not running and not self.closing:
             self.check_virtualcam(force=True)  # a driver loaded meanwhile is found
             self.preview.clear()
             self.fps_label.setText("fps n/a")
@@ -710,13 +711,19 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes(sizes)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
-        """Stop the stream (threads joined), save the config and the geometry, close."""
+        """Save the geometry, take the window off the screen at once (Ctrl+Q answers
+        within a frame, however loaded the machine), then stop the stream (threads joined
+        within ``CLOSE_TIMEOUT_S``; a recording gets its finish) and save the config. No
+        virtual-camera check follows this stop."""
+        self.closing = True
+        g = self.geometry()  # before the hide: the window's place on screen
+        self.settings.panel.geometry = [g.x(), g.y(), g.width(), g.height()]
+        self.settings.panel.splitter = list(self.splitter.sizes())
+        self.hide()
+        QGuiApplication.sync()  # the window system unmaps it now, not after the stop
         self.stuck_threads = self.stream.stop(CLOSE_TIMEOUT_S)
         if self.stuck_threads:
             log.warning("threads still running after the stop: %s", ", ".join(self.stuck_threads))
-        g = self.geometry()
-        self.settings.panel.geometry = [g.x(), g.y(), g.width(), g.height()]
-        self.settings.panel.splitter = list(self.splitter.sizes())
         try:
             self.settings.save_config(self.stream.config)
             self.settings.save_panel()

@@ -84,7 +84,10 @@ def test_closing_the_window_leaves_no_thread_behind(
     with qtbot.waitSignal(window.stream.running_changed, timeout=TIMEOUT_MS):
         window.toggle_running()
     assert window.stream.running
+    seen: list[tuple[bool, bool]] = []  # (running, window on screen) when the stream stops
+    window.stream.running_changed.connect(lambda on: seen.append((on, window.isVisible())))
     window.close()
+    assert seen == [(False, False)], "the window leaves the screen before the stream's stop"
     assert not window.stream.running and window.stuck_threads == []
     qtbot.waitUntil(lambda: not stream_threads(), timeout=5000)  # short helper threads
     others = [t.name for t in threading.enumerate() if not t.daemon]
