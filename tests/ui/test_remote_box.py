@@ -54,8 +54,8 @@ def snapshot(lost: str | None) -> Snapshot:
     )  # fmt: skip
 
 
-def test_server_and_token_go_to_the_config_and_a_bad_url_is_one_line(
-    qtbot: QtBot, settings: UiSettings
+def test_server_token_and_ca_go_to_the_config_and_bad_input_is_one_line(
+    qtbot: QtBot, settings: UiSettings, tmp_path: Path
 ) -> None:
     stream = StreamController(small_config())
     panel = ProcessingPanel(stream, settings)
@@ -74,6 +74,16 @@ def test_server_and_token_go_to_the_config_and_a_bad_url_is_one_line(
     box.url.editingFinished.emit()
     assert stream.config.remote.url == "grpc://192.168.1.20:8001"  # unchanged
     assert "grpc://HOST:PORT" in box.problem.text() and box.problem.text().count("\n") == 1
+    box.ca.setText(str(tmp_path / "no-such-ca.pem"))
+    box.ca.editingFinished.emit()
+    assert stream.config.remote.ca_cert is None  # unchanged
+    assert "no such certificate file" in box.problem.text()
+    assert box.problem.text().count("\n") == 1
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    box.ca.setText(str(ca))
+    box.ca.editingFinished.emit()
+    assert stream.config.remote.ca_cert == str(ca) and box.problem.text() == ""
 
 
 def test_the_state_says_where_the_swap_runs_or_that_the_remote_is_lost() -> None:

@@ -1,8 +1,10 @@
 """The Remote box of the Processing tab: swap on another machine's GPU (``livecam.remote``).
 
 * **Server** (``remote.url``, ``grpc://HOST:PORT`` or ``grpcs://`` for TLS; empty: swap on
-  this machine) and **Token** (``remote.token``): applied at the next start, like the other
-  start-time settings; a malformed URL is one red line and nothing changes.
+  this machine), **Token** (``remote.token``) and **TLS CA** (``remote.ca_cert``: the root
+  certificate of a server with a self-signed certificate): applied at the next start, like
+  the other start-time settings; a malformed URL or a missing certificate file is one red
+  line and nothing changes.
 * The state, from the running stream's figures: where the swap runs, the round trip and
   the server's batch, or "REMOTE LOST, local swap: <reason>" in red while the local swap
   stands in.
@@ -50,6 +52,9 @@ class RemoteBox(QGroupBox):
         self.token = QLineEdit()
         self.token.setEchoMode(QLineEdit.EchoMode.Password)
         self.token.setPlaceholderText("the server's token (livecam serve --token)")
+        self.ca = QLineEdit()
+        self.ca.setPlaceholderText("CA certificate PEM (a self-signed grpcs:// server)")
+        self.ca.setToolTip("livecam run --remote-ca: turns TLS on with this root certificate")
         self.state = QLabel()
         self.state.setWordWrap(True)
         self.problem = QLabel()
@@ -59,6 +64,7 @@ class RemoteBox(QGroupBox):
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Server", restart_row(self.url))
         form.addRow("Token", restart_row(self.token))
+        form.addRow("TLS CA", restart_row(self.ca))
         form.addRow(self.state)
         form.addRow(self.problem)
         form.addRow(self.changes.bar)
@@ -68,12 +74,14 @@ class RemoteBox(QGroupBox):
         self.token.editingFinished.connect(
             lambda: self._apply(token=self.token.text().strip() or None)
         )
+        self.ca.editingFinished.connect(lambda: self._apply(ca_cert=self.ca.text().strip() or None))
         stream.stats.connect(self.show_stats)
         stream.config_changed.connect(lambda c: self.show_config(self.changes.merged(c)))
 
     def show_config(self, config: Config) -> None:
         self.url.setText(config.remote.url or "")
         self.token.setText(config.remote.token or "")
+        self.ca.setText(config.remote.ca_cert or "")
         self.show_state()
 
     def show_stats(self, snapshot: Snapshot) -> None:
