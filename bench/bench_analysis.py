@@ -44,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     face = args.face or default_face()
     frames = clip(face, args.frames)
-    parts = build_parts(PRESETS["lite"], SwapConfig(detect_size=400))
+    parts = build_parts(PRESETS["lite"], SwapConfig.of(detect_size=400))
     analyzer = FaceAnalyzer(parts.detector, parts.landmarker, parts.recognizer)
     first = analyzer.analyze(frames[0], with_embedding=True)
     print(

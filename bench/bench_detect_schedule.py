@@ -10,7 +10,7 @@ One face through the whole pipeline (null sink), unpaced, in two modes run back 
   (``buffer.lossless`` off, the default batch);
 * lossless, batch 1: every frame processed, one at a time.
 
-The tracker runs its detector every ``swap.detect_every`` frames it processes; when that
+The tracker runs its detector every ``swap.detect.detect_every`` frames it processes; when that
 was counted in camera frames (``seq``), a live run that drops frames ran the detector on
 nearly every frame and delivered less than the lossless run. Prints each run's frames/s
 out and drops, the median of each mode and their ratio (goal >= 0.9). Source: the

@@ -46,7 +46,7 @@ import statistics
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,13 @@ def clip_frames(path: Path, count: int) -> Iterator[tuple[Frame, int]]:
 
 def swap_config(args: argparse.Namespace, source: Path) -> SwapConfig:
     """The swap config of a run: the preset, the source photo and ``--set`` overrides."""
-    names = {f.name for f in dataclasses.fields(SwapConfig)}
+    try:  # a checkout whose swap config has sections finds each setting by name
+        from livecam.config.swap import setting_sections
+
+        names = set(setting_sections())
+        make: Callable[..., SwapConfig] = SwapConfig.of
+    except ImportError:  # an older checkout (make_before_after --before)
+        names, make = {f.name for f in dataclasses.fields(SwapConfig)}, SwapConfig
     values: dict[str, Any] = {"face": str(source), "preset": args.preset}
     overrides = list(args.set)
     if args.eyes is not None:
@@ -151,7 +157,8 @@ def swap_config(args: argparse.Namespace, source: Path) -> SwapConfig:
         except tomllib.TOMLDecodeError:
             value = raw  # a bare word: a string
         values[key] = tuple(value) if isinstance(value, list) else value
-    return SwapConfig(**values)
+    made: SwapConfig = make(**values)
+    return made
 
 
 def build_stage(cfg: SwapConfig, cache: SourceFaceCache) -> Any:
@@ -278,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clips", default=",".join(CLIPS))
     parser.add_argument("--framings", default=",".join(FRAMINGS))
     parser.add_argument("--sources", default=",".join(SOURCES), help="portraits of faces/")
-    parser.add_argument("--eyes", default=None, help="swap.eyes (when this checkout has it)")
+    parser.add_argument(
+        "--eyes", default=None, help="swap.classic.eyes (when this checkout has it)"
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="a SwapConfig field"
     )

@@ -37,7 +37,7 @@ def parse_vary(text: str) -> tuple[str, str, list[Any]]:
     parsed = [_scalar(v) for v in values.split(",")]
     for value in parsed:
         try:
-            Config().with_section(section, **{name: value})
+            Config().with_fields({key: value})
         except (AttributeError, TypeError):
             raise ConfigError(
                 f"--vary: there is no config field {key!r}",
@@ -68,7 +68,7 @@ def main() -> int:
     parser.add_argument("--fps", type=float, default=30.0)
     parser.add_argument("--mode", choices=("live", "throughput"), default="live")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--cache", choices=("on", "off"), default="off", help="swap.reuse")
+    parser.add_argument("--cache", choices=("on", "off"), default="off", help="swap.reuse.reuse")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     quiet_onnxruntime_logs()

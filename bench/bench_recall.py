@@ -130,13 +130,13 @@ def main() -> int:
         return 2
     portraits = load_portraits(testdata / "faces", lite_analyzer(with_encoder=False))
     overrides = {"detect_size": args.detect_size, "preset": args.preset}
-    cfg = SwapConfig(face=str(SOURCE), **{k: v for k, v in overrides.items() if v is not None})
+    cfg = SwapConfig.of(face=str(SOURCE), **{k: v for k, v in overrides.items() if v is not None})
     stage = build_swap_stage(cfg, SourceFaceCache(None))
     widths = [float(w) for w in args.widths.split(",")]
     print(
         f"livecam from {Path(sys.modules['livecam'].__file__ or '').parent}; preset "
         f"{stage.preset}, detector {stage.parts.detector.model_id}, detect_every "
-        f"{cfg.detect_every}; {len(portraits)} portraits x {len(PLACEMENTS)} placements"
+        f"{cfg.detect.detect_every}; {len(portraits)} portraits x {len(PLACEMENTS)} placements"
     )
     header = ("frame", 9), ("width", 5), ("face px", 7), ("recall", 7), ("lmk err", 7), ("ms", 6)
     print("\n" + " ".join(f"{name:>{n}}" for name, n in header))

@@ -62,7 +62,7 @@ PARTS = ("latency", "delays", "bytes", "streams")
 
 
 def local_swapper(model: Path, data: Path, provider: str = "cpu") -> NeuralSwapper:
-    cfg = SwapConfig(preset="standard", provider=provider, swapper_model=str(model))  # type: ignore[arg-type]
+    cfg = SwapConfig.of(preset="standard", provider=provider, swapper_model=str(model))
     store = ModelStore(data_dir=data)
     swapper = build_swapper(resolve_preset("standard", store, cfg), cfg, store)
     assert isinstance(swapper, NeuralSwapper)

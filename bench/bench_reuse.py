@@ -1,4 +1,4 @@
-"""Swap reuse (``swap.reuse``) on a low-motion clip: frames/s with and without, and how
+"""Swap reuse (``swap.reuse.reuse``) on a low-motion clip: frames/s with and without, and how
 far the output with it strays from the output without it (CPU figures here).
 
     python bench/bench_reuse.py [--clip motion|video] [--frames 90] [--runs 3]
@@ -35,7 +35,8 @@ import cv2
 import numpy as np
 from bench_standard_pipeline import TESTDATA, build
 
-from livecam.config.schema import SourceConfig, SwapConfig
+from livecam.config.schema import SourceConfig
+from livecam.config.swap import ReuseSettings
 from livecam.face.identity.metrics import psnr  # noqa: E402
 from livecam.face.swap.reuse import SwapReuse
 from livecam.face.swap_stage import FaceSwapStage
@@ -99,8 +100,8 @@ def main() -> None:
     p.add_argument("--clip", choices=("motion", "video"), default="motion")
     p.add_argument("--frames", type=int, default=90)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--similarity", type=float, default=SwapConfig.reuse_similarity)
-    p.add_argument("--max-reuse", type=int, default=SwapConfig.reuse_max)
+    p.add_argument("--similarity", type=float, default=ReuseSettings.reuse_similarity)
+    p.add_argument("--max-reuse", type=int, default=ReuseSettings.reuse_max)
     args = p.parse_args()
     frames = clip(args.clip, args.frames)
     print(" ".join(sys.argv))

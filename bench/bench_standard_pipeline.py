@@ -74,7 +74,7 @@ def build(folder: Path) -> FaceSwapStage:
     recognizer, swapper = folder / "arcface_like.onnx", folder / "narrow_inswapper.onnx"
     arcface_like(recognizer, TESTDATA / "models" / "mobilefacenet.onnx")
     inswapper_like(swapper, width=128)
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="standard",
         provider="cpu",
         face=str(SOURCE),

@@ -51,7 +51,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--models", type=Path, help="folder with the lite preset's ONNX files")
     args = p.parse_args()
-    cfg = SwapConfig(preset="lite", provider="cpu", face=str(ASSETS / "grace_hopper.jpg"))
+    cfg = SwapConfig.of(preset="lite", provider="cpu", face=str(ASSETS / "grace_hopper.jpg"))
     with tempfile.TemporaryDirectory() as tmp:
         store = ModelStore(models_dir=args.models, data_dir=Path(tmp) / "data")
         stage = build_swap_stage(cfg, SourceFaceCache(Path(tmp) / "faces"), store=store)

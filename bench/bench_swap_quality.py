@@ -133,9 +133,9 @@ def main() -> int:
     if not folder.is_dir():
         print(f"no faces folder at {folder}; pass --testdata PATH", file=sys.stderr)
         return 2
-    cfg = SwapConfig(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
+    cfg = SwapConfig.of(color=args.color, blend=args.blend, keep_mouth=not args.no_keep_mouth)
     opts = ClassicOptions(feather=args.feather, shape_weight=args.shape_weight)
-    swapper = ClassicSwapper(cfg, opts)
+    swapper = ClassicSwapper(cfg.classic, opts)
     built = build_parts(PRESETS[ALIASES.get(args.preset, args.preset)], cfg)
     parts = dataclasses.replace(built, swapper=swapper)
     analyzer = photo_analyzer(parts)  # the preset's source-photo analyzer

@@ -277,7 +277,7 @@ class App:
         (the loader thread calls this for live changes); closes what it built on failure."""
         if self.frame_size is None:
             raise ControlError("the stream is not running", "call start() first")
-        if config.swap.cuda_graph:  # captured in warm-up: the running stages' CUDA calls
+        if config.swap.neural.cuda_graph:  # captured in warm-up: the running stages' CUDA calls
             log.warning(  # on other threads would break the capture (and them)
                 "a CUDA graph is captured only at start: the swap rebuilt while the stream "
                 "runs goes without one until the next start"

@@ -114,7 +114,7 @@ class FramePacket:
     ``faces``: the faces found in it; ``faces_swapped``: how many of them the swap stage
     replaced (None: no face stage worked on this frame: swap off, blank, freeze);
     ``faces_reused``: how many of those got their track's previous swapped face again
-    instead of a swapper run (``swap.reuse``). ``analysis``: what a stage's ``prepare``
+    instead of a swapper run (``swap.reuse.reuse``). ``analysis``: what a stage's ``prepare``
     found in the frame, by stage name, until its ``process`` takes it. ``swapped``: the
     swap changed its pixels (it swapped a face, or it is a frozen repeat of a frame that
     did); the output thread sets it before the sinks get the frame. ``stand_in``: a blank,

@@ -14,14 +14,14 @@ from livecam.face.parts import Detector, FaceParts, RefitLandmarker
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.models.presets import PRESETS
 
-DETECT_SIDE = SwapConfig().detect_size  # the live detector's default size
+DETECT_SIDE = SwapConfig().detect.detect_size  # the live detector's default size
 
 
 @functools.cache
 def lite_parts(max_side: int = DETECT_SIDE) -> FaceParts:
     """The lite preset's parts, its live detector on the frame shrunk to ``max_side``
     (the photo detector: two passes, 1024 and 400 px)."""
-    return build_parts(PRESETS["lite"], SwapConfig(detect_size=max_side, provider="cpu"))
+    return build_parts(PRESETS["lite"], SwapConfig.of(detect_size=max_side, provider="cpu"))
 
 
 def lite_detector(max_side: int = DETECT_SIDE) -> Detector:

@@ -467,7 +467,7 @@ class MainWindow(QMainWindow):
     def set_swap(self, on: bool) -> None:
         """The master swap switch: live through the control plane, else in the config. On
         with no face photo chosen: said in the panel's words, nothing changed."""
-        if on and not self.stream.config.swap.face and not self.stream.config.swap.map:
+        if on and not self.stream.config.swap.face and not self.stream.config.swap.select.map:
             self.show_message(NO_FACE_TEXT)
             self._sync_swap()
             return

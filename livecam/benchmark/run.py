@@ -20,7 +20,7 @@ from livecam.app import App, build_stages
 from livecam.benchmark.measure import PeakSampler, StageTimes, StampSink, watermark_ms
 from livecam.benchmark.naive import NaiveResult, naive_loop
 from livecam.benchmark.synthetic import SyntheticSize, require_present, synthetic_models
-from livecam.config.schema import Config
+from livecam.config.schema import Config, SwapConfig
 from livecam.errors import ConfigError
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
@@ -66,7 +66,7 @@ class BenchOptions:
 
 
 def _swapper_choice(opts: BenchOptions, models: dict[str, str]) -> str | None:
-    """``swap.swapper`` for ``--fp16`` (None: the preset's); ConfigError when the preset's
+    """``swap.neural.swapper`` for ``--fp16`` (None: the preset's); ConfigError when the preset's
     swapper has no fp16 twin."""
     if opts.fp16 is None or "swapper_model" in models:
         return None  # a file of the user's (or the synthetic one, built in fp16 or not)
@@ -117,12 +117,12 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
             },
             "output": {"sinks": ["null"]},
             "pipeline": {"stages": ["swap"], "overlap": opts.overlap},
-            "swap": swap,
+            "swap": SwapConfig.of(**swap),
             "run": {"frames": opts.frames},
         }
     )
     for section, name, value in opts.overrides:
-        cfg = cfg.with_section(section, **{name: value})
+        cfg = cfg.with_fields({f"{section}.{name}": value})
     return cfg
 
 
@@ -192,7 +192,7 @@ def _cache(cfg: Config, stage: FaceSwapStage) -> str:
     work with."""
     if stage.reuse is not None:
         return "on"
-    return "off" if not cfg.swap.reuse else "off (this swapper cannot reuse)"
+    return "off" if not cfg.swap.reuse.reuse else "off (this swapper cannot reuse)"
 
 
 def _run_live(
@@ -206,7 +206,7 @@ def _run_live(
     app = App(cfg, stages=[stage], sinks=[sink], faces=faces)
     times = StageTimes()
     app.telemetry.subscribe(on_frame=times)
-    sampler = PeakSampler(gpu=cfg.swap.gpu)
+    sampler = PeakSampler(gpu=cfg.swap.runtime.gpu)
     sampler.start()
     try:
         app.start()
@@ -253,11 +253,11 @@ def _figures(
         "frames_captured": snap.frames_in,
         "fps_source": opts.fps if opts.mode == "live" else None,
         "batch_limit": opts.batch if opts.mode == "throughput" else 1,
-        "swapper": cfg.swap.swapper_model or cfg.swap.swapper or "preset's",
+        "swapper": cfg.swap.neural.swapper_model or cfg.swap.neural.swapper or "preset's",
         "fp16": opts.fp16,
         "cache": _cache(cfg, stage),
         "overlap": app.overlap,
-        "memory": cfg.swap.memory,
+        "memory": cfg.swap.runtime.memory,
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,
         "dropped": snap.dropped,

@@ -149,7 +149,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check_remote(args, given)
     if args.frames < WARM_FRAMES + 4:
         raise ConfigError(f"--frames {args.frames} is too few", f"use at least {WARM_FRAMES + 4}")
-    base = SwapConfig(provider=args.provider, select="one", **given)  # type: ignore[arg-type]
+    base = SwapConfig.of(provider=args.provider, select="one", **given)
     names = chosen_presets(args.preset, base)
     print(header(args.provider))
     with demo_portraits() as (source, target):
@@ -472,7 +472,7 @@ def _check_remote(args: argparse.Namespace, given: dict[str, str]) -> int:
     from livecam.models.store import ModelStore
     from livecam.remote.probe import run_probe
 
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset=args.preset or "standard",
         provider=args.provider,
         swapper_model=given.get("swapper_model"),

@@ -38,7 +38,7 @@ def demo_config(
             "buffer": {"lossless": not window},
             "output": {"sinks": ["window"] if window else [output], "overwrite": overwrite},
             "pipeline": {"stages": ["swap"]},
-            "swap": {"face": str(face), "preset": "lite", "select": "one"},
+            "swap": {"face": str(face), "preset": "lite", "select": {"select": "one"}},
             "run": {"frames": frames},
         }
     )

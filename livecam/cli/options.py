@@ -19,11 +19,12 @@ from livecam.config.schema import NEURAL, Config
 from livecam.config.setting import (
     Setting,
     is_list,
+    leaf_fields,
     literal_choices,
     option_text,
     plain_type,
-    sections,
     setting_of,
+    value_at,
 )
 from livecam.config.specs import SinkSpec, SourceSpec
 from livecam.config.tomlfile import split_pair
@@ -144,13 +145,8 @@ def config_from_args(args: argparse.Namespace, base: Config | None = None) -> Co
     """
     cfg = base or (config_file(args.config) if args.config is not None else Config())
     given = given_fields(args)
-    sections: dict[str, dict[str, Any]] = {}
-    for name, value in given.items():
-        section, _, key = name.partition(".")
-        sections.setdefault(section, {})[key] = value
     try:
-        for section, values in sections.items():
-            cfg = cfg.with_section(section, **values)
+        cfg = cfg.with_fields(given)
     except ConfigError as e:
         raise as_option_error(e, given) from None
     if (args.face or getattr(args, "map", None)) and not args.stage:
@@ -211,9 +207,9 @@ SCOPES: Mapping[str, Scope] = MappingProxyType(
             "'swap' in pipeline.stages",
         ),
         "reference": Scope(
-            lambda c: c.swap.select == "reference",
+            lambda c: c.swap.select.select == "reference",
             "--select reference",
-            "swap.select = 'reference'",
+            "swap.select.select = 'reference'",
         ),
         "video file": Scope(
             lambda c: _source(c).file is not None,
@@ -234,11 +230,11 @@ SECTION_SCOPES = MappingProxyType({"swap": "swap"})
 def _scoped_fields() -> dict[str, tuple[str, ...]]:
     """Scope name -> its fields (``section.field``), in config order, from the Settings."""
     found: dict[str, list[str]] = {name: [] for name in SCOPES}
-    for section, cls in sections(Config):
-        for f in dataclasses.fields(cls):
-            for scope in (SECTION_SCOPES.get(section), setting_of(f).applies_with):
-                if scope is not None:
-                    found[scope].append(f"{section}.{f.name}")
+    for name, f, _hint in leaf_fields(Config):
+        section = name.partition(".")[0]
+        for scope in (SECTION_SCOPES.get(section), setting_of(f).applies_with):
+            if scope is not None:
+                found[scope].append(name)
     return {name: tuple(fields) for name, fields in found.items()}
 
 
@@ -250,22 +246,19 @@ SCOPED_FIELDS: Mapping[str, tuple[str, ...]] = MappingProxyType(_scoped_fields()
 #: Settings (``input``)
 INPUT_FILES: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
-        f"{section}.{f.name}": info.input
-        for section, cls in sections(Config)
-        for f in dataclasses.fields(cls)
+        name: info.input
+        for name, f, _hint in leaf_fields(Config)
         if (info := setting_of(f)).input is not None
     }
 )
 
 
 def _default_of(name: str) -> Any:
-    section, _, key = name.partition(".")
-    return getattr(getattr(Config(), section), key)
+    return value_at(Config(), name)
 
 
 def _value_of(cfg: Config, name: str) -> Any:
-    section, _, key = name.partition(".")
-    return getattr(getattr(cfg, section), key)
+    return value_at(cfg, name)
 
 
 def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
@@ -308,11 +301,12 @@ def check_options(cfg: Config, given: Mapping[str, Any]) -> None:
         if problem is not None:
             raise ConfigError(f"{where(name)}: {what} {cut(str(path))} {problem}", fix)
     if "swap" in cfg.pipeline.stages:
-        for pair in cfg.swap.map:
+        for pair in cfg.swap.select.map:
             for photo, what in zip(split_pair(pair) or (), ("source photo", "target photo")):
                 problem = input_file_problem(photo)
                 if problem is not None:
+                    given_as = where("swap.select.map")
                     raise ConfigError(
-                        f"{where('swap.map')} {cut(pair)}: the {what} {cut(photo)} {problem}",
+                        f"{given_as} {cut(pair)}: the {what} {cut(photo)} {problem}",
                         "give SOURCE=TARGET pairs of photos (JPEG, PNG, ...), each with a face",
                     )

@@ -7,21 +7,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, get_type_hints
+from typing import Any
 
 from livecam.config.schema import Config
-from livecam.config.setting import Setting, option_text, sections, setting_of
+from livecam.config.setting import Setting, leaf_fields, option_text, setting_of
 from livecam.errors import ConfigError, cut
 
 
 def config_settings() -> Iterator[tuple[str, dataclasses.Field[Any], Any, Setting]]:
     """``(section.field, field, type hint, Setting)`` of every field with an option."""
-    for section, cls in sections(Config):
-        hints = get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            info = setting_of(f)
-            if info.option is not None:
-                yield f"{section}.{f.name}", f, hints[f.name], info
+    for name, f, hint in leaf_fields(Config):
+        info = setting_of(f)
+        if info.option is not None:
+            yield name, f, hint, info
 
 
 #: config field -> (the option that sets it, its argparse dest); derived from the fields

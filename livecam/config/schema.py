@@ -12,6 +12,7 @@ by ``livecam.config.specs``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_type_hints
@@ -25,6 +26,8 @@ from livecam.config.setting import (
     FPS_WORDS,
     MAX_FPS,
     MIN_FPS,
+    is_section,
+    leaf_fields,
     literal_choices,
     setting,
     setting_of,
@@ -442,8 +445,24 @@ class Config(Validated):
     remote: RemoteConfig = field(default_factory=RemoteConfig)
 
     def with_section(self, section: str, **changes: Any) -> Config:
-        """Return a copy with fields of one section changed (validated)."""
-        return replace(self, **{section: replace(getattr(self, section), **changes)})
+        """Return a copy with fields of one section changed (validated); the swap
+        section's settings by name, whichever of its sections holds them."""
+        part: Validated = getattr(self, section)
+        new: Config = replace(self, **{section: part.changed(**changes)})  # type: ignore[arg-type]
+        return new
+
+    def with_fields(self, changes: Mapping[str, Any]) -> Config:
+        """Return a copy with fields changed by their paths (``source.fps``,
+        ``swap.detect.detect_size``), validated."""
+        tree: dict[str, Any] = {}
+        for path, value in changes.items():
+            *sections, name = path.split(".")
+            node = tree
+            for section in sections:
+                node = node.setdefault(section, {})
+            node[name] = value
+        new: Config = _changed(self, tree)
+        return new
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
@@ -480,16 +499,30 @@ class Config(Validated):
         write_toml(path, self.with_paths_from(Path.cwd()).to_toml(), overwrite)
 
 
+def _changed(part: Validated, tree: Mapping[str, Any]) -> Any:
+    """``part`` with the values of ``tree``: a section's name -> its own tree, a field's
+    -> its value (through ``changed``: the swap section finds its settings by name)."""
+    hints = get_type_hints(type(part))
+    sections = {
+        k: _changed(getattr(part, k), v)
+        for k, v in tree.items()
+        if k in hints and is_section(hints[k]) and isinstance(v, dict)
+    }
+    values = {k: v for k, v in tree.items() if k not in sections}
+    changed = part.changed(**values)
+    return replace(changed, **sections) if sections else changed  # type: ignore[type-var]
+
+
 def field_choices(name: str) -> tuple[Any, ...]:
-    """The values config field ``name`` (``section.field``) accepts: its Literal's, or the
-    names of its table (presets, models); for the panel's lists and the parser."""
-    section, _, key = name.partition(".")
-    section_cls = get_type_hints(Config)[section]
-    f = next(f for f in fields(section_cls) if f.name == key)
+    """The values config field ``name`` (``section.field``, ``swap.runtime.provider``)
+    accepts: its Literal's, or the names of its table (presets, models); for the panel's
+    lists and the parser."""
+    found_field = next((f, hint) for path, f, hint in leaf_fields(Config) if path == name)
+    f, hint = found_field
     info = setting_of(f)
     if info.choices is not None:
         return info.choices()
-    found = literal_choices(get_type_hints(section_cls)[key])
+    found = literal_choices(hint)
     if found is None:
         raise KeyError(f"config field {name} has no choices")
     return found

@@ -115,6 +115,32 @@ def sections(config_cls: type[Any]) -> Iterator[tuple[str, type[Any]]]:
         yield f.name, hints[f.name]
 
 
+def is_section(hint: Any) -> bool:
+    """True when a field of type ``hint`` is a section of its own (a config dataclass)."""
+    return dataclasses.is_dataclass(hint) and isinstance(hint, type)
+
+
+def leaf_fields(
+    config_cls: type[Any], prefix: str = ""
+) -> Iterator[tuple[str, dataclasses.Field[Any], Any]]:
+    """``(section.field, field, type hint)`` of every field that holds a value, in config
+    order, into every section of a section (``swap.detect.detect_size``)."""
+    hints = typing.get_type_hints(config_cls)
+    for f in dataclasses.fields(config_cls):
+        path = f"{prefix}.{f.name}" if prefix else f.name
+        if is_section(hints[f.name]):
+            yield from leaf_fields(hints[f.name], path)
+        else:
+            yield path, f, hints[f.name]
+
+
+def value_at(config: Any, path: str) -> Any:
+    """The value of field ``path`` (``swap.detect.detect_size``) of the config tree."""
+    for name in path.split("."):
+        config = getattr(config, name)
+    return config
+
+
 def number_text(value: float) -> str:
     """``3600.0`` -> ``3600``, ``0.05`` -> ``0.05``, ``1e9`` -> ``1000000000``."""
     if isinstance(value, int) or (math.isfinite(value) and value == int(value)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -65,15 +65,19 @@ def read_toml(p: Path) -> dict[str, Any]:
 def to_toml(cfg: Any) -> str:
     """The config tree ``cfg`` as TOML: one table per section (unset optional fields are
     left out: TOML has no none)."""
-    data = {
-        section.name: {
-            f.name: list(value) if isinstance(value, tuple) else value
-            for f in fields(getattr(cfg, section.name))
-            if (value := getattr(getattr(cfg, section.name), f.name)) is not None
-        }
-        for section in fields(cfg)
-    }
-    return tomli_w.dumps(data)
+    return tomli_w.dumps(_table(cfg))
+
+
+def _table(part: Any) -> dict[str, Any]:
+    """A section as a TOML table: its fields' values and its own sections' tables."""
+    table: dict[str, Any] = {}
+    for f in fields(part):
+        value = getattr(part, f.name)
+        if is_dataclass(value):
+            table[f.name] = _table(value)
+        elif value is not None:
+            table[f.name] = list(value) if isinstance(value, tuple) else value
+    return table
 
 
 def write_toml(path: str | os.PathLike[str], text: str, overwrite: bool) -> None:
@@ -150,25 +154,25 @@ def with_paths_from(cfg: T, base: Path) -> T:
     """A copy of the config tree ``cfg`` whose relative paths (the fields whose Setting
     has ``path``) are taken from ``base``."""
     changes: dict[str, Any] = {}
-    for section in fields(cfg):  # type: ignore[arg-type]
-        part = getattr(cfg, section.name)
-        rebased = {}
-        for f in fields(part):
-            info = setting_of(f)
-            value = getattr(part, f.name)
-            if info.path is None or value is None:
-                continue
-            values = value if isinstance(value, tuple) else (value,)
-            if info.pairs:
-                pairs = [split_pair(v) for v in values]
-                new = tuple(
-                    f"{_rebase(p[0], base)}={_rebase(p[1], base)}" if p else v
-                    for v, p in zip(values, pairs, strict=True)
-                )
-            else:
-                new = tuple(_rebase(v, base) if info.path(v) is not None else v for v in values)
-            if new != values:
-                rebased[f.name] = new if isinstance(value, tuple) else new[0]
-        if rebased:
-            changes[section.name] = replace(part, **rebased)
+    for f in fields(cfg):  # type: ignore[arg-type]
+        value = getattr(cfg, f.name)
+        if is_dataclass(value):
+            rebased = with_paths_from(value, base)
+            if rebased is not value:
+                changes[f.name] = rebased
+            continue
+        info = setting_of(f)
+        if info.path is None or value is None:
+            continue
+        values = value if isinstance(value, tuple) else (value,)
+        if info.pairs:
+            pairs = [split_pair(v) for v in values]
+            new = tuple(
+                f"{_rebase(p[0], base)}={_rebase(p[1], base)}" if p else v
+                for v, p in zip(values, pairs, strict=True)
+            )
+        else:
+            new = tuple(_rebase(v, base) if info.path(v) is not None else v for v in values)
+        if new != values:
+            changes[f.name] = new if isinstance(value, tuple) else new[0]
     return replace(cfg, **changes) if changes else cfg  # type: ignore[type-var]

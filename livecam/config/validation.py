@@ -8,7 +8,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import fields
-from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, Self, get_args, get_origin, get_type_hints
 
 from livecam.config.setting import (
     choices_text,
@@ -92,7 +92,10 @@ def coerce(path: str, hint: Any, value: Any) -> Any:
 
 
 def from_dict(cls: type[Any], data: dict[str, Any], path: str) -> Any:
-    """``cls`` built from a TOML table; unknown keys are a ConfigError listing the fields."""
+    """``cls`` built from a TOML table (after its ``_from_table``); unknown keys are a
+    ConfigError listing the fields."""
+    if issubclass(cls, Validated):
+        data = cls._from_table(data, path)
     hints = get_type_hints(cls)
     names = [f.name for f in fields(cls) if f.init]
     unknown = sorted(set(data) - set(names))
@@ -144,6 +147,16 @@ class Validated:
 
     def _check(self) -> None:
         """Checks beyond the type, range and choices; raise ConfigError naming the field."""
+
+    def changed(self, **changes: Any) -> Self:
+        """A copy with fields changed (validated)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    @classmethod
+    def _from_table(cls, data: dict[str, Any], path: str) -> dict[str, Any]:
+        """The TOML table ``data`` of this section as its fields are laid out now (a
+        section whose fields moved reads its old layout here)."""
+        return data
 
     def _require(self, ok: bool, name: str, allowed: str) -> None:
         if not ok:

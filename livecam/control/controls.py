@@ -23,7 +23,8 @@ from typing import Any, Literal, Protocol, get_args
 import numpy as np
 
 from livecam.config.inputs import input_file_problem
-from livecam.config.schema import Config, FaceSelection, Preset, SwapConfig, field_choices
+from livecam.config.schema import Config, FaceSelection, Preset, field_choices
+from livecam.config.swap import setting_sections
 from livecam.control.loader import LoaderWorker
 from livecam.errors import (
     ConfigError,
@@ -48,9 +49,7 @@ SWITCHES: tuple[Switch, ...] = get_args(Switch)
 #: swap settings a running stream may change (everything but the source face itself, and
 #: the quality setting: ``set_quality``)
 TUNABLE_SWAP_FIELDS = tuple(
-    f.name
-    for f in dataclasses.fields(SwapConfig)
-    if f.name not in ("face", "face_index", "quality")
+    name for name in setting_sections() if name not in ("face", "face_index", "quality")
 )
 
 StageBuilder = Callable[[Config], list[Stage]]
@@ -358,7 +357,7 @@ class Controls:
         return self.quality.set_quality(setting)
 
     def apply_quality(self, setting: str, level: str, swap_changes: Mapping[str, Any]) -> Change:
-        """Set ``swap.quality`` to ``setting`` with the swap settings of ladder level
+        """Set ``swap.runtime.quality`` to ``setting`` with the swap settings of ladder level
         ``level`` (the quality controller's own command: rebuilt like ``update_swap``)."""
         command = f"quality {setting}" + (f" (at {level})" if setting != level else "")
         return self._rebuild(command, {**swap_changes, "quality": setting})

@@ -216,7 +216,7 @@ class HotkeyActions:
 
     def _enhancer(self) -> Change | None:
         cfg = self.controls.config
-        value = self._current("enhancer", cfg.swap.enhancer)
+        value = self._current("enhancer", cfg.swap.neural.enhancer)
         preset = resolve_preset(cfg.swap.preset, self.store, cfg.swap)
         if value != "none" and (value is not None or preset.enhancer is not None):
             self._enhancer_before = value

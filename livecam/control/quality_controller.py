@@ -7,15 +7,15 @@ pipeline's pace, and takes at most one step:
 * down at once, to the next level that changes something, on an out-of-memory failure of
   a stage (the runner's error event: "out of memory" / "Failed to allocate memory"); and,
   while a model runs on the GPU, when free VRAM is below ``low_free_mb``;
-* down, only with ``swap.quality = "auto"``, when the frames the pipeline can make per
+* down, only with ``swap.runtime.quality = "auto"``, when the frames the pipeline can make per
   second (from the stage times of the sent frames) and the output rate both stay below
-  the target (``swap.target_fps``, else the output rate) for ``slow_window_s``;
+  the target (``swap.runtime.target_fps``, else the output rate) for ``slow_window_s``;
 * up one level, not above the pinned level (``full`` with ``auto``), when free VRAM (if
   known) stays above ``room_free_mb`` and, with ``auto``, the pipeline can make
   ``up_headroom`` times the target, for ``up_window_s``; that window doubles (up to
   ``max_up_window_s``) each time a step down follows a step up within it.
 
-A pinned level (any level name in ``swap.quality``) turns the fps steps off; the memory
+A pinned level (any level name in ``swap.runtime.quality``) turns the fps steps off; the memory
 watchdog may still go below it and comes back to it. Each step is a change of swap
 settings built on the loader thread (the stream never stalls), a warning (down) or info
 (up) event from origin ``quality``, and an entry of ``steps``.
@@ -73,7 +73,7 @@ class NvmlFreeMemory:
 class QualityOptions:
     """Thresholds and inputs of the controller. ``clock``: seconds (monotonic);
     ``free_vram_mb``: free VRAM in MB or None when unknown (None here: NVML's reading of
-    ``swap.gpu``)."""
+    ``swap.runtime.gpu``)."""
 
     interval_s: float = 1.0
     low_free_mb: float = 512.0
@@ -127,12 +127,14 @@ class QualityController:
         self._clock = opts.clock
         self._own_reader: NvmlFreeMemory | None = None
         if opts.free_vram_mb is None:
-            self._own_reader = NvmlFreeMemory(controls.config.swap.gpu)
+            self._own_reader = NvmlFreeMemory(controls.config.swap.runtime.gpu)
         self._free = opts.free_vram_mb or self._own_reader
         self._lock = threading.Lock()
         cfg = controls.config.swap
         self._base = base or cfg  # the user's settings, without the ladder's
-        self._level = 0 if cfg.quality == quality.AUTO else quality.index_of(cfg.quality)
+        self._level = (
+            0 if cfg.runtime.quality == quality.AUTO else quality.index_of(cfg.runtime.quality)
+        )
         self._started = self._clock()
         self._pending: Change | None = None
         self._pending_level = self._level
@@ -155,7 +157,7 @@ class QualityController:
 
     @property
     def pinned(self) -> bool:
-        return self._controls.config.swap.quality != quality.AUTO
+        return self._controls.config.swap.runtime.quality != quality.AUTO
 
     def user_config(self, cfg: Config) -> Config:
         """``cfg`` (the stream's effective config) with the user's own settings where the
@@ -174,7 +176,7 @@ class QualityController:
         with self._lock:
             return {
                 "level": self.level,
-                "setting": self._controls.config.swap.quality,
+                "setting": self._controls.config.swap.runtime.quality,
                 "steps": [s.as_dict() for s in self.steps],
             }
 
@@ -218,7 +220,11 @@ class QualityController:
                 self._step(quality.step_down(self._base, self._level), down, now, cfg)
                 return
             if self._can_go_up(cfg, free, now):
-                ceiling = 0 if cfg.quality == quality.AUTO else quality.index_of(cfg.quality)
+                ceiling = (
+                    0
+                    if cfg.runtime.quality == quality.AUTO
+                    else quality.index_of(cfg.runtime.quality)
+                )
                 target = quality.step_up(self._base, self._level, ceiling)
                 self._step(target, self._up_reason(cfg, free), now, cfg)
 
@@ -276,7 +282,7 @@ class QualityController:
         return 1000.0 * len(costs) / sum(costs)
 
     def _target(self, cfg: SwapConfig) -> float:
-        return cfg.target_fps or self._output_fps
+        return cfg.runtime.target_fps or self._output_fps
 
     def _down_reason(self, cfg: SwapConfig, free: float | None, now: float) -> str | None:
         if now - self._last_step < self.options.cooldown_s:
@@ -284,9 +290,9 @@ class QualityController:
         if self._oom is not None:
             return f"out of memory ({self._oom[:120]})"
         low = self.options.low_free_mb
-        if free is not None and free < low and cfg.provider != "cpu":
+        if free is not None and free < low and cfg.runtime.provider != "cpu":
             return f"free VRAM {free:.0f} MB is below {low:.0f} MB"
-        if cfg.quality != quality.AUTO:
+        if cfg.runtime.quality != quality.AUTO:
             return None
         pace, target = self._pace(), self._target(cfg)
         if pace is None:
@@ -305,7 +311,7 @@ class QualityController:
 
     def _can_go_up(self, cfg: SwapConfig, free: float | None, now: float) -> bool:
         roomy = free is None or free >= self.options.room_free_mb
-        if cfg.quality == quality.AUTO:
+        if cfg.runtime.quality == quality.AUTO:
             pace = self._pace()
             roomy = (
                 roomy and pace is not None and pace >= self.options.up_headroom * self._target(cfg)
@@ -320,7 +326,7 @@ class QualityController:
     def _up_reason(self, cfg: SwapConfig, free: float | None) -> str:
         why = [f"free VRAM {free:.0f} MB" if free is not None else "no memory failure"]
         pace = self._pace()
-        if cfg.quality == quality.AUTO and pace is not None:
+        if cfg.runtime.quality == quality.AUTO and pace is not None:
             why.append(f"the stages manage {pace:.1f} fps for a target of {self._target(cfg):g}")
         return f"{' and '.join(why)} for {self._up_window:g} s"
 
@@ -349,12 +355,16 @@ class QualityController:
                 "warning" if down else "info",
                 ORIGIN,
                 f"step {'down' if down else 'up'} to '{step.after}' ({what}): {reason}",
-                "pin a level with --quality LEVEL" if down and cfg.quality == "auto" else "",
+                "pin a level with --quality LEVEL"
+                if down and cfg.runtime.quality == "auto"
+                else "",
             )
         )
         fields = _fields(base, target)
         if fields != _ladder(cfg):
-            self._track(self._controls.apply_quality(cfg.quality, step.after, fields), target)
+            self._track(
+                self._controls.apply_quality(cfg.runtime.quality, step.after, fields), target
+            )
         else:
             self._level = target
             self._reset()
@@ -368,7 +378,7 @@ def _fields(base: SwapConfig, level: int) -> dict[str, Any]:
 
 def _ladder(cfg: SwapConfig) -> dict[str, Any]:
     """The ladder fields of ``cfg``."""
-    return {k: getattr(cfg, k) for k in quality.FIELDS}
+    return {k: cfg.value(k) for k in quality.FIELDS}
 
 
 class QualityWorker(Worker):

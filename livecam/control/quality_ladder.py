@@ -1,6 +1,6 @@
 """The quality ladder: one list of levels, each a set of swap settings over the user's own.
 
-Levels, best first; each is the one above plus one change (``swap.quality`` names them):
+Levels, best first; each is the one above plus one change (``swap.runtime.quality`` names them):
 
 ================  ==================================================================
 ``full``          the user's settings, unchanged
@@ -20,10 +20,11 @@ this ladder is ``livecam.control.quality_controller``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from livecam.config.schema import Config, SwapConfig
+from livecam.config.swap import setting_sections
 from livecam.errors import ConfigError
 
 AUTO = "auto"
@@ -46,13 +47,13 @@ LADDER: tuple[Level, ...] = (
     Level(
         "enhance-half",
         "the enhancer every other frame",
-        lambda c: {"enhance_every": max(c.enhance_every, 2)},
+        lambda c: {"enhance_every": max(c.neural.enhance_every, 2)},
     ),
     Level("no-enhancer", "the enhancer off", lambda c: {"enhancer": "none"}),
     Level(
         "small-detector",
         f"the detector at {SMALL_DETECTOR} px",
-        lambda c: {"detect_size": min(c.detect_size, SMALL_DETECTOR)},
+        lambda c: {"detect_size": min(c.detect.detect_size, SMALL_DETECTOR)},
     ),
     Level("cpu", "every model on the CPU", lambda c: {"provider": "cpu"}),
 )
@@ -69,7 +70,7 @@ def index_of(name: str) -> int:
         raise ConfigError(
             f"quality level {name!r} does not exist",
             f"use auto or one of {', '.join(NAMES)}",
-            field="swap.quality",
+            field="swap.runtime.quality",
             value=name,
             allowed=", ".join((AUTO, *NAMES)),
         )
@@ -82,12 +83,12 @@ def level_settings(base: SwapConfig, index: int) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     for level in LADDER[1 : index + 1]:
         settings.update(level.settings(base))
-    return {k: v for k, v in settings.items() if getattr(base, k) != v}
+    return {k: v for k, v in settings.items() if base.value(k) != v}
 
 
 def level_config(base: SwapConfig, index: int) -> SwapConfig:
     """``base`` at level ``index``."""
-    return replace(base, **level_settings(base, index))
+    return base.changed(**level_settings(base, index))
 
 
 def rebase(base: SwapConfig, current: SwapConfig, index: int) -> SwapConfig:
@@ -95,17 +96,17 @@ def rebase(base: SwapConfig, current: SwapConfig, index: int) -> SwapConfig:
     of ``current`` that differs from what the level set is the user's new choice."""
     at_level = level_config(base, index)
     theirs = {
-        f: getattr(current, f)
-        for f in SwapConfig.__dataclass_fields__
-        if getattr(current, f) != getattr(at_level, f)
+        name: current.value(name)
+        for name in setting_sections()
+        if current.value(name) != at_level.value(name)
     }
-    return replace(base, **theirs)
+    return base.changed(**theirs)
 
 
 def has_enhancer(cfg: SwapConfig) -> bool:
     """Whether ``cfg`` runs an enhancer (True when it cannot be told: preset ``auto``)."""
-    if cfg.enhancer is not None or cfg.enhancer_model is not None:
-        return cfg.enhancer != "none"
+    if cfg.neural.enhancer is not None or cfg.neural.enhancer_model is not None:
+        return cfg.neural.enhancer != "none"
     from livecam.models.presets import preset_row
 
     row = preset_row(cfg.preset)
@@ -135,9 +136,9 @@ def step_up(base: SwapConfig, index: int, ceiling: int = 0) -> int | None:
 
 
 def pinned_config(cfg: Config) -> Config:
-    """``cfg`` with the settings of its pinned level (``swap.quality``) applied: what a
+    """``cfg`` with the settings of its pinned level (``swap.runtime.quality``) applied: what a
     stream starts with."""
-    setting = cfg.swap.quality
+    setting = cfg.swap.runtime.quality
     if setting == AUTO:
         return cfg
     return cfg.with_section("swap", **level_settings(cfg.swap, index_of(setting)))

@@ -22,7 +22,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from livecam.config.schema import SwapConfig
+from livecam.config.swap import (
+    ClassicSettings,
+    DetectSettings,
+    MaskSettings,
+    NeuralSettings,
+    SwapConfig,
+)
+from livecam.config.validation import Validated
 from livecam.errors import ConfigError, ModelError
 from livecam.face.detect.scrfd import START_SCORE as SCRFD_START_SCORE
 from livecam.face.detect.scrfd import ScrfdDetector
@@ -93,23 +100,24 @@ class Weights:
 
 
 Built = Mapping[str, Any]  # role -> the part built so far
-Options = Callable[[SwapConfig, Built], dict[str, Any]]
 
 
-def _no_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+def _no_options(section: None, built: Built) -> dict[str, Any]:
     return {}
 
 
 @dataclass(frozen=True)
 class PartKind:
     """One kind of part: its ``role`` (the manifest task), the factory ``make(weights,
-    **options)`` (weights None for a kind without any), the part's own ``options`` from the
-    swap config and the parts built before it, whether it runs on ONNX Runtime (``onnx``:
-    then a model file of the user's may replace its model) and whether it has weights."""
+    **options)`` (weights None for a kind without any), the part's own ``options`` from
+    its ``section`` of the swap config (only that section: ``SwapConfig.detect``, ...) and
+    the parts built before it, whether it runs on ONNX Runtime (``onnx``: then a model file
+    of the user's may replace its model) and whether it has weights."""
 
     role: str
     make: Callable[..., Any]
-    options: Options = _no_options
+    options: Callable[[Any, Built], dict[str, Any]] = _no_options
+    section: Callable[[SwapConfig], Validated | None] = lambda cfg: None
     onnx: bool = True
     weights: bool = True
 
@@ -117,10 +125,10 @@ class PartKind:
 # ---------------------------------------------------------------- factories
 
 
-def _detector_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+def _detector_options(detect: DetectSettings, built: Built) -> dict[str, Any]:
     landmarker = built.get("landmarker")
     return {
-        "live_sides": (cfg.detect_size,),
+        "live_sides": (detect.detect_size,),
         "photo_sides": PHOTO_SIDES,
         "box_for_kps": landmarker.box_for_kps if landmarker is not None else None,
     }
@@ -166,13 +174,13 @@ def _onnx_part(cls: Callable[..., Any]) -> Callable[..., Any]:
     return make
 
 
-def _neural_swapper_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+def _neural_swapper_options(neural: NeuralSettings, built: Built) -> dict[str, Any]:
     recognizer = built["recognizer"]
-    weighted = cfg.identity_weight != 0.5 and getattr(recognizer, "dim", 0) == 512
+    weighted = neural.identity_weight != 0.5 and getattr(recognizer, "dim", 0) == 512
     return {
-        "cuda_graph": cfg.cuda_graph,
-        "pixel_boost": cfg.pixel_boost,
-        "identity_weight": cfg.identity_weight if weighted else 0.5,
+        "cuda_graph": neural.cuda_graph,
+        "pixel_boost": neural.pixel_boost,
+        "identity_weight": neural.identity_weight if weighted else 0.5,
         "recognizer": recognizer if weighted else None,
     }
 
@@ -185,31 +193,48 @@ def _neural_swapper(cls: Callable[..., Any]) -> Callable[..., Any]:
     return make
 
 
-def _classic(w: None, *, config: SwapConfig) -> ClassicSwapper:
+def _classic(w: None, *, config: ClassicSettings) -> ClassicSwapper:
     return ClassicSwapper(config)
 
 
-def _enhancer_options(cfg: SwapConfig, built: Built) -> dict[str, Any]:
+def _enhancer_options(neural: NeuralSettings, built: Built) -> dict[str, Any]:
     return {
-        "blend": cfg.enhance_blend,
-        "every": cfg.enhance_every,
-        "fidelity": cfg.codeformer_fidelity,
+        "blend": neural.enhance_blend,
+        "every": neural.enhance_every,
+        "fidelity": neural.codeformer_fidelity,
     }
 
 
-_ENHANCER = PartKind("enhancer", _onnx_part(FaceEnhancer), _enhancer_options)
+def _detect(cfg: SwapConfig) -> DetectSettings:
+    return cfg.detect
+
+
+def _neural(cfg: SwapConfig) -> NeuralSettings:
+    return cfg.neural
+
+
+_ENHANCER = PartKind("enhancer", _onnx_part(FaceEnhancer), _enhancer_options, _neural)
 
 KINDS: Mapping[str, PartKind] = MappingProxyType(
     {
-        "yunet": PartKind("detector", _yunet, _detector_options, onnx=False),
-        "scrfd": PartKind("detector", _scrfd, _detector_options),
+        "yunet": PartKind("detector", _yunet, _detector_options, _detect, onnx=False),
+        "scrfd": PartKind("detector", _scrfd, _detector_options, _detect),
         "landmarks68": PartKind("landmarker", _onnx_part(Pfld68Landmarker)),
         "landmarks106": PartKind("landmarker", _onnx_part(Landmarker106)),
         "arcface": PartKind("recognizer", _onnx_part(OnnxRecognizer)),
-        "inswapper": PartKind("swapper", _neural_swapper(InSwapper), _neural_swapper_options),
-        "hyperswap": PartKind("swapper", _neural_swapper(HyperSwapper), _neural_swapper_options),
+        "inswapper": PartKind(
+            "swapper", _neural_swapper(InSwapper), _neural_swapper_options, _neural
+        ),
+        "hyperswap": PartKind(
+            "swapper", _neural_swapper(HyperSwapper), _neural_swapper_options, _neural
+        ),
         "classic-mesh": PartKind(
-            "swapper", _classic, lambda cfg, built: {"config": cfg}, onnx=False, weights=False
+            "swapper",
+            _classic,
+            lambda classic, built: {"config": classic},
+            lambda cfg: cfg.classic,
+            onnx=False,
+            weights=False,
         ),
         "gfpgan": _ENHANCER,
         "codeformer": _ENHANCER,
@@ -221,10 +246,10 @@ KINDS: Mapping[str, PartKind] = MappingProxyType(
 preset table) -> how it is built."""
 
 # the parts every neural swap pastes with: masks without weights, by mask name
-_PLAIN_MASKS: Mapping[str, Callable[[SwapConfig], Masker]] = MappingProxyType(
+_PLAIN_MASKS: Mapping[str, Callable[[MaskSettings], Masker]] = MappingProxyType(
     {
-        "box": lambda cfg: BoxMasker(cfg.mask_blur, cfg.mask_padding),
-        "ellipse": lambda cfg: EllipseMasker(),
+        "box": lambda masks: BoxMasker(masks.mask_blur, masks.mask_padding),
+        "ellipse": lambda masks: EllipseMasker(),
     }
 )
 
@@ -259,12 +284,12 @@ class PartsBuilder:
         if self.neural and "region" in self.masks:
             self.plan["masker"] = self._planned("masker", FACE_PARSER)
         self.runtime = RuntimeOptions(
-            provider=cfg.provider,
-            device_id=cfg.gpu,
-            threads=cfg.threads,
-            spin_wait=cfg.spin_wait,
-            cudnn_conv_algo_search=cfg.cudnn_conv_algo_search,
-            **memory_options(cfg.memory, cfg.face_batch),  # arenas, batch limit
+            provider=cfg.runtime.provider,
+            device_id=cfg.runtime.gpu,
+            threads=cfg.runtime.threads,
+            spin_wait=cfg.runtime.spin_wait,
+            cudnn_conv_algo_search=cfg.runtime.cudnn_conv_algo_search,
+            **memory_options(cfg.runtime.memory, cfg.runtime.face_batch),  # arenas, batch limit
         )
         self.files: dict[str, Path] = {}
         self.opened: list[OnnxModel] = []
@@ -304,7 +329,7 @@ class PartsBuilder:
                 self.store.require(
                     needed,
                     download=True,
-                    accept_licence=self.cfg.accept_licence,
+                    accept_licence=self.cfg.runtime.accept_licence,
                     replace_bad=False,  # a corrupt file is said, not downloaded over
                 )
             )
@@ -322,7 +347,9 @@ class PartsBuilder:
         # each model-running part on its own CUDA stream (inactive without CUDA): its torch
         # pre/post-processing and its ONNX Runtime runs are ordered on the stream, with no
         # device-wide synchronisation between parts
-        stream = StageStream(f"cuda:{self.cfg.gpu}", enabled=self.cfg.provider != "cpu")
+        stream = StageStream(
+            f"cuda:{self.cfg.runtime.gpu}", enabled=self.cfg.runtime.provider != "cpu"
+        )
         model = OnnxModel(
             path,
             options,
@@ -343,7 +370,8 @@ class PartsBuilder:
         if planned.entry is not None:
             path = self.files.get(planned.name)
             weights = Weights(planned.entry, path, self.open)
-        return planned.kind.make(weights, **planned.kind.options(self.cfg, built))
+        section = planned.kind.section(self.cfg)
+        return planned.kind.make(weights, **planned.kind.options(section, built))
 
     def judge(self, built: Built) -> Recognizer:
         """The swap check's recognizer (``JUDGE_MODEL``): the preset's own when that is it
@@ -354,7 +382,7 @@ class PartsBuilder:
         if (
             planned is not None
             and planned.name == JUDGE_MODEL
-            and self.cfg.recognizer_model is None
+            and self.cfg.neural.recognizer_model is None
         ):
             assert own is not None
             judge: Recognizer = own
@@ -372,18 +400,18 @@ class PartsBuilder:
         maskers: list[Masker] = []
         for kind in self.masks:
             if kind in _PLAIN_MASKS:
-                maskers.append(_PLAIN_MASKS[kind](self.cfg))
+                maskers.append(_PLAIN_MASKS[kind](self.cfg.masks))
             elif kind == "region":
                 maskers.append(self.part("masker", built))
-        if self.cfg.mouth_mask > 0:
-            maskers.append(MouthMasker(self.cfg.mouth_mask))
+        if self.cfg.masks.mouth_mask > 0:
+            maskers.append(MouthMasker(self.cfg.masks.mouth_mask))
         if not maskers:
             return None
         return maskers[0] if len(maskers) == 1 else CombinedMasker(maskers)
 
     def blender(self) -> Blender:
         if not self.neural:
-            return RoiBlender(self.cfg.blend)
+            return RoiBlender(self.cfg.classic.blend)
         return AffineBlender("insightface" if "insightface" in self.masks else "mask")
 
     def close_opened(self) -> None:

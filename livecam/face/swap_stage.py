@@ -214,8 +214,8 @@ def _contexts(batch: list[FramePacket]) -> list[FrameContext]:
 def check_swap_config(cfg: SwapConfig) -> None:
     """The errors a swap config can have before anything is loaded (preset, face files)."""
     resolve_preset(cfg.preset)
-    if cfg.map:
-        if cfg.select == "reference":
+    if cfg.select.map:
+        if cfg.select.select == "reference":
             raise ConfigError(
                 "--map and --select reference both say whose face is replaced",
                 "use one of them: --map SOURCE=TARGET pairs, or --select reference",
@@ -227,9 +227,10 @@ def check_swap_config(cfg: SwapConfig) -> None:
             "add --face PHOTO: a photo of the face to swap in",
             panel_hint="pick a face photo in the Source tab (Open photo…)",
         )
-    if cfg.select == "reference" and cfg.reference is None:
+    if cfg.select.select == "reference" and cfg.select.reference is None:
         raise ConfigError(
-            "face selection 'reference' needs the reference photo (config field 'swap.reference')",
+            "face selection 'reference' needs the reference photo "
+            "(config field 'swap.select.reference')",
             "add --reference PHOTO: a photo of the person whose face is replaced",
             panel_hint="pick the reference photo in the Processing tab, or another selection",
         )
@@ -268,27 +269,31 @@ def build_swap_stage(
         # the source photo is embedded only for a swapper that uses the identity (the
         # classic swapper warps pixels: its photo is analysed without the recognizer)
         analyzer = photo_analyzer(parts, identity=parts.swapper.needs_identity)
-        selector: FaceSelector = mode_selector(cfg.select)
-        if cfg.map:
-            pairs = [split_pair(m) for m in cfg.map]
+        selector: FaceSelector = mode_selector(cfg.select.select)
+        if cfg.select.map:
+            pairs = [split_pair(m) for m in cfg.select.map]
             sources = [faces.get(p[0], None, analyzer) for p in pairs if p is not None]
             targets = [
                 _embedding(faces, p[1], parts, "target photo") for p in pairs if p is not None
             ]
-            selector = FaceMapper(parts.recognizer, targets, cfg.reference_threshold)
+            selector = FaceMapper(parts.recognizer, targets, cfg.select.reference_threshold)
         else:
             assert cfg.face is not None
             sources = [faces.get(cfg.face, cfg.face_index, analyzer)]
-        if cfg.reference is not None and cfg.select == "reference" and not cfg.map:
-            ref = _embedding(faces, cfg.reference, parts, "reference photo")
-            selector = ReferenceMatcher(parts.recognizer, ref, cfg.reference_threshold)
+        if (
+            cfg.select.reference is not None
+            and cfg.select.select == "reference"
+            and not cfg.select.map
+        ):
+            ref = _embedding(faces, cfg.select.reference, parts, "reference photo")
+            selector = ReferenceMatcher(parts.recognizer, ref, cfg.select.reference_threshold)
         prepared = [parts.swapper.prepare(s) for s in sources]
         tracker = FaceTracker(
             parts.detector,
             parts.landmarker,
-            detect_every=cfg.detect_every,
-            smoothing=cfg.smoothing,
-            repeat_tolerance=cfg.repeat_tolerance,
+            detect_every=cfg.detect.detect_every,
+            smoothing=cfg.detect.smoothing,
+            repeat_tolerance=cfg.detect.repeat_tolerance,
         )
     except BaseException:
         parts.close()
@@ -300,17 +305,19 @@ def build_swap_stage(
             source.faces_found,
             source.path,
             row.name,
-            "map" if cfg.map else cfg.select,
+            "map" if cfg.select.map else cfg.select.select,
         )
     reuse = (
-        SwapReuse(cfg.reuse_similarity, cfg.reuse_max)
-        if cfg.reuse and SwapReuse.supports(parts.swapper)
+        SwapReuse(cfg.reuse.reuse_similarity, cfg.reuse.reuse_max)
+        if cfg.reuse.reuse and SwapReuse.supports(parts.swapper)
         else None
     )
     causes = likely_causes(cfg, neural=parts.swapper.needs_identity)
     judge = JUDGE_NAME if parts.judge is not None else parts.recognizer.model_id
     check = SwapCheck(parts.check_recognizer, sources, causes=causes, judge=judge)
-    return FaceSwapStage(parts, tracker, selector, sources, prepared, cfg.opacity, reuse, check)
+    return FaceSwapStage(
+        parts, tracker, selector, sources, prepared, cfg.masks.opacity, reuse, check
+    )
 
 
 def _embedding(faces: SourceFaceCache, photo: str, parts: FaceParts, what: str) -> Embedding:

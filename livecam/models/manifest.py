@@ -93,7 +93,7 @@ def default_manifest() -> Mapping[str, ModelEntry]:
 
 def names_for(task: Task, manifest: Mapping[str, ModelEntry] | None = None) -> tuple[str, ...]:
     """The models of ``task`` in manifest order (``default_manifest()`` when None): the
-    choices of ``swap.swapper`` and ``swap.enhancer``, for example."""
+    choices of ``swap.neural.swapper`` and ``swap.neural.enhancer``, for example."""
     entries = default_manifest() if manifest is None else manifest
     return tuple(name for name, entry in entries.items() if entry.task == task)
 

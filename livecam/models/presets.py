@@ -31,27 +31,48 @@ FACE_PARSER = "bisenet-resnet34"
 Manifest = Mapping[str, ModelEntry]
 
 
-class SwapChoices(Protocol):
-    """The swap settings that change which parts a preset is made of (``SwapConfig`` has
-    them; the table reads them without importing the config, which imports the table for
-    its preset names)."""
+class NeuralChoices(Protocol):
+    """The neural section's choices of models (``config.swap.NeuralSettings``)."""
 
     @property
     def swapper(self) -> str | None: ...
     @property
     def enhancer(self) -> str | None: ...
     @property
-    def mouth_mask(self) -> int: ...
-    @property
-    def masks(self) -> tuple[str, ...]: ...
-    @property
-    def detector_model(self) -> str | None: ...
-    @property
     def recognizer_model(self) -> str | None: ...
     @property
     def swapper_model(self) -> str | None: ...
     @property
     def enhancer_model(self) -> str | None: ...
+
+
+class MaskChoices(Protocol):
+    """The masks section's choices (``config.swap.MaskSettings``)."""
+
+    @property
+    def mouth_mask(self) -> int: ...
+    @property
+    def masks(self) -> tuple[str, ...]: ...
+
+
+class DetectChoices(Protocol):
+    """The detect section's model choice (``config.swap.DetectSettings``)."""
+
+    @property
+    def detector_model(self) -> str | None: ...
+
+
+class SwapChoices(Protocol):
+    """The swap settings that change which parts a preset is made of (``SwapConfig`` has
+    them; the table reads them without importing the config, which imports the table for
+    its preset names)."""
+
+    @property
+    def neural(self) -> NeuralChoices: ...
+    @property
+    def masks(self) -> MaskChoices: ...
+    @property
+    def detect(self) -> DetectChoices: ...
 
 
 @dataclass(frozen=True)
@@ -80,11 +101,11 @@ class PresetRow:
         roles = [f.name for f in fields(self) if f.name not in ("name", "needs_download", "masks")]
         names = {role: getattr(self, role) for role in roles}
         if cfg is not None:
-            names["swapper"] = cfg.swapper or self.swapper
-            if cfg.enhancer is not None:
-                names["enhancer"] = None if cfg.enhancer == "none" else cfg.enhancer
+            names["swapper"] = cfg.neural.swapper or self.swapper
+            if cfg.neural.enhancer is not None:
+                names["enhancer"] = None if cfg.neural.enhancer == "none" else cfg.neural.enhancer
             neural = is_neural(names["swapper"], manifest)
-            if neural and cfg.mouth_mask > 0 and names["landmarker"] is None:
+            if neural and cfg.masks.mouth_mask > 0 and names["landmarker"] is None:
                 names["landmarker"] = MOUTH_LANDMARKER
         return {role: name for role, name in names.items() if isinstance(name, str)}
 
@@ -98,8 +119,8 @@ class PresetRow:
         """The masks of the swapped face: the config's, else the row's, else (a neural
         swapper chosen for a classic preset) insightface's paste-back edge. ``swapper``:
         the swapper under ``cfg`` when the caller already has it (``parts_for``)."""
-        if cfg is not None and cfg.masks:
-            return cfg.masks
+        if cfg is not None and cfg.masks.masks:
+            return cfg.masks.masks
         chosen = swapper if swapper is not None else self.parts_for(cfg, manifest)["swapper"]
         if self.masks or not is_neural(chosen, manifest):
             return self.masks
@@ -226,9 +247,9 @@ def given_files(cfg: SwapChoices | None) -> dict[str, str]:
     if cfg is None:
         return {}
     given = {
-        "detector": cfg.detector_model,
-        "recognizer": cfg.recognizer_model,
-        "swapper": cfg.swapper_model,
-        "enhancer": cfg.enhancer_model,
+        "detector": cfg.detect.detector_model,
+        "recognizer": cfg.neural.recognizer_model,
+        "swapper": cfg.neural.swapper_model,
+        "enhancer": cfg.neural.enhancer_model,
     }
     return {role: path for role, path in given.items() if path is not None}

@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from livecam.models.presets import resolve_preset
     from livecam.models.store import ModelStore
 
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset=args.preset,
         provider="cpu" if args.export_repository else args.provider,
         gpu=args.gpu,

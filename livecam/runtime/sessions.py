@@ -63,7 +63,7 @@ CUDA_DEVICE = (CUDA, TENSORRT)
 
 @dataclass(frozen=True)
 class MemoryLevel:
-    """What one memory strategy (``swap.memory``) sets: ONNX Runtime's memory options and
+    """What one memory strategy (``swap.runtime.memory``) sets: ONNX Runtime's memory options and
     LiveCam's batch limit."""
 
     #: CUDA arena growth: ``kSameAsRequested`` (exactly what is asked) or ``kNextPowerOfTwo``

@@ -53,7 +53,7 @@ class Snapshot:
     found and swapped in all of them, ``frames_swapped`` those with at least one swapped
     face, and ``faces_now`` (found, swapped) in the last sent frame (None when the swap
     stage did not work on it: swap off, blank, freeze, or no frame yet). ``faces_reused``:
-    swapped faces that got their track's previous swapped face again (``swap.reuse``);
+    swapped faces that got their track's previous swapped face again (``swap.reuse.reuse``);
     ``reuse_hit_rate`` is their share of the swapped faces. ``swap_check``: the swap
     check's newest reading (``face.identity.swap_check``: swap strength 0-100 and the
     cosines; None before the first).

@@ -164,7 +164,7 @@ CASES = [
     Case(
         "config unknown swapper",
         lambda t: config(t, '[swap]\nswapper = "x"\n'),
-        ("'swap.swapper'", "'inswapper-128'"),
+        ("'swap.neural.swapper'", "'inswapper-128'"),
     ),
     Case(
         "config unknown preset",

@@ -45,7 +45,7 @@ def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path
     assert proc.returncode == 128 + signal.SIGTERM, err  # stopped by SIGTERM: 143
     assert "error: unknown command 'bogus'" in err
     assert "expected on or off" in err and "'face' is missing an argument" in err
-    assert "swap.detect_size" in err, "an invalid value is a one-line error naming the field"
+    assert "swap.detect.detect_size" in err, "an invalid value is a one-line error naming the field"
     assert "controls: swap off" in err and "controls: blank on" in err
     frame = cv2.imread(str(last))
     assert frame is not None and not frame.any(), "the last frame sent is the black blank"

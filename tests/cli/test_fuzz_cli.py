@@ -135,12 +135,12 @@ CONFIG_GOOD = {
     "buffer.lossless": ["true", "false"],
     "output.sinks": ['["null"]'],
     "output.fps": ["30", "240"],
-    "swap.smoothing": ["0", "10"],
-    "swap.detect_every": ["1", "60"],
+    "swap.detect.smoothing": ["0", "10"],
+    "swap.detect.detect_every": ["1", "60"],
     "run.status_interval_s": ["0.1", "3600"],
     "run.frames": ["1000000000"],  # the command line's --frames wins
 }
-BAD_FIELDS = [*CONFIG_GOOD, "swap.face_index", "swap.reference_threshold", "run.x", "nope.x"]
+BAD_FIELDS = [*CONFIG_GOOD, "swap.face_index", "swap.select.reference_threshold", "run.x", "nope.x"]
 BAD_TOML = [
     "0", "-1", "1e10", "1e-300", "inf", "nan", '"x"', "[15, 15]", "[]", '""', "65", "true",
     "[1, 2, 3]", "{ a = 1 }",

@@ -36,7 +36,7 @@ def test_config_is_frozen() -> None:
         ({"source": {"camera_backend": "directshow"}}, "source.camera_backend", "'dshow'"),
         ({"pipeline": {"stages": ["passthrough", "blur"]}}, "pipeline.stages[1]", "'facebox'"),
         ({"buffer": {"batch_limit": 9}}, "buffer.batch_limit", "1 to capacity"),
-        ({"swap": {"select": "biggest"}}, "swap.select", "'reference'"),
+        ({"swap": {"select": "biggest"}}, "swap.select.select", "'reference'"),
         ({"run": {"frames": -5}}, "run.frames", "from 1 to 1000000000"),
         ({"buffer": {"lossless": "yes"}}, "buffer.lossless", "true or false (or leave"),
     ],
@@ -125,7 +125,7 @@ def test_paths_in_a_config_file_are_relative_to_its_folder(
     assert cfg.source.face_motion == str(folder / ".." / "portrait.png")
     assert cfg.output.sinks == ("null", str(folder / "out.mp4"), "window", "/abs/last.png")
     assert cfg.swap.face == str(folder / "me.jpg")
-    assert cfg.swap.reference == str(Path.home() / "ref.jpg")
+    assert cfg.swap.select.reference == str(Path.home() / "ref.jpg")
     assert cfg.pipeline.yunet_model == str(folder / "models" / "yunet.onnx")
     assert cfg.run.stats_json == str(folder / "stats.json")
 

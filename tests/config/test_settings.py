@@ -84,7 +84,7 @@ def test_test_and_bench_knobs_leave_the_help_but_still_work(
     assert main(["run", "--help-debug"]) == 0 and "--stamp" in capsys.readouterr().out
     args = run_parser().parse_args(["--stamp", "--stage", "facebox", "--cuda-graph"])
     cfg = config_from_args(args)
-    assert cfg.source.stamp and cfg.pipeline.stages == ("facebox",) and cfg.swap.cuda_graph
+    assert cfg.source.stamp and cfg.pipeline.stages == ("facebox",) and cfg.swap.neural.cuda_graph
 
 
 def test_range_errors_say_the_fields_range() -> None:
@@ -93,13 +93,13 @@ def test_range_errors_say_the_fields_range() -> None:
     for name, _field, hint, info in config_settings():
         if info.range is None:
             continue
-        section, _, key = name.partition(".")
+        key = name.rpartition(".")[2]
         low, high = info.range
         too_big: Any = high + 1 if plain_type(hint) is int else high * 1.5 + 1
         if key == "mask_padding":
             too_big = (0, 0, 0, too_big)
         with pytest.raises(ConfigError) as e:
-            Config().with_section(section, **{key: too_big})
+            Config().with_fields({name: too_big})
         assert e.value.field == name and number_text(high) in (e.value.allowed or ""), name
         checked += 1
     assert checked >= 20
@@ -109,18 +109,18 @@ def test_model_and_preset_names_come_from_the_manifest_and_the_table() -> None:
     manifest = load_manifest()
     swappers = [n for n, e in manifest.items() if e.task == "swapper"]
     enhancers = [n for n, e in manifest.items() if e.task == "enhancer"]
-    assert list(field_choices("swap.swapper")) == swappers and swappers
-    assert list(field_choices("swap.enhancer")) == ["none", *enhancers]
+    assert list(field_choices("swap.neural.swapper")) == swappers and swappers
+    assert list(field_choices("swap.neural.enhancer")) == ["none", *enhancers]
     assert set(field_choices("swap.preset")) == {"auto", *PRESETS, *ALIASES}
     for name in swappers:
-        assert SwapConfig(swapper=name).swapper == name
+        assert SwapConfig.of(swapper=name).neural.swapper == name
     for name in enhancers:
-        assert SwapConfig(enhancer=name).enhancer == name
+        assert SwapConfig.of(enhancer=name).neural.enhancer == name
     for name in PRESETS:
         assert SwapConfig(preset=name).preset == name
     with pytest.raises(ConfigError) as e:
         Config.from_dict({"swap": {"swapper": "inswapper-64"}})
-    assert e.value.field == "swap.swapper" and repr(swappers[0]) in (e.value.allowed or "")
+    assert e.value.field == "swap.neural.swapper" and repr(swappers[0]) in (e.value.allowed or "")
     with pytest.raises(ConfigError, match="'swap.preset'"):
         SwapConfig(preset="fast")
 
@@ -128,11 +128,11 @@ def test_model_and_preset_names_come_from_the_manifest_and_the_table() -> None:
 def test_the_parser_offers_the_fields_choices() -> None:
     by_option = {a.option_strings[0]: a for a in run_parser()._actions if a.option_strings}
     for option, field in (
-        ("--swapper", "swap.swapper"),
+        ("--swapper", "swap.neural.swapper"),
         ("--label-position", "output.label_position"),
     ):
         assert tuple(by_option[option].choices or ()) == field_choices(field)
-    assert field_choices("swap.masks") == ("box", "insightface", "ellipse", "region")
+    assert field_choices("swap.masks.masks") == ("box", "insightface", "ellipse", "region")
     with pytest.raises(KeyError):
         field_choices("source.fps")
 

@@ -156,11 +156,14 @@ def test_face_selection_and_quality_changes_rebuild_without_stopping(
     assert not np.array_equal(other[-1], first), "another face is pasted in"
 
     quality = app.controls.update_swap(detect_size=320, blend="seamless").wait(APPLY_TIMEOUT_S)
-    assert quality.config.swap.detect_size == 320 and quality.config.swap.blend == "seamless"
+    assert (
+        quality.config.swap.detect.detect_size == 320
+        and quality.config.swap.classic.blend == "seamless"
+    )
     preset = app.controls.set_preset("auto").wait(APPLY_TIMEOUT_S)
     assert preset.config.swap.preset == "auto"
     selection = app.controls.set_selection("all").wait(APPLY_TIMEOUT_S)
-    assert selection.config.swap.select == "all"
+    assert selection.config.swap.select.select == "all"
 
     times = np.array([f.t_ns for f in vcam.frames[sent_before:]]) / 1e9
     assert len(times) > 10 and float(np.diff(times).max()) < 1.0, "no output gap over 1 s"
@@ -174,7 +177,7 @@ def test_invalid_commands_change_nothing(
     before = app.config
     with pytest.raises(ConfigError, match="preset"):
         app.controls.set_preset("best")
-    with pytest.raises(ConfigError, match="swap.detect_size"):
+    with pytest.raises(ConfigError, match="swap.detect.detect_size"):
         app.controls.update_swap(detect_size=10)
     with pytest.raises(ConfigError, match="face"):
         app.controls.update_swap(face="x.jpg")

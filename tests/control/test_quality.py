@@ -12,7 +12,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -23,7 +22,7 @@ from waiting import poll
 
 from livecam.app import App
 from livecam.cli.main import main
-from livecam.config.schema import Config, QualityLevel, SwapConfig
+from livecam.config.schema import Config, MemoryStrategy, QualityLevel, SwapConfig
 from livecam.control import quality_ladder as quality
 from livecam.control.quality_controller import QualityController, QualityOptions, is_out_of_memory
 from livecam.errors import ConfigError
@@ -46,7 +45,7 @@ def test_the_ladder_is_the_configs_list_of_levels() -> None:
 
 
 def test_each_level_sets_the_documented_settings_over_the_users() -> None:
-    user = SwapConfig(preset="quality", enhance_every=3, detect_size=640, provider="cuda")
+    user = SwapConfig.of(preset="quality", enhance_every=3, detect_size=640, provider="cuda")
     expected: list[dict[str, Any]] = [
         {},
         {"face_batch": 1},
@@ -63,10 +62,10 @@ def test_each_level_sets_the_documented_settings_over_the_users() -> None:
     ]
     for index, settings in enumerate(expected):
         cfg = quality.level_config(user, index)
-        got = {k: getattr(cfg, k) for k in quality.FIELDS if getattr(cfg, k) != getattr(user, k)}
-        assert got == {k: v for k, v in settings.items() if getattr(user, k) != v}, index
+        got = {k: cfg.value(k) for k in quality.FIELDS if cfg.value(k) != user.value(k)}
+        assert got == {k: v for k, v in settings.items() if user.value(k) != v}, index
     # every other frame when the user runs it on each frame
-    assert quality.level_config(replace(user, enhance_every=1), 2).enhance_every == 2
+    assert quality.level_config(user.changed(enhance_every=1), 2).neural.enhance_every == 2
 
 
 def test_levels_that_change_nothing_are_skipped() -> None:
@@ -77,23 +76,29 @@ def test_levels_that_change_nothing_are_skipped() -> None:
     assert quality.step_up(lite, 5) == 4 and quality.step_up(lite, 4) == 1
     assert quality.step_up(lite, 1) == 0 and quality.step_up(lite, 0) is None
     assert quality.step_up(lite, 5, ceiling=4) == 4 and quality.step_up(lite, 4, 4) is None
-    small_cpu = SwapConfig(preset="quality", detect_size=200, provider="cpu")
+    small_cpu = SwapConfig.of(preset="quality", detect_size=200, provider="cpu")
     assert quality.step_down(small_cpu, 3) is None  # detector already small, already on CPU
 
 
 def test_a_setting_changed_while_a_level_is_in_force_stays_the_users() -> None:
     user = SwapConfig(preset="quality")
     at_level = quality.level_config(user, 3)
-    theirs = replace(at_level, opacity=0.5, detect_size=800)
+    theirs = at_level.changed(opacity=0.5, detect_size=800)
     base = quality.rebase(user, theirs, 3)
-    assert base.opacity == 0.5 and base.detect_size == 800
-    assert base.enhancer is None and base.face_batch == 0  # the level's, not the user's
+    assert base.masks.opacity == 0.5 and base.detect.detect_size == 800
+    assert (
+        base.neural.enhancer is None and base.runtime.face_batch == 0
+    )  # the level's, not the user's
 
 
 def test_a_pinned_level_is_applied_at_the_start() -> None:
     cfg = Config().with_section("swap", preset="quality", quality="no-enhancer")
     start = quality.pinned_config(cfg).swap
-    assert (start.face_batch, start.enhance_every, start.enhancer) == (1, 2, "none")
+    assert (start.runtime.face_batch, start.neural.enhance_every, start.neural.enhancer) == (
+        1,
+        2,
+        "none",
+    )
     assert quality.pinned_config(cfg.with_section("swap", quality="auto")) == cfg.with_section(
         "swap", quality="auto"
     )
@@ -116,6 +121,8 @@ def test_each_memory_strategy_sets_its_ort_options(testdata: Path) -> None:
         "gpu_mem_limit": str(1536 * 2**20),
     }
     assert low["cpu_arena"] is False and low["max_batch"] == 1
+    # the config's names (its field's choices, below runtime) are the runtime's levels
+    assert tuple(MEMORY) == get_args(MemoryStrategy)
     for name in ("balanced", "high"):
         opts = memory_options(name)
         assert opts["provider_options"]["cuda"] == {
@@ -279,9 +286,9 @@ def test_low_free_vram_steps_down_once_and_back_up_with_hysteresis(
     first = s.steps()[0]
     assert first.level == "warning" and "step down to 'small-batch'" in first.message
     assert "free VRAM 100 MB is below 512 MB" in first.message
-    assert s.quality.level == "small-batch" and s.app.controls.config.swap.face_batch == 1
+    assert s.quality.level == "small-batch" and s.app.controls.config.swap.runtime.face_batch == 1
     # what is saved and started with next time: the user's settings, not the level's
-    assert s.app.config.swap.face_batch == 0 and s.app.config.swap.quality == "auto"
+    assert s.app.config.swap.runtime.face_batch == 0 and s.app.config.swap.runtime.quality == "auto"
     # a free reading between the low mark and the room mark: no step either way
     s.gauge.mb = 1000
     for _ in range(40):
@@ -294,7 +301,7 @@ def test_low_free_vram_steps_down_once_and_back_up_with_hysteresis(
     assert s.drive(s.settled, step_s=0)
     up = s.steps()[1]
     assert up.level == "info" and "step up to 'full'" in up.message
-    assert s.quality.level == "full" and s.app.controls.config.swap.face_batch == 0
+    assert s.quality.level == "full" and s.app.controls.config.swap.runtime.face_batch == 0
     steps = s.quality.summary()["steps"]
     assert [(x["from"], x["to"]) for x in steps] == [
         ("full", "small-batch"),
@@ -311,7 +318,7 @@ def test_an_out_of_memory_stage_steps_down_even_when_pinned(
     assert s.drive(lambda: bool(s.steps()), step_s=0.5)
     assert "out of memory" in s.steps()[0].message and "step down" in s.steps()[0].message
     assert s.drive(s.settled, step_s=0)
-    assert s.quality.level == "small-batch" and s.app.controls.config.swap.face_batch == 1
+    assert s.quality.level == "small-batch" and s.app.controls.config.swap.runtime.face_batch == 1
     # the rebuilt stage is the real swap stage: frames flow through it
     assert not isinstance(s.app.controls._inference.stages[0], OutOfMemoryStage)
     stage_errors = [e for e in s.app.telemetry.recent_events() if e.origin == "stage swap"]
@@ -319,7 +326,7 @@ def test_an_out_of_memory_stage_steps_down_even_when_pinned(
     # no more failures: back up to the pinned level after the up window
     assert s.drive(lambda: len(s.steps()) == 2)
     assert s.drive(s.settled, step_s=0)
-    assert s.quality.level == "full" and s.app.controls.config.swap.face_batch == 0
+    assert s.quality.level == "full" and s.app.controls.config.swap.runtime.face_batch == 0
 
 
 def test_fps_below_target_steps_down_and_a_pinned_level_does_not(
@@ -336,7 +343,10 @@ def test_fps_below_target_steps_down_and_a_pinned_level_does_not(
     assert auto.drive(auto.settled, step_s=0)
     assert auto.quality.level == "small-batch"
     # the pinned stream started at its level and never steps
-    assert pinned.app.controls.config.swap.face_batch == 1 and pinned.quality.level == "small-batch"
+    assert (
+        pinned.app.controls.config.swap.runtime.face_batch == 1
+        and pinned.quality.level == "small-batch"
+    )
     for _ in range(30):
         pinned.clock.now += 1
         pinned.quality.tick()
@@ -352,8 +362,13 @@ def test_set_quality_pins_a_level_live_and_auto_lets_it_adapt(
     controls = s.app.controls
     applied = controls.set_quality("small-detector").wait(60)
     swap = applied.config.swap
-    assert swap.quality == "small-detector"
-    assert (swap.face_batch, swap.enhance_every, swap.enhancer, swap.detect_size) == (
+    assert swap.runtime.quality == "small-detector"
+    assert (
+        swap.runtime.face_batch,
+        swap.neural.enhance_every,
+        swap.neural.enhancer,
+        swap.detect.detect_size,
+    ) == (
         1,
         2,
         "none",
@@ -362,19 +377,24 @@ def test_set_quality_pins_a_level_live_and_auto_lets_it_adapt(
     assert s.quality.level == "small-detector" and s.quality.pinned
     # back to full: the user's own settings return
     swap = controls.set_quality("full").wait(60).config.swap
-    assert (swap.face_batch, swap.enhance_every, swap.enhancer, swap.detect_size) == (
+    assert (
+        swap.runtime.face_batch,
+        swap.neural.enhance_every,
+        swap.neural.enhancer,
+        swap.detect.detect_size,
+    ) == (
         0,
         1,
         None,
         320,
     )
-    assert controls.set_quality("auto").wait(60).config.swap.quality == "auto"
+    assert controls.set_quality("auto").wait(60).config.swap.runtime.quality == "auto"
     assert not s.quality.pinned
     with pytest.raises(ConfigError, match="quality level 'best' does not exist"):
         controls.set_quality("best")
     with pytest.raises(ConfigError, match="cannot change swap setting"):
         controls.update_swap(quality="cpu")
-    assert s.app.config.swap.quality == "auto"
+    assert s.app.config.swap.runtime.quality == "auto"
 
 
 # --- the command line -----------------------------------------------------------------------
@@ -441,13 +461,13 @@ def test_the_panel_pins_a_level_live_and_saves_the_memory_strategy(
             choose(panel.quality, "small-detector")
         assert stream.controls is not None
         swap = stream.controls.config.swap  # in force: the level's settings
-        assert swap.quality == "small-detector" and swap.detect_size == 256
+        assert swap.runtime.quality == "small-detector" and swap.detect.detect_size == 256
         assert panel.quality.currentData() == "small-detector"
     finally:
         stream.stop()
     # kept for the next start: the pin, with the user's own detector size under it
-    assert stream.config.swap.quality == "small-detector"
-    assert stream.config.swap.detect_size == 400
+    assert stream.config.swap.runtime.quality == "small-detector"
+    assert stream.config.swap.detect.detect_size == 400
     choose(panel.memory, "low")  # stopped: saved for the next start
-    assert UiSettings().config.swap.memory == "low"
-    assert stream.config.swap.memory == "low"
+    assert UiSettings().config.swap.runtime.memory == "low"
+    assert stream.config.swap.runtime.memory == "low"

@@ -50,7 +50,7 @@ def synthetic(testdata: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 def standard_config(testdata: Path, synthetic: dict[str, Path], swapper: str, **kw) -> SwapConfig:
-    return SwapConfig(
+    return SwapConfig.of(
         preset="standard",
         provider="cpu",
         detector_model=str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
@@ -73,7 +73,9 @@ def test_lite_preset_moves_the_identity_toward_the_source(testdata: Path, tmp_pa
     the classic swapper; identity measured with the preset's own MobileFaceNet."""
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
     faces = testdata / "faces"
-    cfg = SwapConfig(preset="lite", provider="cpu", face=str(faces / "biden_official_portrait.jpg"))
+    cfg = SwapConfig.of(
+        preset="lite", provider="cpu", face=str(faces / "biden_official_portrait.jpg")
+    )
     cache = SourceFaceCache(tmp_path / "cache")
     stage = build_swap_stage(cfg, cache, store)
     try:

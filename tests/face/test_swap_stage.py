@@ -107,7 +107,7 @@ def test_all_swaps_both_faces_and_one_only_the_largest(testdata: Path, build_swa
     face = str(faces_dir(testdata) / "astronaut_eileen_collins.png")
     changed = {}
     for mode in ("all", "one"):
-        stage = build_swap_stage(SwapConfig(face=face, select=mode))
+        stage = build_swap_stage(SwapConfig.of(face=face, select=mode))
         stage.warmup(two.shape[1], two.shape[0])
         packet = FramePacket(two, seq=0, t_capture_ns=0)
         stage.process([packet])
@@ -128,7 +128,7 @@ def test_reference_selection_swaps_only_the_matching_person(
 ) -> None:
     two = load_image_bgr(faces_dir(testdata) / "obama_biden_two_people.jpg")
     stage = build_swap_stage(
-        SwapConfig(
+        SwapConfig.of(
             face=str(faces_dir(testdata) / "astronaut_eileen_collins.png"),
             select="reference",
             reference=str(faces_dir(testdata) / "obama_official_portrait_2012.jpg"),
@@ -217,7 +217,7 @@ def test_a_larger_detect_size_finds_smaller_faces(
     found = {}
     for size in (400, 960):
         stage = build_swap_stage(
-            SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), detect_size=size)
+            SwapConfig.of(face=str(ASSETS / "grace_hopper.jpg"), detect_size=size)
         )
         stage.warmup(1920, 1080)
         packet = FramePacket(scene.frame, seq=0, t_capture_ns=0)

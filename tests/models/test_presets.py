@@ -66,7 +66,7 @@ def test_lite_needs_no_model_file_offline_is_lite_and_auto_falls_back_to_it(
 def test_the_lite_preset_is_served_by_the_testdata_models(testdata: Path, tmp_path: Path) -> None:
     store = ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data")
     assert resolve_preset("auto", store) is PRESETS["lite"]  # standard/quality are missing
-    parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), store)
+    parts = build_parts(PRESETS["lite"], SwapConfig.of(provider="cpu"), store)
     try:
         assert isinstance(parts.detector, YuNetDetector)
         assert isinstance(parts.landmarker, Pfld68Landmarker)
@@ -92,7 +92,7 @@ def test_missing_models_are_one_error_naming_each_file_url_and_folder(
     store = ModelStore(manifest, models_dir=tmp_path / "models", data_dir=tmp_path / "data")
     row = PRESETS[name]
     with pytest.raises(ModelError) as info:
-        build_parts(row, SwapConfig(accept_licence=True), store)
+        build_parts(row, SwapConfig.of(accept_licence=True), store)
     text = info.value.message + " " + (info.value.hint or "")
     for model in row.model_names():
         entry = manifest[model]
@@ -110,7 +110,7 @@ def test_unaccepted_licences_stop_the_build_before_any_download(tmp_path: Path) 
 def test_config_choices_change_the_models_a_preset_needs() -> None:
     standard = PRESETS["standard"]
     assert standard.model_names() == ["scrfd-10g", "arcface-w600k-r50", "inswapper-128-fp16"]
-    mouth = SwapConfig(mouth_mask=60, enhancer="codeformer", swapper="hyperswap-1b-256")
+    mouth = SwapConfig.of(mouth_mask=60, enhancer="codeformer", swapper="hyperswap-1b-256")
     assert standard.model_names(mouth) == [
         "scrfd-10g",
         "2d106det",  # the mouth mask needs lip landmarks
@@ -118,9 +118,9 @@ def test_config_choices_change_the_models_a_preset_needs() -> None:
         "hyperswap-1b-256",
         "codeformer",
     ]
-    own = SwapConfig(swapper_model="my_swapper.onnx", masks=("box", "region"))
+    own = SwapConfig.of(swapper_model="my_swapper.onnx", masks=("box", "region"))
     assert standard.model_names(own) == ["scrfd-10g", "arcface-w600k-r50", "bisenet-resnet34"]
-    assert PRESETS["quality"].model_names(SwapConfig(enhancer="none")) == [
+    assert PRESETS["quality"].model_names(SwapConfig.of(enhancer="none")) == [
         "scrfd-10g",
         "2d106det",
         "arcface-w600k-r50",
@@ -136,7 +136,7 @@ def test_unknown_preset_names_the_choices() -> None:
 
 
 def test_lite_parts_and_the_photo_analyzer_made_of_them() -> None:
-    parts = build_parts(PRESETS["lite"], SwapConfig(detect_size=480, blend="seamless"))
+    parts = build_parts(PRESETS["lite"], SwapConfig.of(detect_size=480, blend="seamless"))
     live, photo = parts.detector, parts.photo_detector
     assert isinstance(live, YuNetDetector) and isinstance(photo, YuNetDetector)
     assert (live.max_sides, photo.max_sides) == ((480,), PHOTO_SIDES)
@@ -194,13 +194,13 @@ def test_a_contract_key_the_part_does_not_take_fails_the_build(
     )
     store = ModelStore(manifest, models_dir=testdata / "models", data_dir=tmp_path / "data")
     with pytest.raises(ModelError) as info:
-        build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), store)
+        build_parts(PRESETS["lite"], SwapConfig.of(provider="cpu"), store)
     assert "models.mobilefacenet.contract has input_sise" in info.value.message
     assert "OnnxRecognizer" in info.value.message and "input_size" in (info.value.hint or "")
     # the real manifest's contracts are all taken: the same build succeeds
     build_parts(
         PRESETS["lite"],
-        SwapConfig(provider="cpu"),
+        SwapConfig.of(provider="cpu"),
         ModelStore(models_dir=testdata / "models", data_dir=tmp_path / "data"),
     ).close()
 

@@ -32,7 +32,7 @@ FPS = 30.0
 
 
 def local_swapper(model: Path, data: Path) -> NeuralSwapper:
-    cfg = SwapConfig(preset="standard", provider="cpu", swapper_model=str(model))
+    cfg = SwapConfig.of(preset="standard", provider="cpu", swapper_model=str(model))
     store = ModelStore(data_dir=data)
     swapper = build_swapper(resolve_preset("standard", store, cfg), cfg, store)
     assert isinstance(swapper, NeuralSwapper)

@@ -32,7 +32,7 @@ FRAMES = 5
 
 
 def standard(testdata: Path, models: dict[str, Path], **more: Any) -> SwapConfig:
-    return SwapConfig(
+    return SwapConfig.of(
         preset="standard",
         provider="cpu",
         detector_model=str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
@@ -195,7 +195,7 @@ def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
     from livecam.models.store import ModelStore
     from livecam.remote.enhancer import LOST_ENHANCE, RemoteEnhancer
 
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="standard",
         provider="cpu",
         enhancer="gpen-bfr-256",
@@ -338,7 +338,7 @@ def test_a_server_with_another_swapper_contract_is_one_line(
     from livecam.models.store import ModelStore
 
     hyperswap_like(tmp_path / "hyperswap_like.onnx", 16)
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="quality", provider="cpu", swapper_model=str(tmp_path / "hyperswap_like.onnx")
     )
     store = ModelStore(data_dir=tmp_path / "data")

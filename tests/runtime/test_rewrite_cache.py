@@ -52,7 +52,7 @@ def zero_weights_in_place(path: Path) -> None:
 
 def _landmarks(testdata: Path) -> np.ndarray:
     """The lite preset's 68 points on the portrait (parts built now, from the cache)."""
-    parts = build_parts(PRESETS["lite"], SwapConfig(provider="cpu"), ModelStore())
+    parts = build_parts(PRESETS["lite"], SwapConfig.of(provider="cpu"), ModelStore())
     try:
         analyzer = FaceAnalyzer(parts.photo_detector, parts.landmarker, None)
         (face,) = analyzer.analyze(read_color(testdata / "faces" / PORTRAIT))

@@ -57,7 +57,7 @@ def test_label_settings_are_checked() -> None:
         Config().with_section("output", label="   ")
     with pytest.raises(ConfigError, match="output.label_position"):
         Config.from_dict({"output": {"label_position": "middle"}})
-    with pytest.raises(ConfigError, match="swap.opacity"):
+    with pytest.raises(ConfigError, match="swap.masks.opacity"):
         Config().with_section("swap", opacity=1.5)
 
 

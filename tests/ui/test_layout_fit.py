@@ -128,7 +128,7 @@ def probe() -> dict[str, Any]:  # the child process, on the real display
 
     store = ModelStore()
     for preset, parts in DIALOGS.items():
-        cfg = SwapConfig(preset=preset, **parts)  # type: ignore[arg-type]
+        cfg = SwapConfig.of(preset=preset, **parts)
         names = PRESETS[preset].model_names(cfg, store.manifest)
         dialog = ModelDownloadDialog(store, [store.entry(n) for n in dict.fromkeys(names)])
         dialog.show()

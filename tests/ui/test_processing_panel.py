@@ -42,20 +42,20 @@ def test_slider_change_reaches_the_running_stream_on_release(
     try:
         panel.mouth_mask.setSliderDown(True)
         panel.mouth_mask.setValue(30)  # dragging: nothing applied yet
-        assert stream.config.swap.mouth_mask == 0
+        assert stream.config.swap.masks.mouth_mask == 0
         with qtbot.waitSignal(stream.applied, timeout=30000):
             panel.mouth_mask.setValue(60)
             panel.mouth_mask.setSliderDown(False)
-        assert stream.running and stream.config.swap.mouth_mask == 60
+        assert stream.running and stream.config.swap.masks.mouth_mask == 60
         with qtbot.waitSignal(stream.applied, timeout=30000):
             release_at(panel.opacity, 40)
-        assert stream.config.swap.opacity == 0.4
+        assert stream.config.swap.masks.opacity == 0.4
         with qtbot.waitSignal(stream.applied, timeout=5000):
             panel.swap_on.setChecked(False)  # the master switch
         assert stream.controls is not None and not stream.controls.state.swap
     finally:
         stream.stop()
-    assert stream.config.swap.mouth_mask == 60  # kept for the next start
+    assert stream.config.swap.masks.mouth_mask == 60  # kept for the next start
 
 
 def test_a_change_while_stopped_is_saved_to_config_toml(qtbot: QtBot, settings: UiSettings) -> None:
@@ -66,14 +66,16 @@ def test_a_change_while_stopped_is_saved_to_config_toml(qtbot: QtBot, settings: 
     panel.add_mapping(str(ASSETS / "grace_hopper.jpg"), str(ASSETS / "astronaut.png"))
     panel.swap_on.setChecked(False)
     saved = tomllib.loads(settings.config_path.read_text(encoding="utf-8"))
-    assert saved["swap"]["mouth_mask"] == 60
-    assert saved["swap"]["map"] == [f"{ASSETS / 'grace_hopper.jpg'}={ASSETS / 'astronaut.png'}"]
+    assert saved["swap"]["masks"]["mouth_mask"] == 60
+    assert saved["swap"]["select"]["map"] == [
+        f"{ASSETS / 'grace_hopper.jpg'}={ASSETS / 'astronaut.png'}"
+    ]
     assert saved["pipeline"]["stages"] == ["passthrough"]
-    assert UiSettings().config.swap.mouth_mask == 60  # loads back
+    assert UiSettings().config.swap.masks.mouth_mask == 60  # loads back
     assert panel.mapping.count() == 1
     panel.mapping.setCurrentRow(0)
     panel.remove_selected_mapping()
-    assert UiSettings().config.swap.map == ()
+    assert UiSettings().config.swap.select.map == ()
 
 
 def test_provider_fallback_is_shown_with_its_reason(

@@ -353,7 +353,7 @@ class InputPanel(QWidget):
         if not self.set_moving_face(True):
             return
         config = self.changes.merged(self.stream.config)
-        if config.swap.face is None and not config.swap.map:
+        if config.swap.face is None and not config.swap.select.map:
             try:
                 face = bundled_portrait(SOURCE_FACE, ASSETS_PACKAGE)
                 self.changes.apply("swap", face=str(face))

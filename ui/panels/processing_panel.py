@@ -168,9 +168,13 @@ class ProcessingPanel(QWidget):
             self.preset.addItem(name, name)
         self.preset.activated.connect(lambda _: self._on_preset())
         form.addRow("Preset", self.preset)
-        self.swapper = self._choices((PRESET_PART, *field_choices("swap.swapper")), "swapper")
+        self.swapper = self._choices(
+            (PRESET_PART, *field_choices("swap.neural.swapper")), "swapper"
+        )
         form.addRow("Swapper", self.swapper)
-        self.enhancer = self._choices((PRESET_PART, *field_choices("swap.enhancer")), "enhancer")
+        self.enhancer = self._choices(
+            (PRESET_PART, *field_choices("swap.neural.enhancer")), "enhancer"
+        )
         form.addRow("Enhancer", self.enhancer)
         self.enhance_blend = _Slider(lambda v: self.apply("enhance_blend", enhance_blend=v / 100))
         form.addRow("Enhancer blend", self.enhance_blend.row)
@@ -182,12 +186,12 @@ class ProcessingPanel(QWidget):
         form.addRow("Enhance every Nth frame", self.enhance_every)
         self.enhancer_note = _note()  # why the blend and every Nth are off, when they are
         form.addRow(self.enhancer_note)
-        self.provider = self._choices(field_choices("swap.provider"), "provider")
+        self.provider = self._choices(field_choices("swap.runtime.provider"), "provider")
         form.addRow("Provider", self.provider)
         # auto: adaptive (the ladder of livecam.control.quality_ladder); a level pins it
-        self.quality = self._choices(field_choices("swap.quality"), "quality")
+        self.quality = self._choices(field_choices("swap.runtime.quality"), "quality")
         form.addRow("Quality (auto: adaptive)", self.quality)
-        self.memory = self._choices(field_choices("swap.memory"), "memory")
+        self.memory = self._choices(field_choices("swap.runtime.memory"), "memory")
         form.addRow("Memory strategy", self.memory)
         self.provider_used = QLabel("not running")
         form.addRow("Running on", self.provider_used)
@@ -201,7 +205,7 @@ class ProcessingPanel(QWidget):
         faces = QGroupBox("Faces")
         form = _form(faces)
         self.select = _compact(QComboBox())
-        for mode in field_choices("swap.select"):
+        for mode in field_choices("swap.select.select"):
             self.select.addItem(mode, mode)
         self.select.activated.connect(lambda _: self._on_select())
         form.addRow("Replace", self.select)
@@ -234,7 +238,7 @@ class ProcessingPanel(QWidget):
         self.masks_box = QWidget()  # two a line: the tab stays narrow
         grid = QGridLayout(self.masks_box)
         grid.setContentsMargins(0, 0, 0, 0)
-        for i, kind in enumerate(field_choices("swap.masks")):
+        for i, kind in enumerate(field_choices("swap.masks.masks")):
             box = QCheckBox(kind)
             box.toggled.connect(lambda _on: self._on_masks())
             self.masks[kind] = box
@@ -293,27 +297,29 @@ class ProcessingPanel(QWidget):
                 name = self.preset.itemData(i)
                 self.preset.setItemText(i, self._preset_label(name))
             self._show(self.preset, swap.preset)
-            self._show(self.swapper, swap.swapper or PRESET_PART)
-            self._show(self.enhancer, swap.enhancer or PRESET_PART)
-            self._show(self.provider, swap.provider)
-            self._show(self.quality, swap.quality)
-            self._show(self.memory, swap.memory)
-            self._show(self.select, swap.select)
-            self.enhance_blend.show_value(round(swap.enhance_blend * 100))
-            self.enhance_every.setValue(swap.enhance_every)
-            self.opacity.show_value(round(swap.opacity * 100))
-            self.mouth_mask.show_value(swap.mouth_mask)
-            self.mask_blur.show_value(round(swap.mask_blur * 100))
+            self._show(self.swapper, swap.neural.swapper or PRESET_PART)
+            self._show(self.enhancer, swap.neural.enhancer or PRESET_PART)
+            self._show(self.provider, swap.runtime.provider)
+            self._show(self.quality, swap.runtime.quality)
+            self._show(self.memory, swap.runtime.memory)
+            self._show(self.select, swap.select.select)
+            self.enhance_blend.show_value(round(swap.neural.enhance_blend * 100))
+            self.enhance_every.setValue(swap.neural.enhance_every)
+            self.opacity.show_value(round(swap.masks.opacity * 100))
+            self.mouth_mask.show_value(swap.masks.mouth_mask)
+            self.mask_blur.show_value(round(swap.masks.mask_blur * 100))
             for kind, box in self.masks.items():
                 box.blockSignals(True)
-                box.setChecked(kind in swap.masks)
+                box.setChecked(kind in swap.masks.masks)
                 box.blockSignals(False)
-            for spin, value in zip(self.padding, swap.mask_padding, strict=True):
+            for spin, value in zip(self.padding, swap.masks.mask_padding, strict=True):
                 spin.setValue(value)
-            self.reference.setText(Path(swap.reference).name if swap.reference else "(none)")
+            self.reference.setText(
+                Path(swap.select.reference).name if swap.select.reference else "(none)"
+            )
             self._show_active(swap)
             self.mapping.clear()
-            self.mapping.addItems(list(swap.map))
+            self.mapping.addItems(list(swap.select.map))
             controls = self.stream.controls
             self._show_swap(self.stream.swap_on)
             if controls is not None:
@@ -479,7 +485,7 @@ class ProcessingPanel(QWidget):
         fields: dict[str, Any] = {"select": mode}
         if reference is not None:
             fields["reference"] = reference
-        if mode == "reference" and (reference or self.stream.config.swap.reference) is None:
+        if mode == "reference" and (reference or self.stream.config.swap.select.reference) is None:
             self.message.setText("Choose the reference photo: the person whose face is replaced.")
             return
         self.apply(f"select {mode}", **fields)
@@ -503,13 +509,13 @@ class ProcessingPanel(QWidget):
         if split_pair(pair) is None:
             self.message.setText("A mapping needs two photos: source and target.")
             return
-        current = tuple(self.stream.config.swap.map)
+        current = tuple(self.stream.config.swap.select.map)
         if pair not in current:
             self.apply("mapping", map=(*current, pair))
 
     def remove_selected_mapping(self) -> None:
         rows = {i.row() for i in self.mapping.selectedIndexes()}
-        kept = tuple(m for i, m in enumerate(self.stream.config.swap.map) if i not in rows)
+        kept = tuple(m for i, m in enumerate(self.stream.config.swap.select.map) if i not in rows)
         if rows:
             self.apply("mapping", map=kept)
 
@@ -519,7 +525,7 @@ class ProcessingPanel(QWidget):
 
     def _on_padding(self) -> None:
         padding = tuple(s.value() for s in self.padding)
-        if padding != self.stream.config.swap.mask_padding:
+        if padding != self.stream.config.swap.masks.mask_padding:
             self.apply("mask padding", mask_padding=padding)
 
     def _on_swap_toggled(self, on: bool) -> None:

@@ -93,9 +93,9 @@ class CheckReport(Protocol):
 def likely_causes(cfg: SwapConfig | None, neural: bool) -> tuple[str, ...]:
     """The likely causes of a swap that does not take, the ones the settings point at first."""
     causes: list[str] = []
-    if cfg is not None and cfg.opacity == 0:
+    if cfg is not None and cfg.masks.opacity == 0:
         causes.append("the opacity is 0 (--opacity)")
-    if cfg is not None and neural and cfg.identity_weight == 0:
+    if cfg is not None and neural and cfg.neural.identity_weight == 0:
         causes.append("the identity weight is 0 (--identity-weight)")
     if neural:
         causes.append(
@@ -104,9 +104,9 @@ def likely_causes(cfg: SwapConfig | None, neural: bool) -> tuple[str, ...]:
         )
     else:
         causes.append("a source photo whose face is too small, turned or covered")
-    if cfg is None or cfg.opacity != 0:
+    if cfg is None or cfg.masks.opacity != 0:
         causes.append("the opacity near 0 (--opacity)")
-    if neural and (cfg is None or cfg.identity_weight != 0):
+    if neural and (cfg is None or cfg.neural.identity_weight != 0):
         causes.append("the identity weight near 0 (--identity-weight)")
     causes.append("a mask that hides the face (--mask, --mouth-mask)")
     return tuple(causes)

@@ -8,7 +8,7 @@ landmarks for everything that carries expression (brows, lids, lips), the source
 blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
 speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
 inside the face; by default the eyes are the camera's own (iris, gaze, lid edges) in the
-swapped skin's tone (``swap.eyes``). Its own mask follows the mesh outline with a feather
+swapped skin's tone (``swap.classic.eyes``). Its own mask follows the mesh outline with a feather
 and is gated by skin outside the inner face (no source fringe, no paste over the target's
 hair), and leaves out the target's inner mouth. Per tracked face (``work.face.track_id``)
 the colour and skin statistics are smoothed over frames, held in the swapper (a repeated
@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from livecam.config.schema import SwapConfig
+from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError, ModelError
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
@@ -117,8 +117,10 @@ class ClassicSwapper(CpuPart):
     model_id = "classic-mesh"
     needs_identity = False  # it warps the source's pixels: no embedding needed
 
-    def __init__(self, config: SwapConfig | None = None, options: ClassicOptions | None = None):
-        self.config = config or SwapConfig()
+    def __init__(
+        self, config: ClassicSettings | None = None, options: ClassicOptions | None = None
+    ):
+        self.config = config or ClassicSettings()
         self.options = options or ClassicOptions()
         self._tracks: dict[int, _TrackStats] = {}
         self._calls = 0

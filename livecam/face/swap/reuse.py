@@ -19,7 +19,7 @@ classic swapper's crop is a whole-pixel ROI whose size follows the landmarks and
 is made with the output, so a cached output would not fit the next frame's ROI; it does
 not implement ``AligningSwapper`` and is always run.
 
-Defaults (``swap.reuse`` on, 32 dB, 3 in a row) from bench/bench_reuse.py on this CPU with
+Defaults (``swap.reuse.reuse`` on, 32 dB, 3 in a row) from bench/bench_reuse.py on this CPU with
 the narrow synthetic inswapper: the face-motion clip 1.64x the frames/s, 72 % of the faces
 reused, every frame within 41 dB of the output without reuse (whole frame; 30 dB worst
 inside the pasted face); the hand-held five-person video 1.20x, 25 % reused, 46 dB.

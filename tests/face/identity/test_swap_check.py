@@ -93,7 +93,7 @@ def test_strength_is_the_margin_from_camera_to_source() -> None:
 def test_the_identity_oracle_is_flagged_as_not_taking(
     testdata: Path, oracle_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="standard",
         provider="cpu",
         face=str(testdata / "faces" / "biden_official_portrait.jpg"),
@@ -132,7 +132,7 @@ def test_a_preset_recognizer_that_sees_every_face_alike_does_not_blind_the_check
     random-weight file) and the identity oracle: the check judges with the bundled
     MobileFaceNet, not the preset's recognizer, so it reads a swap that does not take
     (before, the blind recognizer gave "strength n/a" and no warning)."""
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="standard",
         provider="cpu",
         face=str(testdata / "faces" / "biden_official_portrait.jpg"),
@@ -159,7 +159,7 @@ def test_a_judge_that_cannot_tell_the_source_from_the_camera_warns(
 ) -> None:
     """The source photo is the camera's own face: the judge cannot tell them apart, so it
     cannot say whether the swap takes. That is one warning of its own, not a silent n/a."""
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="lite",
         provider="cpu",
         face=str(testdata / "faces" / "obama_official_portrait_2012.jpg"),
@@ -180,7 +180,7 @@ def test_a_judge_that_cannot_tell_the_source_from_the_camera_warns(
 
 
 def test_the_lite_stack_passes(testdata: Path, tmp_path: Path) -> None:
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="lite", provider="cpu", face=str(testdata / "faces" / "biden_official_portrait.jpg")
     )
     stage = build(cfg, testdata, tmp_path)
@@ -200,7 +200,7 @@ def test_the_lite_stack_passes(testdata: Path, tmp_path: Path) -> None:
 def test_a_hidden_swap_warns_and_clears_when_the_face_shows(testdata: Path, tmp_path: Path) -> None:
     """Opacity 0: the lite swap runs but nothing of it shows; the one warning names the
     opacity first. At opacity 1 the swap takes again: an info event, the warning is down."""
-    cfg = SwapConfig(
+    cfg = SwapConfig.of(
         preset="lite",
         provider="cpu",
         face=str(testdata / "faces" / "grace_hopper_navy_portrait.jpg"),

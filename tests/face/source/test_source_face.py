@@ -69,7 +69,7 @@ def test_two_builds_share_one_analysis(testdata: Path, tmp_path: Path) -> None:
     first, second = build_swap_stage(cfg, faces), build_swap_stage(cfg, faces)
     assert faces.analyses == 1
     assert second.source.face is first.source.face
-    other = build_swap_stage(SwapConfig(face=cfg.face, detect_size=800, blend="seamless"), faces)
+    other = build_swap_stage(SwapConfig.of(face=cfg.face, detect_size=800, blend="seamless"), faces)
     assert faces.analyses == 1, "live settings do not change the photo analysis"
     assert other.source.face is first.source.face
 

@@ -11,7 +11,7 @@ import pytest
 from face_helpers import lite_analyzer
 from face_parts_data import load_face_image, read_color
 
-from livecam.config.schema import SwapConfig
+from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError
 from livecam.face.parts import Blender, Swapper
 from livecam.face.paste import colour as blend
@@ -81,7 +81,7 @@ def test_swap_moves_identity_toward_source(analyzer, obama, biden) -> None:
 @pytest.mark.parametrize("mode", ["feather", "seamless"])
 def test_pixels_outside_face_roi_unchanged(obama, biden, mode) -> None:
     (src, sf), (tgt, tf) = obama, biden
-    swapper = ClassicSwapper(SwapConfig(blend=mode))
+    swapper = ClassicSwapper(ClassicSettings(blend=mode))
     original = tgt.copy()
     model = swapper.prepare_landmarks(src, sf.landmarks)
     out = swap(swapper, tgt, [tf.landmarks], model)
@@ -130,10 +130,10 @@ def test_keep_mouth_keeps_target_mouth_interior(testdata, analyzer, obama) -> No
     tf = analyzer.analyze(tgt)[0]
     inner = _inner_mouth(tgt.shape, tf.landmarks)
     assert inner.sum() > 50, "the test target should have an open mouth"
-    kept = ClassicSwapper(SwapConfig(keep_mouth=True))
+    kept = ClassicSwapper(ClassicSettings(keep_mouth=True))
     out = swap(kept, tgt, [tf.landmarks], kept.prepare_landmarks(src, sf.landmarks))
     diff_kept = np.abs(out[inner].astype(int) - tgt[inner]).mean()
-    free = ClassicSwapper(SwapConfig(keep_mouth=False))
+    free = ClassicSwapper(ClassicSettings(keep_mouth=False))
     out2 = swap(free, tgt, [tf.landmarks], free.prepare_landmarks(src, sf.landmarks))
     diff_free = np.abs(out2[inner].astype(int) - tgt[inner]).mean()
     assert diff_kept < 2.0, diff_kept
@@ -143,7 +143,7 @@ def test_keep_mouth_keeps_target_mouth_interior(testdata, analyzer, obama) -> No
 @pytest.mark.parametrize("mode", ["lab", "rct"])
 def test_color_transfer_moves_lab_mean_toward_target(obama, biden, mode) -> None:
     (src, sf), (tgt, tf) = obama, biden
-    swapper = ClassicSwapper(SwapConfig(color="none"))
+    swapper = ClassicSwapper(ClassicSettings(color="none"))
     # warp the source face onto the target without colour matching, then match
     model = swapper.prepare_landmarks(src, sf.landmarks)
     warped = swap(swapper, tgt, [tf.landmarks], model)
@@ -183,7 +183,7 @@ def test_keep_eyes_keeps_the_target_eyes() -> None:
     x, y = tgt_lm[36:42].mean(axis=0).astype(int)
     eye = (slice(y - 3, y + 4), slice(x - 3, x + 4))
     for keep, changed in ((False, True), (True, False)):
-        swapper = ClassicSwapper(SwapConfig(eyes="own" if keep else "source"))
+        swapper = ClassicSwapper(ClassicSettings(eyes="own" if keep else "source"))
         out = swap(swapper, tgt, [tgt_lm], swapper.prepare_landmarks(src, src_lm))
         diff = np.abs(out[eye].astype(int) - tgt[eye].astype(int)).mean()
         assert (diff > 10) == changed, (keep, diff)
@@ -315,7 +315,7 @@ def test_a_blink_in_a_clip_shows_in_the_output(testdata, analyzer, obama, eyes) 
     photo's open eyes, as before, the output's opening fell to 0.84 where the camera's fell
     to 0.50)."""
     src, sf = obama
-    swapper = ClassicSwapper(SwapConfig(eyes=eyes))
+    swapper = ClassicSwapper(ClassicSettings(eyes=eyes))
     model = swapper.prepare_landmarks(src, sf.landmarks)
     cam, out = [], []
     for index in (30, 44):
@@ -365,7 +365,7 @@ def test_own_eyes_keep_the_cameras_eye_pixels_source_eyes_do_not(testdata, analy
     cam = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)[inside].astype(np.float64)
     corr = {}
     for eyes in ("own", "source"):
-        swapper = ClassicSwapper(SwapConfig(eyes=eyes))
+        swapper = ClassicSwapper(ClassicSettings(eyes=eyes))
         out = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
         got = cv2.cvtColor(out, cv2.COLOR_BGR2GRAY)[inside].astype(np.float64)
         corr[eyes] = float(np.corrcoef(cam, got)[0, 1])
@@ -513,7 +513,7 @@ def test_colour_statistics_are_smoothed_per_track(testdata, analyzer, obama) -> 
     bright = np.ascontiguousarray(np.clip(frame.astype(int) + 30, 0, 255).astype(np.uint8))
     shifts = {}
     for track in (-1, 1):
-        swapper = ClassicSwapper(SwapConfig(color="rct"))
+        swapper = ClassicSwapper(ClassicSettings(color="rct"))
         model = swapper.prepare_landmarks(src, sf.landmarks)
         for seq in range(3):
             steady, work = _swap_tracked(swapper, frame, face, model, track, seq)

@@ -1,4 +1,4 @@
-"""Swap reuse (``swap.reuse``) through the real standard pipeline: real SCRFD on real
+"""Swap reuse (``swap.reuse.reuse``) through the real standard pipeline: real SCRFD on real
 portraits, a 512-d recognizer made from the real MobileFaceNet, the narrow synthetic
 inswapper (its output differs from the face it gets, so a pasted face is visible)."""
 
@@ -38,14 +38,14 @@ def models(testdata: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 
 def config(testdata: Path, models: dict[str, Path], **kw: object) -> SwapConfig:
-    return SwapConfig(
+    return SwapConfig.of(
         preset="standard",
         provider="cpu",
         face=str(testdata / "faces" / "biden_official_portrait.jpg"),
         detector_model=str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
         recognizer_model=str(models["recognizer"]),
         swapper_model=str(models["swapper"]),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -114,8 +114,8 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
         assert isinstance(on.reuse, SwapReuse)
         defaults = SwapConfig()
         assert (on.reuse.similarity, on.reuse.max_reuse) == (
-            defaults.reuse_similarity,
-            defaults.reuse_max,
+            defaults.reuse.reuse_similarity,
+            defaults.reuse.reuse_max,
         )
     finally:
         on.close()
@@ -126,10 +126,10 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
         off.close()
     # the classic swapper's crop is a landmark-sized ROI with its own mask: never reused
     assert not SwapReuse.supports(ClassicSwapper())
-    with pytest.raises(ConfigError, match="swap.reuse_max"):
-        SwapConfig(reuse_max=-1)
-    with pytest.raises(ConfigError, match="swap.reuse_similarity"):
-        SwapConfig(reuse_similarity=5)
+    with pytest.raises(ConfigError, match="swap.reuse.reuse_max"):
+        SwapConfig.of(reuse_max=-1)
+    with pytest.raises(ConfigError, match="swap.reuse.reuse_similarity"):
+        SwapConfig.of(reuse_similarity=5)
 
 
 def test_static_frame_reuses_until_the_forced_refresh(

@@ -136,7 +136,7 @@ def test_faces_found_but_not_selected_are_told_apart(
 ) -> None:
     """--select reference with a photo of someone else: a face is found, none swapped."""
     stage = build_swap_stage(
-        SwapConfig(
+        SwapConfig.of(
             face=str(ASSETS / "grace_hopper.jpg"),
             select="reference",
             reference=str(testdata / "faces" / "biden_official_portrait.jpg"),

@@ -26,7 +26,7 @@ def two(testdata: Path) -> Frame:
 
 
 def stage_for(testdata: Path, select: str = "one") -> FaceSwapStage:
-    cfg = SwapConfig(face=str(testdata / "faces" / SOURCE), select=select)  # type: ignore[arg-type]
+    cfg = SwapConfig.of(face=str(testdata / "faces" / SOURCE), select=select)
     stage = build_swap_stage(cfg, SourceFaceCache(None))
     stage.warmup(640, 480)
     return stage
@@ -146,7 +146,7 @@ def test_only_the_sticky_selector_can_be_pinned(testdata: Path) -> None:
     """Each selector says whether the user may pin a person, and the swap stage asks it
     (no check of the selector's class): ``reference`` cannot, ``one`` can."""
     photo = str(testdata / "faces" / SOURCE)
-    cfg = SwapConfig(face=photo, select="reference", reference=photo)
+    cfg = SwapConfig.of(face=photo, select="reference", reference=photo)
     stage = build_swap_stage(cfg, SourceFaceCache(None))
     with pytest.raises(ConfigError, match="select one"):
         stage.set_target((0.5, 0.5))
