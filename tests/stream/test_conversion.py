@@ -4,6 +4,7 @@ Recordings are read back with PyAV."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -126,8 +127,8 @@ def test_looping_runs_past_the_end_with_time_running_on(clip: Path, tmp_path: Pa
     assert result.frame_times_s == pytest.approx([i * 1001 / 30000 for i in range(40)], abs=0.002)
 
 
-def test_a_transcoded_sound_keeps_its_length(tmp_path: Path) -> None:
-    """A sound codec the container does not take (PCM in MP4) is transcoded to AAC."""
+def pcm_clip(tmp_path: Path) -> Path:
+    """A second of 25 fps MJPEG with a PCM tone (a sound MP4 does not take)."""
     src = tmp_path / "pcm.mkv"
     with av.open(str(src), "w") as container:
         video = container.add_stream("mjpeg", rate=25)
@@ -146,12 +147,47 @@ def test_a_transcoded_sound_keeps_its_length(tmp_path: Path) -> None:
             container.mux(sound.encode(samples))
         container.mux(video.encode(None))
         container.mux(sound.encode(None))
+    return src
+
+
+def test_a_transcoded_sound_keeps_its_length(tmp_path: Path) -> None:
+    """A sound codec the container does not take (PCM in MP4) is transcoded to AAC."""
+    src = pcm_clip(tmp_path)
     out = tmp_path / "out.mp4"
     assert cli_main(["run", "--source", str(src), "--sink", str(out), "-q"]) == 0
     result = probe(out)
     assert len(result.frames) == 25
     assert result.audio is not None and result.audio.codec == "aac"
     assert result.audio.end_s == pytest.approx(1.0, abs=0.07)
+
+
+@pytest.mark.parametrize("suffix", [".mov", ".mp4"])
+def test_the_sound_leaves_every_frame_on_its_time(
+    clip: Path, testdata: Path, tmp_path: Path, suffix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The frame times are decoded. An AAC encoder's priming samples once moved every frame
+    after the first by 23.2 ms (a transcoded sound: PCM into .mp4, Opus into .mov, and
+    AAC into .mov, which was transcoded too)."""
+    copied = clip, "sound aac copied"
+    if suffix == ".mov":  # a .mov takes AAC and PCM as they are, not Opus
+        transcoded = (
+            testdata / "video" / "openmpf_video_01_short_vp8_opus.webm",
+            "sound opus as AAC",
+        )
+    else:
+        transcoded = pcm_clip(tmp_path), "sound pcm_s16le as AAC"
+    for src, sound in (copied, transcoded):
+        out = tmp_path / f"{src.stem}{suffix}"
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="livecam.sinks.recording.video"):
+            argv = ["run", "--source", str(src), "--sink", str(out), "--frames", "12", "-q"]
+            assert cli_main(argv) == 0
+        assert sound in caplog.text, caplog.text
+        result, source = probe(out), probe(src)
+        assert result.audio is not None and result.audio.codec == "aac"
+        start = source.frame_times_s[0]
+        want = [t - start for t in source.frame_times_s[:12]]
+        assert result.frame_times_s == pytest.approx(want, abs=0.001), (out, result.frame_times_s)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 #: audio codecs each container takes as they are (others are transcoded to AAC)
 COPYABLE: dict[str, frozenset[str]] = {
     "mp4": frozenset({"aac", "mp3", "opus", "alac", "ac3", "eac3", "flac"}),
+    "mov": frozenset({"aac", "mp3", "alac", "ac3", "eac3"})  # no Opus or FLAC in a .mov
+    | frozenset({"pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s32le", "pcm_f32le", "pcm_u8"}),
     "matroska": frozenset(
         {"aac", "mp3", "opus", "vorbis", "flac", "alac", "ac3", "eac3", "dts", "truehd"}
     )

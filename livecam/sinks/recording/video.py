@@ -72,6 +72,10 @@ _AV_OPTIONS: dict[str, dict[str, str]] = {
     }
     for fmt in ("mp4", "mov")
 }
+#: with sound: an AAC encoder's priming samples (1024, before the first sound) are said
+#: in an edit list; without one (a fragmented file's default) the muxer moved every video
+#: frame after the first by their duration (23.2 ms at 44.1 kHz), off the frame grid
+_WITH_SOUND = {"use_editlist": "1"}
 #: seconds of the frames' own time between keyframes at most (a fragment begins at one)
 KEY_EVERY_S = 1.0
 #: FFmpeg H.264 encoders tried in order (libx264 ships in PyAV's wheels)
@@ -151,6 +155,8 @@ class _PyAVWriter:
     ) -> None:
         file = open_watched(tmp)  # FFmpeg drops the error of its last flush: this keeps it
         options = _AV_OPTIONS.get(fmt, {})
+        if audio_from is not None and fmt in ("mp4", "mov"):
+            options = {**options, **_WITH_SOUND}
         container = av.open(FFmpegFile(file), "w", format=fmt, options=options)
         audio = None
         try:
@@ -232,7 +238,7 @@ class RecorderSink(Sink):
     the rest is removed.
 
     In a conversion of a video file (``take_audio_from``), the file's sound is recorded
-    too (.mp4 and .mkv recordings; see ``livecam.sinks.recording.audio``).
+    too (.mp4, .mov and .mkv recordings; see ``livecam.sinks.recording.audio``).
     ``frames_written`` counts the frames in the file: timed to the frame period (mp4v,
     MJPEG), a second frame within one period is left out.
 
@@ -338,7 +344,7 @@ class RecorderSink(Sink):
         if audio_from is not None and suffix == ".avi":
             log.warning(
                 "the sound of %s is NOT RECORDED: .avi recordings have no sound; "
-                "record to .mp4 or .mkv for sound",
+                "record to .mp4, .mov or .mkv for sound",
                 audio_from,
             )
             audio_from = None
