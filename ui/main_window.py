@@ -55,6 +55,7 @@ from livecam.errors import (
 from livecam.sinks.virtualcam import probe_virtualcam, virtualcam_fix
 from livecam.telemetry.snapshot import Snapshot, provider_label
 from livecam.types import Event
+from ui.keyboard import install_keyboard_help
 from ui.notice import (
     ERROR_STYLE,
     ERROR_TEXT_STYLE,
@@ -377,6 +378,7 @@ class MainWindow(QMainWindow):
         self.splitter = splitter  # its position is saved at close (panel.toml)
         self.setCentralWidget(splitter)
         install_wheel_guard(self)  # the wheel scrolls a tab; it changes a value only when focused
+        self.keyboard = install_keyboard_help(self)  # Enter presses buttons; a focus ring
 
         self.fps_label = QLabel("fps n/a")
         self.latency_label = QLabel("latency n/a")
