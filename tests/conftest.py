@@ -181,6 +181,17 @@ def remote_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> d
     return files
 
 
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections for the whole test: bound by this
+    process and not listening (a merely free port may be taken by another program)."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
+
+
 @pytest.fixture(scope="session")
 def narrow_server(
     remote_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory

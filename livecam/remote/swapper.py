@@ -184,6 +184,7 @@ class RemoteSwapper:
         if self._monitor is not None:
             self._monitor.join(timeout=3)
             self._monitor = None
+        self._report_figures()  # the last figures, for the run's summary
         for offload in (self.offload, *self.companions):
             offload.cancel()
         self.link.close()
@@ -271,12 +272,15 @@ class RemoteSwapper:
             for companion in self.companions:
                 if companion.lost is not None:
                     companion.check_server()
-            report = self._report
-            if report is not None:
-                try:
-                    report.remote(self.stats())
-                except Exception:  # a listener's bug never stops the monitor
-                    log.exception("the remote's figures listener failed")
+            self._report_figures()
+
+    def _report_figures(self) -> None:
+        report = self._report
+        if report is not None:
+            try:
+                report.remote(self.stats())
+            except Exception:  # a listener's bug never stops the monitor
+                log.exception("the remote's figures listener failed")
 
     # -- what it did ---------------------------------------------------------------------
 

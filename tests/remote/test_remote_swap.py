@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from triton_serve import TOKEN, Served, face_region, remote_swapper
 
-from livecam.benchmark.remote_rig import free_port
 from livecam.config.remote import RemoteConfig, ServerAddress
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
@@ -185,7 +184,10 @@ def test_the_presets_enhancer_runs_on_the_server_and_agrees(
 
 
 def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
-    testdata: Path, remote_models: dict[str, Path], local_stage: FaceSwapStage
+    testdata: Path,
+    remote_models: dict[str, Path],
+    local_stage: FaceSwapStage,
+    refused_port: int,
 ) -> None:
     """The remote enhancer's own fallback: "REMOTE LOST, local enhance: <cause> (fix:
     ...)" once, and the faces are enhanced here."""
@@ -204,8 +206,8 @@ def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
     store = ModelStore()
     local = build_enhancer(resolve_preset("standard", store, cfg), cfg, store)
     assert isinstance(local, FaceEnhancer)
-    url = f"grpc://127.0.0.1:{free_port()}"
-    link = RemoteLink(ServerAddress("127.0.0.1", int(url.rpartition(":")[2])))
+    url = f"grpc://127.0.0.1:{refused_port}"
+    link = RemoteLink(ServerAddress("127.0.0.1", refused_port))
     remote = RemoteEnhancer(local, link, RemoteConfig(url=url))
     said: list[str] = []
     remote.offload.sink = lambda event: said.append(event.message)
@@ -291,12 +293,13 @@ def test_unusable_server_is_one_line_and_the_local_swap_goes_on(
     testdata: Path,
     remote_models: dict[str, Path],
     tmp_path: Path,
+    refused_port: int,
 ) -> None:
     """Each cause is one "REMOTE LOST, local swap: <cause> (fix: <fix>)" line, handed by
     the stage to its report, and the same line in the figures the status line and the
     panel show; the face is swapped here."""
     url, cause, fix = UNUSABLE[case]
-    url = url.format(port=free_port()) or narrow_server.url
+    url = url.format(port=refused_port) or narrow_server.url
     made: list[RemoteSwapper] = []
 
     def wrap(local: Swapper[Any]) -> Swapper[Any]:
@@ -514,3 +517,41 @@ def test_tls_server_works_with_its_certificate_and_a_mismatch_is_one_line(
             assert not found.ok and ("TLS" in line or "grpcs://" in line), line
     finally:
         server.kill()
+
+
+def test_livecam_run_with_no_server_says_one_line_and_records_every_frame(
+    testdata: Path, remote_models: dict[str, Path], tmp_path: Path, refused_port: int
+) -> None:
+    """`livecam run --remote` at a port where nothing listens: one REMOTE LOST line with
+    its fix, no traceback, every frame with a face swapped here, and every frame sent
+    out recorded."""
+    import json
+    import subprocess
+    import sys
+
+    import av
+
+    stats, video = tmp_path / "stats.json", tmp_path / "out.mp4"
+    cmd = [
+        sys.executable, "-m", "livecam", "run", "--preset", "standard",
+        "--face", str(testdata / "faces" / "biden_official_portrait.jpg"),
+        "--source", str(testdata / "faces" / "obama_official_portrait_2012.jpg"),
+        "--sink", str(video), "--frames", "20", "--fps", "30", "--provider", "cpu",
+        "--detector-model", str(testdata / "models" / "scrfd_2.5g_kps.onnx"),
+        "--recognizer-model", str(remote_models["recognizer"]),
+        "--swapper-model", str(remote_models["narrow"]),
+        "--remote", f"grpc://127.0.0.1:{refused_port}", "--stats-json", str(stats),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    output = proc.stdout + proc.stderr
+    lost = [line for line in output.splitlines() if LOST in line]
+    assert len(lost) == 1 and "nothing answers" in lost[0] and "(fix: " in lost[0], output
+    assert "Traceback" not in output
+    summary = json.loads(stats.read_text())
+    remote = summary["remote"]
+    assert remote["route"] == "local" and remote["faces_remote"] == 0
+    assert summary["frames_swapped"] == summary["frames_searched"] >= 1, summary
+    assert remote["faces_local"] >= 1, remote  # (a still photo: later frames may reuse)
+    with av.open(str(video)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == summary["frames_out"] >= 1
