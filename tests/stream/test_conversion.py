@@ -161,6 +161,35 @@ def test_a_transcoded_sound_keeps_its_length(tmp_path: Path) -> None:
     assert result.audio.end_s == pytest.approx(1.0, abs=0.07)
 
 
+def vfr_clip(tmp_path: Path) -> tuple[Path, list[float]]:
+    """40 frames of H.264 at strongly varying intervals (5 ms to 200 ms, as a screen
+    recording or a phone's clip has them), and those times."""
+    path = tmp_path / "vfr.mp4"
+    steps = [0.005, 0.2, 0.011, 0.033, 0.1, 0.05, 0.007, 0.15]
+    times = [round(sum(steps[k % len(steps)] for k in range(i)), 3) for i in range(40)]
+    with av.open(str(path), "w") as container:
+        video = container.add_stream("libx264", rate=30)
+        video.width, video.height, video.pix_fmt = 160, 120, "yuv420p"
+        video.time_base = video.codec_context.time_base = Fraction(1, 90000)
+        for i, t in enumerate(times):
+            picture = av.VideoFrame.from_ndarray(np.full((120, 160, 3), 6 * i, np.uint8), "bgr24")
+            picture.pts = round(t * 90000)
+            container.mux(video.encode(picture))
+        container.mux(video.encode(None))
+    return path, times
+
+
+def test_a_variable_frame_rate_clip_keeps_every_frame_at_its_own_time(tmp_path: Path) -> None:
+    """Its frame times are decoded: each is the source's, to the 1/90000 s tick (they were
+    put on the grid of the average rate, and frames sharing a period were left out)."""
+    src, times = vfr_clip(tmp_path)
+    assert probe(src).frame_times_s == pytest.approx(times, abs=1e-4)
+    out = tmp_path / "out.mp4"
+    assert cli_main(["run", "--source", str(src), "--sink", str(out), "-q"]) == 0
+    result = probe(out)
+    assert result.frame_times_s == pytest.approx(times, abs=1 / 90000), result.frame_times_s
+
+
 @pytest.mark.parametrize("suffix", [".mov", ".mp4"])
 def test_the_sound_leaves_every_frame_on_its_time(
     clip: Path, testdata: Path, tmp_path: Path, suffix: str, caplog: pytest.LogCaptureFixture

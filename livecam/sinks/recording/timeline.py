@@ -29,11 +29,14 @@ class Timeline:
     came early after a late one), it goes to the next free period if that is at most
     ``MAX_AHEAD_PERIODS`` after its capture time, and is left out otherwise (``None``: a
     burst or a source faster than the nominal rate has more frames than the file has
-    periods).
+    periods). A conversion (``exact``) keeps its file's own times instead, to the tick.
     """
 
-    def __init__(self, fps: float) -> None:
+    def __init__(self, fps: float, *, exact: bool = False) -> None:
         self.period = float(1 / (TIME_BASE * Fraction(fps).limit_denominator(1_000_000)))
+        #: ``exact``: the times are a file's own (a conversion): kept as they are, to the
+        #: ``TIME_BASE`` tick, off any grid (a variable-frame-rate clip keeps its timing)
+        self.exact = exact
         self.last: int | None = None
         self._origin_ns: int | None = None
         self._slot = -1  # the period the last frame sits in
@@ -41,6 +44,8 @@ class Timeline:
     def next_pts(self, t_capture_ns: int | None) -> int | None:
         """The frame's timestamp, or None when it is left out (its period and the next
         are taken)."""
+        if self.exact and t_capture_ns is not None:
+            return self._exact_pts(t_capture_ns)
         following = self._slot + 1
         if t_capture_ns is None:
             slot = following
@@ -53,6 +58,15 @@ class Timeline:
                 return None
         self._slot = slot
         self.last = round(slot * self.period)
+        return self.last
+
+    def _exact_pts(self, t_ns: int) -> int:
+        """``t_ns`` after the first frame's, in ``TIME_BASE`` ticks (after the last one)."""
+        if self._origin_ns is None:
+            self._origin_ns = t_ns
+        pts = round((t_ns - self._origin_ns) * 1e-9 / float(TIME_BASE))
+        self.last = pts if self.last is None else max(pts, self.last + 1)
+        self._slot = round(self.last / self.period)
         return self.last
 
     def _to_ns(self, pts: int) -> int:

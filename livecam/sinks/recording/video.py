@@ -291,11 +291,13 @@ class RecorderSink(Sink):
         self._tmp: Path | None = None
         self._size = (0, 0)
         self._timeline = Timeline(30.0)
+        self._converting = False  # a conversion: the file's timestamps are kept exactly
         self.audio_from: Path | None = None  # a media file whose sound is recorded too
         self.audio: str | None = None  # e.g. "aac copied", once open with sound
 
     def take_audio_from(self, path: Path) -> None:
         self.audio_from = path if has_audio(path) else None
+        self._converting = True  # the frames come with the file's own timestamps
 
     def open(self, width: int, height: int, fps: float) -> None:
         self.close()
@@ -322,7 +324,9 @@ class RecorderSink(Sink):
             out.discard()
             raise
         self._out, self._tmp = out, tmp
-        self._timeline = Timeline(fps)
+        # H.264 is timed to TIME_BASE: a converted file's times fit it as they are
+        exact = self._converting and self._writer.time_base == TIME_BASE
+        self._timeline = Timeline(fps, exact=exact)
         self.encoder = self._writer.encoder
         self.audio = _describe_audio(self._writer)
         self.frames_written = self.frames_swapped = 0
