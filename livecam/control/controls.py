@@ -232,8 +232,9 @@ class Controls:
 
     def set_target(self, point: tuple[float, float] | None) -> Change:
         """Swap the person at ``point`` (normalised frame x, y in 0..1: their face box, else
-        the nearest face) from the next frame on, until they leave; None: back to auto (the
-        main face). ``select one`` only; ``state.swap_target`` says who is swapped."""
+        the nearest face within half its size of it; nobody when far from every face) from
+        the next frame on, until they leave; None: back to auto (the main face). ``select
+        one`` only; ``state.swap_target`` says who is swapped."""
         self._require_stage(SWAP)
         stage = self._swap_stage()
         if stage is None or not stage.can_target:

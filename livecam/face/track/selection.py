@@ -107,16 +107,29 @@ def select_faces(
     return [face for _, face in scored]
 
 
+#: how far beside a face box a click still picks that face, in box sizes (a hair, a chin)
+PICK_REACH = 0.5
+
+
 def face_at(faces: list[Face], point: tuple[float, float], shape: tuple[int, ...]) -> Face | None:
     """The face whose box holds ``point`` (normalised x, y of a frame of ``shape``), the
-    smallest when boxes overlap; with none holding it, the face with the nearest centre."""
-    if not faces:
-        return None
+    smallest when boxes overlap; with none holding it, the face with the nearest centre
+    among those whose box, grown by ``PICK_REACH`` of its size on each side, holds it;
+    None when the point is far from every face (a click on the background picks nobody)."""
     x, y = point[0] * shape[1], point[1] * shape[0]
     inside = [f for f in faces if f.bbox[0] <= x <= f.bbox[2] and f.bbox[1] <= y <= f.bbox[3]]
     if inside:
         return min(inside, key=lambda f: f.area)
-    return min(faces, key=lambda f: math.hypot(f.center[0] - x, f.center[1] - y))
+    near = [f for f in faces if _within_reach(f, x, y)]
+    if not near:
+        return None
+    return min(near, key=lambda f: math.hypot(f.center[0] - x, f.center[1] - y))
+
+
+def _within_reach(face: Face, x: float, y: float) -> bool:
+    x1, y1, x2, y2 = (float(v) for v in face.bbox)
+    dx, dy = PICK_REACH * (x2 - x1), PICK_REACH * (y2 - y1)
+    return x1 - dx <= x <= x2 + dx and y1 - dy <= y <= y2 + dy
 
 
 class FaceSelector(Protocol):

@@ -97,9 +97,10 @@ def test_the_pinned_person_leaving_goes_back_to_auto(testdata: Path, two: Frame)
     stage = stage_for(testdata)
     feed = Feed(stage)
     large, small = by_side(feed.run(two))
-    # a point outside both boxes, nearer the smaller face's centre
+    # a point outside both boxes, just beside the smaller face (past its chin and side)
     x = (small.bbox[2] + 20) / two.shape[1]
-    stage.set_target((min(x, 1.0), 0.9))
+    y = (small.bbox[3] + 20) / two.shape[0]
+    stage.set_target((min(x, 1.0), min(y, 1.0)))
     packet = feed.run(two)
     assert stage.target == small.track_id
     assert feed.swapped(packet, by_side(packet)[1])
@@ -130,7 +131,9 @@ def test_face_at_prefers_the_box_holding_the_point(two: Frame) -> None:
     shape = (600, 1000, 3)
     assert face_at([big, inner, far], (0.15, 0.25), shape) is inner  # both hold it: smaller
     assert face_at([big, far], (0.05, 0.05), shape) is big
-    assert face_at([big, far], (0.75, 0.9), shape) is far  # none holds it: nearest centre
+    assert face_at([big, far], (0.77, 0.38), shape) is far  # beside its box: still that face
+    assert face_at([big, far], (0.5, 0.5), shape) is big  # beside both: the nearest centre
+    assert face_at([big, far], (0.75, 0.9), shape) is None  # far from every face: nobody
     assert face_at([], (0.5, 0.5), shape) is None
 
 
