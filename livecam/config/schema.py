@@ -122,7 +122,8 @@ SOURCE_HELP = (
 )
 SINK_HELP = (
     "virtualcam (OBS/Zoom/Meet camera) | window (preview) | auto (virtual camera, else a window) | "
-    "null | FILE.mp4/.avi (record) | FILE.png/.jpg (last frame); repeat for several (default "
+    "null | FILE.mp4/.mov/.mkv/.avi (record; .avi has no sound) | FILE.png/.jpg (last frame); "
+    "repeat for several (default "
     "{default})"
 )
 

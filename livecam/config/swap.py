@@ -48,7 +48,8 @@ EnhancerModel = str
 ENHANCER_OFF = "none"
 
 MAX_FACE_INDEX = 999  # swap.face_index: faces in one group photo
-NEURAL = "neural presets (lite, standard, quality)"
+#: the help heading of the model choices (any preset) and the neural swap's paste-back
+NEURAL = "models (any preset) and the neural swap (standard, quality, or a --swapper)"
 
 
 def model_input(part: str) -> tuple[str, str]:
@@ -144,7 +145,8 @@ class SelectSettings(Validated):
     select: FaceSelection = setting(
         "one",
         option="--select",
-        help="faces to replace: one (largest), all, or reference (default {default})",
+        help="faces to replace: one (the main face, then that person until they leave), "
+        "all, or reference (the person of --reference) (default {default})",
     )
     # with select = "reference": the reference photo
     reference: str | None = setting(

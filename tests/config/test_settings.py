@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,8 @@ from livecam.config.schema import Config, SwapConfig, field_choices
 from livecam.config.setting import number_text, option_text, plain_type
 from livecam.errors import ConfigError
 from livecam.models.manifest import load_manifest
-from livecam.models.presets import ALIASES, PRESETS
+from livecam.models.presets import ALIASES, PRESETS, is_neural
+from livecam.sinks.recording.video import VIDEO_CODECS
 
 #: options of `livecam run` that set no config field (the run's own)
 RUN_OWN = {
@@ -143,3 +145,17 @@ def test_every_field_default_is_valid() -> None:
         if info.choices is not None and f.default is not None:
             assert f.default in info.choices(), name
     assert dataclasses.replace(Config()) == Config()
+
+
+def test_run_help_says_what_the_code_and_the_docs_say() -> None:
+    """The help's sink list names every video type the recorder writes (as docs/usage.md
+    does), its model group names only neural presets, and --select says what one picks."""
+    help_text = " ".join(io_help(["run", "--help"]).split())
+    usage = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text()
+    for suffix in VIDEO_CODECS:
+        assert f"/{suffix}" in help_text or f"FILE{suffix}" in help_text, suffix
+        assert f"`{suffix}`" in usage or f"`FILE{suffix}`" in usage, suffix
+    heading = next(line for line in io_help(["run", "--help"]).splitlines() if "neural" in line)
+    named = [name for name in PRESETS if name in heading]
+    assert named and all(is_neural(PRESETS[name].swapper) for name in named), heading
+    assert "main face" in help_text and "(largest)" not in help_text
