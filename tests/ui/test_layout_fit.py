@@ -1,6 +1,7 @@
 """The panel fits a 1366x768 laptop (with or without a taskbar) and a 1920x1080 screen:
 the window with its status bar, every button of the window and of each side tab on screen,
-no side tab wider than its tab (no sideways scrolling), and the model download dialog of
+no side tab wider than its tab (no sideways scrolling), a full recent-faces box showing
+every face at once, and the model download dialog of
 each preset with Download and Cancel on screen; the splitter stays where it was left
 across a restart. Measured in a child process on a private
 Xvfb of that size with the real xcb platform (the test session draws offscreen on an
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,14 +42,20 @@ def inside(inner: Rect, outer: Rect) -> bool:
 def probe() -> dict[str, Any]:  # the child process, on the real display
     from PySide6.QtCore import QRect
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QAbstractButton, QApplication, QScrollArea, QWidget
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QApplication,
+        QListWidget,
+        QScrollArea,
+        QWidget,
+    )
 
     from livecam.config.schema import SwapConfig
     from livecam.models.presets import PRESETS
     from livecam.models.store import ModelStore
     from ui.main_window import MainWindow, apply_theme
     from ui.model_download import ModelDownloadDialog
-    from ui.settings import UiSettings
+    from ui.settings import MAX_RECENT_FACES, UiSettings
     from ui.stream import StreamController
 
     app = QApplication(sys.argv)
@@ -79,6 +87,12 @@ def probe() -> dict[str, Any]:  # the child process, on the real display
         return (r.x(), r.y(), r.width(), r.height())
 
     settings = UiSettings()
+    faces = settings.folder / "faces"  # a full recent-faces box, long file names included
+    faces.mkdir(parents=True, exist_ok=True)
+    for i in range(MAX_RECENT_FACES):
+        photo = faces / f"{i:02d}_a_rather_long_name_of_a_face_photo_{'x' * i}.jpg"
+        shutil.copy(REPO / "assets" / "grace_hopper.jpg", photo)
+        settings.add_recent_face(photo)
     window = MainWindow(StreamController(settings.config), settings)
     window.show()
     settle(window)
@@ -112,6 +126,20 @@ def probe() -> dict[str, Any]:  # the child process, on the real display
                 if b.isVisibleTo(content)
             },
         }
+        gallery = getattr(content, "gallery", None)
+        if isinstance(gallery, QListWidget):  # the Source tab's recent faces
+            viewport = gallery.viewport().rect()
+            report["gallery"] = {
+                "faces": gallery.count(),
+                "shown": sum(
+                    viewport.contains(gallery.visualItemRect(gallery.item(j)))
+                    for j in range(gallery.count())
+                ),
+                "scrolls": gallery.verticalScrollBar().maximum() > 0
+                or gallery.horizontalScrollBar().maximum() > 0,
+                "box": on_screen(gallery),
+                "tab": on_screen(scroll.viewport()),
+            }
     total = sum(window.splitter.sizes())
     window.splitter.setSizes([total - 640, 640])  # a wide side panel, then a restart
     moved = window.splitter.sizes()
@@ -205,6 +233,10 @@ def test_the_window_and_the_download_dialogs_fit_the_screen(size: str, tmp_path:
         for text, (x, _y, w, _h) in tab["buttons"].items():
             # a tall tab scrolls down; sideways every button is in its tab
             assert viewport[0] <= x and x + w <= viewport[0] + viewport[2], (title, text)
+    gallery = report["gallery"]  # every recent face shows at once, inside the tab
+    assert gallery["faces"] == 12 and gallery["shown"] == 12 and not gallery["scrolls"], gallery
+    box, tab = gallery["box"], gallery["tab"]
+    assert tab[0] <= box[0] and box[0] + box[2] <= tab[0] + tab[2], gallery
     splitter = report["splitter"]  # where the user left it, after a restart
     assert splitter["moved"][1] == 640 and splitter["saved"] == splitter["moved"]
     assert splitter["restarted"] == splitter["moved"], splitter

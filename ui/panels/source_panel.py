@@ -25,6 +25,7 @@ from PySide6.QtGui import (
     QImageReader,
     QMouseEvent,
     QPixmap,
+    QResizeEvent,
 )
 from PySide6.QtWidgets import (
     QComboBox,
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -52,6 +54,8 @@ from ui.stream import StreamController, with_swap
 log = logging.getLogger(__name__)
 
 ICON_SIDE = 64
+CELL = QSize(ICON_SIDE + 24, ICON_SIDE + 24)  # a recent face: its icon and name below it
+GALLERY_MARGIN = 6  # px under the last row of recent faces
 PHOTO_FILTER = "Images (" + " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS)) + ");;All files (*)"
 ERROR_STYLE = ERROR_TEXT_STYLE  # readable on the dark window (ui.notice: contrast >= 4.5)
 CHANGE_PREFIX = "face "  # what the panel's live changes are called (``stream.change``)
@@ -109,6 +113,41 @@ class FaceThumbnail(QLabel):
             self.clicked_face.emit(index)
 
 
+class FaceGallery(QListWidget):
+    """The recent faces as a grid of equal cells (``CELL``: the icon and its name, elided
+    in the middle), as many a row as the tab's width holds, and as tall as its rows: every
+    face shows at once, nothing scrolls, in a narrow tab too (1366x768)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setViewMode(QListWidget.ViewMode.IconMode)
+        self.setIconSize(QSize(ICON_SIDE, ICON_SIDE))
+        self.setGridSize(CELL)
+        self.setUniformItemSizes(True)
+        self.setWrapping(True)
+        self.setWordWrap(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.setMovement(QListWidget.Movement.Static)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.fit_rows()
+
+    def per_row(self) -> int:
+        """How many cells a row of the current width holds."""
+        return max(1, (self.viewport().width() - 2 * self.spacing()) // CELL.width())
+
+    def fit_rows(self) -> None:
+        """As tall as the rows the faces need (one empty row when there is none)."""
+        rows = max(1, -(-self.count() // self.per_row()))
+        self.setFixedHeight(rows * CELL.height() + 2 * self.frameWidth() + GALLERY_MARGIN)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.fit_rows()
+
+
 class SourcePanel(QWidget):
     """Choose the source face; see the module docstring.
 
@@ -146,10 +185,7 @@ class SourcePanel(QWidget):
         self.picker.activated.connect(lambda i: self.pick_face(i))
         self.message = QLabel()
         self.message.setWordWrap(True)
-        self.gallery = QListWidget()
-        self.gallery.setViewMode(QListWidget.ViewMode.IconMode)
-        self.gallery.setIconSize(QSize(ICON_SIDE, ICON_SIDE))
-        self.gallery.setMaximumHeight(ICON_SIDE + 40)
+        self.gallery = FaceGallery()
         self.gallery.setToolTip("Recent faces: click one to use it")
         self.gallery.itemClicked.connect(
             lambda item: self.load(item.data(Qt.ItemDataRole.UserRole))
@@ -320,6 +356,7 @@ class SourcePanel(QWidget):
             self.gallery.addItem(item)
             if in_use is not None and Path(path).absolute() == in_use:
                 self.gallery.setCurrentItem(item)
+        self.gallery.fit_rows()
 
     # --- drag and drop -------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
