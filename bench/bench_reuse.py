@@ -38,8 +38,8 @@ from bench_standard_pipeline import TESTDATA, build
 from livecam.config.schema import SourceConfig
 from livecam.config.swap import ReuseSettings
 from livecam.face.identity.metrics import psnr  # noqa: E402
-from livecam.face.swap.reuse import SwapReuse
 from livecam.face.swap_stage import FaceSwapStage
+from livecam.face.track.repeat import SwapReuse
 from livecam.sources.synthetic.pattern import SyntheticSource
 from livecam.types import FramePacket
 
@@ -82,7 +82,7 @@ def run(stage: FaceSwapStage, frames: list[np.ndarray], reuse: SwapReuse | None)
     stage._tracker.reset()
     if reuse is not None:
         reuse.clear()
-    stage.reuse = reuse
+    stage.repeats.reuse = reuse
     outputs, swapped, reused = [], 0, 0
     start = time.perf_counter()
     for seq, image in enumerate(frames):

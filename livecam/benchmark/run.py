@@ -190,7 +190,7 @@ def _run_naive(stage: FaceSwapStage, cfg: Config, count: int, face: Path) -> Nai
 def _cache(cfg: Config, stage: FaceSwapStage) -> str:
     """Whether swapped faces are reused, and why not: turned off, or a swapper it does not
     work with."""
-    if stage.reuse is not None:
+    if stage.repeats.reuse is not None:
         return "on"
     return "off" if not cfg.swap.reuse.reuse else "off (this swapper cannot reuse)"
 

@@ -153,7 +153,7 @@ class Swapper(Part, Protocol[SourceT]):
 
 
 class SwapCache(Protocol):
-    """A cache in front of the swapper (``swap.reuse.SwapReuse``): ``swapper.swap`` for the
+    """A cache in front of the swapper (``face.track.repeat.SwapReuse``): ``swapper.swap`` for the
     faces it holds no fitting output for, the cached output for the others."""
 
     def swap(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,11 +16,10 @@ from livecam.errors import ConfigError, ModelError
 from livecam.face.build import JUDGE_NAME, build_parts, photo_analyzer
 from livecam.face.identity.metrics import Embedding
 from livecam.face.identity.swap_check import SwapCheck, likely_causes
-from livecam.face.parts import Enhancer, FaceParts, Swapper
+from livecam.face.parts import Enhancer, FaceParts, SwapCache, Swapper
 from livecam.face.source.photo import SourceFace, SourceFaceCache, photo_warnings
-from livecam.face.swap.reuse import SwapReuse
 from livecam.face.track.mapping import FaceMapper
-from livecam.face.track.repeat import LastOutput
+from livecam.face.track.repeat import Repeats, SwapReuse
 from livecam.face.track.selection import (
     FaceSelector,
     ReferenceMatcher,
@@ -31,9 +29,7 @@ from livecam.face.track.tracking import FaceTracker
 from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
 from livecam.types import (
-    Face,
     FaceWork,
-    Frame,
     FrameContext,
     FramePacket,
     RunReport,
@@ -81,7 +77,7 @@ class FaceSwapStage:
         self.parts = parts
         self.check = check  # the live swap check (None: off)
         self.opacity = opacity
-        self.reuse = reuse
+        self.repeats = Repeats(reuse)  # exact repeats and crop reuse (face/track/repeat.py)
         self.source = sources[0]
         self.sources = tuple(sources)
         # a small or blurry source face
@@ -89,7 +85,6 @@ class FaceSwapStage:
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
-        self._last = LastOutput()
         self._prepared = list(prepared)
 
     @property
@@ -117,56 +112,31 @@ class FaceSwapStage:
             picks = take_analysis(batch, self.name)
             assert picks is not None
         frames = _contexts(batch)
-        inputs = [p.frame for p in batch]
-        repeated = self._last.mark(inputs, picks)  # exact repeats get the last output again
-        works = [
-            FaceWork(i, packet.seq, face, source_index=source)
-            for i, (packet, pick) in enumerate(zip(batch, picks, strict=True))
-            if not repeated[i]
-            for face, source in pick
-        ]
-        if works:
-            outputs, done = self.parts.render_faces(frames, works, self._prepared, self.reuse)
-            for packet, out in zip(batch, outputs, strict=True):
-                if self.opacity < 1 and out is not packet.frame:
-                    out = np.asarray(
-                        cv2.addWeighted(out, self.opacity, packet.frame, 1 - self.opacity, 0),
-                        np.uint8,
-                    )
-                packet.frame = out
-        else:
-            done = []
-            if self.reuse is not None and not any(picks):
-                self.reuse.clear()  # no face selected: every track's entry is stale
+        done = self.repeats.run(
+            batch, picks, lambda works, cache: self._render(batch, frames, works, cache)
+        )
         if self.check is not None and done:  # a sample now and then, checked on its thread
             self.check.offer(frames, [p.frame for p in batch], done)
-        swapped = Counter(w.frame_index for w in done)
-        hits = self.reuse.last_hits if works and self.reuse is not None else []
-        reused = Counter(w.frame_index for w in hits)
-        for i, packet in enumerate(batch):
-            packet.faces_swapped = swapped[i]
-            packet.faces_reused = reused[i]
-        self._repeat_outputs(batch, inputs, picks, repeated)
         return batch
 
-    def _repeat_outputs(
+    def _render(
         self,
         batch: list[FramePacket],
-        inputs: list[Frame],
-        picks: list[list[tuple[Face, int]]],
-        repeated: list[bool],
-    ) -> None:
-        """Give each repeated frame the output of the frame before it; remember the last."""
-        last = self._last
-        for i, packet in enumerate(batch):
-            if repeated[i]:
-                before = batch[i - 1] if i else None
-                packet.frame = last.output() if before is None else before.frame.copy()
-                packet.faces_swapped = last.swapped if before is None else before.faces_swapped
-                packet.faces_reused = last.reused if before is None else before.faces_reused
-        if batch:
-            end = batch[-1]
-            last.remember(inputs[-1], picks[-1], end.frame, end.faces_swapped, end.faces_reused)
+        frames: list[FrameContext],
+        works: list[FaceWork],
+        cache: SwapCache | None,
+    ) -> list[FaceWork]:
+        """Swap, paste and enhance ``works`` (through ``cache``), blended in at the opacity:
+        each packet's frame becomes its output."""
+        outputs, done = self.parts.render_faces(frames, works, self._prepared, cache)
+        for packet, out in zip(batch, outputs, strict=True):
+            if self.opacity < 1 and out is not packet.frame:
+                out = np.asarray(
+                    cv2.addWeighted(out, self.opacity, packet.frame, 1 - self.opacity, 0),
+                    np.uint8,
+                )
+            packet.frame = out
+        return done
 
     @property
     def can_target(self) -> bool:
@@ -194,9 +164,7 @@ class FaceSwapStage:
         if self.check is not None:
             self.check.close()
         self._tracker.reset()
-        self._last.clear()
-        if self.reuse is not None:
-            self.reuse.clear()
+        self.repeats.clear()
         self.parts.close()
 
 

@@ -27,6 +27,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -216,6 +217,16 @@ class _Track:
         """The box of the track's last measurement moved to frame ``seq``."""
         return face_box(self.measured, landmarker) + np.tile(self.shift(seq), 2)
 
+    def held_out(self, max_missed: int) -> bool:
+        """Hold the track out of this frame (its refit jumped); False when it has been held
+        out more than ``max_missed`` frames in a row: it ends."""
+        self.hidden += 1
+        self.start = None
+        if self.hidden > max_missed:
+            log.debug("track %d ended: its fit kept jumping", self.track_id)
+            return False
+        return True
+
     def predicted(self, seq: int) -> Face:
         """The track's face in frame ``seq``: its new detection, else its last measurement
         moved by its velocity."""
@@ -324,6 +335,13 @@ def refitted(frame: FrameContext, landmarker: RefitLandmarker, seeds: list[Face]
     return faces
 
 
+def detected_at(
+    detector: Detector, frames: Sequence[FrameContext], i: int, ready: dict[int, list[Face]]
+) -> list[Face]:
+    """Frame ``i``'s detections: the batch's (``ready``, taken) or the detector's now."""
+    return ready.pop(i) if i in ready else detector.detect([frames[i]])[0]
+
+
 class FaceTracker:
     """Tracks faces across frames of one stream; one instance per stream and thread.
 
@@ -428,14 +446,14 @@ class FaceTracker:
             last = self._last_seq
             if last is not None and (frame.seq <= last or frame.seq - last > self.max_gap):
                 self.reset()  # a restarted or rewound stream, or a pause: start over
-            detections = None
-            if not self._unsure() and self._held.repeats(frame.image):
-                if not self._held.checked:  # no detector saw these pixels yet: it must agree
-                    detections = ready.pop(i) if i in ready else self.detector.detect([frame])[0]
-                if detections is None or self._held.confirmed(detections, iou):
-                    self._last_seq = frame.seq
-                    out.append(self._held.hold())
-                    continue
+            held, detections = None, None
+            if not self._unsure():  # a repeat of the last frame gets its faces again
+                detect = partial(detected_at, self.detector, frames, i, ready)
+                held, detections = self._held.answer(frame.image, detect, iou)
+            if held is not None:
+                self._last_seq = frame.seq
+                out.append(held)
+                continue
             if detections is None and self._needs_detection():
                 if i not in ready:
                     planned = [i] if self._unsure() else scheduled(frames, i, self.detect_every)
@@ -482,11 +500,7 @@ class FaceTracker:
             track.detection = track.correction = None
             if bad:
                 self.fits_held += 1
-                track.hidden += 1
-                track.start = None
-                if track.hidden > self.max_missed:
-                    log.debug("track %d ended: its fit kept jumping", track.track_id)
-                else:
+                if track.held_out(self.max_missed):
                     kept.append(track)
                 continue
             if face.width < self.min_face or inside_fraction(face.bbox, w, h) < self.min_inside:

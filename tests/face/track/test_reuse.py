@@ -18,8 +18,8 @@ from livecam.errors import ConfigError
 from livecam.face.identity.metrics import psnr
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.classic import ClassicSwapper
-from livecam.face.swap.reuse import SwapReuse, thumbnail
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
+from livecam.face.track.repeat import SwapReuse, thumbnail
 from livecam.models.store import ModelStore
 from livecam.telemetry.hub import Telemetry
 from livecam.types import FramePacket
@@ -94,7 +94,7 @@ def run(
     stage._tracker.reset()
     if reuse is not None:
         reuse.clear()
-    stage.reuse = reuse
+    stage.repeats.reuse = reuse
     packets = [
         FramePacket(f.copy(), seq=i, t_capture_ns=i * 33_333_333) for i, f in enumerate(frames)
     ]
@@ -111,9 +111,9 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
     on = build_swap_stage(config(testdata, models), SourceFaceCache(tmp_path), store)
     try:
         assert SwapReuse.supports(on.parts.swapper)  # the standard preset's inswapper
-        assert isinstance(on.reuse, SwapReuse)
+        assert isinstance(on.repeats.reuse, SwapReuse)
         defaults = SwapConfig()
-        assert (on.reuse.similarity, on.reuse.max_reuse) == (
+        assert (on.repeats.reuse.similarity, on.repeats.reuse.max_reuse) == (
             defaults.reuse.reuse_similarity,
             defaults.reuse.reuse_max,
         )
@@ -121,7 +121,7 @@ def test_the_standard_stage_reuses_by_default_and_not_when_switched_off(
         on.close()
     off = build_swap_stage(config(testdata, models, reuse=False), SourceFaceCache(tmp_path), store)
     try:
-        assert off.reuse is None
+        assert off.repeats.reuse is None
     finally:
         off.close()
     # the classic swapper's crop is a landmark-sized ROI with its own mask: never reused
