@@ -36,9 +36,9 @@ from livecam.app import App  # noqa: E402
 from livecam.sources.camera import CameraSource  # noqa: E402
 
 try:
-    from livecam.config.schema import Config, SourceConfig
+    from livecam.config.schema import Config, SourceConfig, SwapConfig
 except ImportError:  # the layout before issue 15 (ce8da76), to compare
-    from livecam.config import Config, SourceConfig  # type: ignore[no-redef,attr-defined]
+    from livecam.config import Config, SourceConfig, SwapConfig  # type: ignore[no-redef,attr-defined]
 
 FRAME_THREADS = ("livecam-capture", "livecam-inference", "livecam-render", "livecam-output")
 VIDEO = TESTDATA / "video" / "liveportrait_d6.mp4"
@@ -81,6 +81,13 @@ def swap_section(preset: str, folder: Path) -> dict[str, Any]:
     return section
 
 
+def swap_table(flat: dict[str, Any]) -> Any:
+    """The swap section in this checkout's layout: its settings put into their sections
+    where the config has them (``SwapConfig.of``), else the flat table of older ones."""
+    of = getattr(SwapConfig, "of", None)
+    return of(**flat) if of is not None else flat
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--preset", default="lite", choices=("lite", "standard"))
@@ -97,7 +104,7 @@ def main() -> None:
                 "source": {"spec": "0", "size": [640, 480], "fps": 30},
                 "output": {"sinks": ["virtualcam"], "virtualcam_backend": store.name},
                 "pipeline": {"stages": ["swap"]},
-                "swap": swap_section(args.preset, Path(tmp)),
+                "swap": swap_table(swap_section(args.preset, Path(tmp))),
             }
         )
 
