@@ -62,6 +62,12 @@ def probe_server(
         found.say(
             True, f"token {'accepted' if token else 'not needed'}; swap runs on {info.where()}"
         )
+        if info.enhancer:
+            found.say(
+                True,
+                f"it serves the enhancer {info.enhancer} ({wire.ENHANCER_MODEL}, "
+                f"{info.enhancer_size} px faces) for presets that have one",
+            )
         rng = np.random.default_rng(0)
         crops = rng.integers(0, 256, (1, crop_size, crop_size, 3), dtype=np.uint8)
         latents = rng.standard_normal((1, wire.LATENT_DIM)).astype(np.float32)

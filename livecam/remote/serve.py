@@ -238,6 +238,17 @@ class SwapServer:
             preferred_batch_size=list(o.preferred_batch) or None,
         )
         try:
+            # Triton loads the models one by one in this order: the swapper last, so a
+            # client that finds it ready finds the info and the enhancer ready too
+            triton.bind(
+                model_name=wire.INFO_MODEL,
+                infer_func=describe,
+                inputs=[Tensor(name=wire.INFO_IN, dtype=np.uint8, shape=(1,))],
+                outputs=[Tensor(name=wire.INFO_OUT, dtype=np.uint8, shape=(-1,))],
+                config=ModelConfig(batching=False),
+            )
+            if self.enhancer is not None:
+                self._bind_enhancer(triton, self.enhancer, batcher)
             triton.bind(
                 model_name=wire.MODEL,
                 infer_func=swap,
@@ -249,15 +260,6 @@ class SwapServer:
                 config=ModelConfig(max_batch_size=o.max_batch, batcher=batcher),
                 strict=True,
             )
-            triton.bind(
-                model_name=wire.INFO_MODEL,
-                infer_func=describe,
-                inputs=[Tensor(name=wire.INFO_IN, dtype=np.uint8, shape=(1,))],
-                outputs=[Tensor(name=wire.INFO_OUT, dtype=np.uint8, shape=(-1,))],
-                config=ModelConfig(batching=False),
-            )
-            if self.enhancer is not None:
-                self._bind_enhancer(triton, self.enhancer, batcher)
             for model in triton._model_manager.models:
                 use_dlpack(model)
             triton.run()
