@@ -86,9 +86,10 @@ class RemoteStats:
             return f"{LOST}: {self.lost}"
         batch = f", server batch {self.mean_batch:.1f}" if self.mean_batch is not None else ""
         up, down = self.bytes_up_per_frame / 1000, self.bytes_down_per_frame / 1000
+        enhancer = f"; {self.enhancer}" if self.enhancer not in (None, "remote") else ""
         return (
             f"remote {self.address} ({self.server or '?'}): rtt p50/p99 {self._rtt()}, "
-            f"{up:.0f}/{down:.0f} KB/frame up/down{batch}"
+            f"{up:.0f}/{down:.0f} KB/frame up/down{batch}{enhancer}"
         )
 
     def details(self) -> str:

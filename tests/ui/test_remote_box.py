@@ -4,6 +4,7 @@ where the swap runs, or REMOTE LOST in red while the local swap stands in."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -89,6 +90,10 @@ def test_server_token_and_ca_go_to_the_config_and_bad_input_is_one_line(
 def test_the_state_says_where_the_swap_runs_or_that_the_remote_is_lost() -> None:
     text, problem = state_text(snapshot(None), "grpc://127.0.0.1:8001")
     assert not problem and "cuda on NVIDIA H200" in text and "rtt p50/p99 4/9 ms" in text
+    assert "51/49 KB/frame up/down, server batch 1.5" in text
+    enhancer_lost = dataclasses.replace(stats(None), enhancer="REMOTE LOST, local enhance: x")
+    assert enhancer_lost.label().endswith("server batch 1.5; REMOTE LOST, local enhance: x")
+    assert enhancer_lost.details().splitlines()[-1] == "enhancer: REMOTE LOST, local enhance: x"
     text, problem = state_text(snapshot("nothing answers"), "grpc://127.0.0.1:8001")
     assert problem and text == f"{LOST}: nothing answers"
     assert state_text(snapshot(None), None) == (OFF_TEXT, False)
