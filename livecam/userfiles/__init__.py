@@ -101,11 +101,14 @@ def write_private(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, readable by the user only (0600, in a folder
     of mode 0700): signing keys, passwords."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.is_symlink():  # chmod would follow it to another folder
+        raise OSError(errno.ELOOP, f"{path.parent} is a symbolic link: refused (remove it)")
     os.chmod(path.parent, 0o700)
 
     def private(tmp: Path) -> None:
-        os.chmod(tmp, 0o600)  # before anything is in it
-        tmp.write_bytes(data)
+        os.chmod(tmp, 0o600, follow_symlinks=False)  # before anything is in it
+        with open_own(tmp) as f:
+            f.write(data)
 
     write_atomically(path, private)
 
@@ -208,18 +211,27 @@ class OutputFile:
     def write_with(self, produce: Callable[[Path], object]) -> Path:
         """Replace the target's content with what ``produce(tmp)`` writes into ``tmp``, a
         new empty temporary file, atomically; return the target. The temporary file is
-        removed when ``produce`` raises."""
+        removed when ``produce`` raises. A temporary file that is no longer a regular
+        file of its own when ``produce`` is done (a link put in its place, in a folder
+        others may write) is refused, never given the target's name."""
         tmp = self.new_temp()
         try:
             produce(tmp)
+            refuse_unless_own(tmp)
             return self.commit(tmp)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
 
     def write_bytes(self, data: bytes) -> Path:
-        """Replace the target's content with ``data`` atomically; return the target."""
-        return self.write_with(lambda tmp: tmp.write_bytes(data))
+        """Replace the target's content with ``data`` atomically; return the target. The
+        bytes go through ``open_own``: never through a link."""
+
+        def write(tmp: Path) -> None:
+            with open_own(tmp) as f:
+                f.write(data)
+
+        return self.write_with(write)
 
     def discard(self) -> None:
         """Remove the empty claim when nothing was committed (never the user's file)."""

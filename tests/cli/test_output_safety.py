@@ -193,3 +193,71 @@ def test_an_unusable_models_dir_is_a_one_line_error(
     with caplog.at_level("WARNING"):  # found elsewhere (bundled): said, not silent
         store.require(["mobilefacenet"], download=False, accept_licence=False)
     assert f"LIVECAM_MODELS_DIR={folder} is not a folder: ignored" in caplog.text
+
+
+# ------------------------------------------- files written into folders others may write
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A file of the user's that a link planted in a shared folder points at."""
+    path = tmp_path / "victim.txt"
+    path.write_text("the user's own file\n")
+    return path
+
+
+def test_a_saved_config_a_signing_key_and_a_cached_model_replace_a_planted_link(
+    tmp_path: Path, victim: Path, testdata: Path
+) -> None:
+    """A link named as the file each writes (config, key, cached rewrite) is replaced by
+    the new file; the file it points at is never written."""
+    from livecam.config.schema import Config
+    from livecam.runtime.batch_rewrite import make_dynamic_batch
+    from livecam.userfiles import write_private
+
+    saved = tmp_path / "config.toml"
+    saved.symlink_to(victim)
+    Config().save(saved, overwrite=True)
+    keys = tmp_path / "signing"
+    keys.mkdir()
+    (keys / "key.pem").symlink_to(victim)
+    write_private(keys / "key.pem", b"-----BEGIN PRIVATE KEY-----\n")
+    cache = tmp_path / "onnx"
+    rewrite = make_dynamic_batch(testdata / "models" / "mobilefacenet.onnx", cache)
+    assert rewrite is not None and rewrite.parent == cache
+    rewrite.unlink()
+    rewrite.symlink_to(victim)
+    assert make_dynamic_batch(testdata / "models" / "mobilefacenet.onnx", cache) == rewrite
+    for written in (saved, keys / "key.pem", rewrite):
+        assert not written.is_symlink() and written.is_file(), written
+    assert victim.read_text() == "the user's own file\n"
+
+
+def test_a_temporary_file_swapped_for_a_link_is_never_given_the_name(
+    tmp_path: Path, victim: Path
+) -> None:
+    """Someone who may write the folder puts a link in place of LiveCam's temporary file
+    while it is written: the link is refused, not moved to the file's name."""
+    from livecam.userfiles import write_atomically
+
+    def swapped(tmp: Path) -> None:
+        tmp.unlink()
+        tmp.symlink_to(victim)
+
+    with pytest.raises(OSError, match="is a symbolic link: refused"):
+        write_atomically(tmp_path / "faces.npz", swapped)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt"]
+
+
+def test_a_key_folder_that_is_a_link_is_refused_before_its_mode_is_changed(
+    tmp_path: Path,
+) -> None:
+    from livecam.userfiles import write_private
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    os.chmod(elsewhere, 0o755)
+    (tmp_path / "signing").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="signing is a symbolic link: refused"):
+        write_private(tmp_path / "signing" / "key.pem", b"key")
+    assert elsewhere.stat().st_mode & 0o777 == 0o755 and not list(elsewhere.iterdir())
