@@ -518,7 +518,9 @@ def field_choices(name: str) -> tuple[Any, ...]:
     """The values config field ``name`` (``section.field``, ``swap.runtime.provider``)
     accepts: its Literal's, or the names of its table (presets, models); for the panel's
     lists and the parser."""
-    found_field = next((f, hint) for path, f, hint in leaf_fields(Config) if path == name)
+    found_field = next(((f, h) for path, f, h in leaf_fields(Config) if path == name), None)
+    if found_field is None:
+        raise KeyError(f"no config field {name}")
     f, hint = found_field
     info = setting_of(f)
     if info.choices is not None:
