@@ -268,6 +268,15 @@ class SwapReading:
         }
 
 
+@dataclass(frozen=True)
+class SeenFace:
+    """A face of a stage's newest frame, as the panel numbers it while the user picks one:
+    its track id (``face #3``) and its box (x1, y1, x2, y2) normalised to the frame (0..1)."""
+
+    track_id: int
+    box: tuple[float, float, float, float]
+
+
 class PlainStage:
     """The answers of a stage (``livecam.stream.stage.Stage``) that warns of nothing,
     reports nothing and picks no face: a base for such stages (they still need ``name``,
@@ -278,6 +287,7 @@ class PlainStage:
     warnings: tuple[str, ...] = ()
     can_target = False
     target: int | None = None
+    faces_seen: tuple[SeenFace, ...] = ()
 
     def set_target(self, point: tuple[float, float] | None) -> None:
         raise ControlError(

@@ -54,7 +54,7 @@ from livecam.errors import (
 )
 from livecam.sinks.virtualcam import probe_virtualcam, virtualcam_fix
 from livecam.telemetry.snapshot import Snapshot, provider_label
-from livecam.types import Event
+from livecam.types import Event, Frame
 from ui.keyboard import install_keyboard_help
 from ui.notice import (
     ERROR_STYLE,
@@ -417,7 +417,7 @@ class MainWindow(QMainWindow):
         self.preview.auto_requested.connect(lambda: self.set_target(None))
         stream.running_changed.connect(self._on_running)
         stream.config_changed.connect(self._on_config)
-        stream.frame.connect(self.preview.show_frame)
+        stream.frame.connect(self._on_frame)
         stream.stats.connect(self._on_stats)
         stream.applied.connect(self._on_applied)
         stream.failed.connect(self._on_failed)
@@ -678,6 +678,14 @@ class MainWindow(QMainWindow):
         elif self.stream.end_text:  # a clip played once: said, never a silent stop
             self.show_message(self.stream.end_text, error=False)
             self.statusBar().showMessage(self.stream.end_text, 10000)
+
+    def _on_frame(self, frame: Frame) -> None:
+        """Show the frame; while the pointer is over the preview, the faces a click can
+        pick with it (numbered)."""
+        if self.preview.choosing:
+            controls = self.stream.controls
+            self.preview.set_faces(controls.state.faces_seen if controls is not None else ())
+        self.preview.show_frame(frame)
 
     def _on_stats(self, snapshot: Snapshot) -> None:
         self.fps_label.setText(f"fps {snapshot.fps_in:.1f} in / {snapshot.fps_out:.1f} out")

@@ -37,7 +37,7 @@ from livecam.runtime.providers import Providers
 from livecam.stream.inference import InferenceWorker, LiveState
 from livecam.stream.stage import Stage, report_stages
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, Frame, FramePacket, SwapReading
+from livecam.types import Event, Frame, FramePacket, SeenFace, SwapReading
 from livecam.userfiles.images import fit_frame, load_image_bgr
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,9 @@ class ControlState:
     #: the track id of the person picked to be swapped (``set_target``; None: auto, the
     #: main face), live when read through ``Controls.state``: None again once they leave
     swap_target: int | None = None
+    #: the swap stage's tracked faces of its newest frame (what a click can pick), live when
+    #: read through ``Controls.state``
+    faces_seen: tuple[SeenFace, ...] = ()
 
     @property
     def target_text(self) -> str:
@@ -173,7 +176,10 @@ class Controls:
     def state(self) -> ControlState:
         """The live switches as last applied, with the swap check's newest reading."""
         return dataclasses.replace(
-            self._state, swap_check=self._telemetry.swap_reading(), swap_target=self._target()
+            self._state,
+            swap_check=self._telemetry.swap_reading(),
+            swap_target=self._target(),
+            faces_seen=self._faces_seen(),
         )
 
     def requested(self, switch: Switch) -> bool:
@@ -206,6 +212,10 @@ class Controls:
     def _target(self) -> int | None:
         stage = self._swap_stage()
         return None if stage is None else stage.target
+
+    def _faces_seen(self) -> tuple[SeenFace, ...]:
+        stage = self._swap_stage()
+        return () if stage is None else stage.faces_seen
 
     def _swap_stage(self) -> Stage | None:
         """The running swap stage (its attributes are read here, off its thread)."""

@@ -33,6 +33,7 @@ from livecam.types import (
     FrameContext,
     FramePacket,
     RunReport,
+    SeenFace,
     take_analysis,
 )
 
@@ -85,6 +86,7 @@ class FaceSwapStage:
         self.providers = parts.providers()
         self._tracker = tracker
         self._selector = selector
+        self._seen: tuple[SeenFace, ...] = ()
         self._prepared = list(prepared)
 
     @property
@@ -104,6 +106,13 @@ class FaceSwapStage:
         for packet, frame, faces in zip(batch, frames, self._tracker.update(frames), strict=True):
             packet.faces = faces
             packet.analysis[self.name] = self._selector.pick(frame, faces)
+        if batch:  # the newest frame's tracked faces, for the panel to number (one reference)
+            h, w = batch[-1].frame.shape[:2]
+            self._seen = tuple(
+                SeenFace(f.track_id, (f.bbox[0] / w, f.bbox[1] / h, f.bbox[2] / w, f.bbox[3] / h))
+                for f in batch[-1].faces
+                if f.track_id >= 0
+            )
 
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         picks = take_analysis(batch, self.name)
@@ -147,6 +156,12 @@ class FaceSwapStage:
     def target(self) -> int | None:
         """The track id of the person picked with ``set_target`` (None: auto)."""
         return self._selector.target
+
+    @property
+    def faces_seen(self) -> tuple[SeenFace, ...]:
+        """The tracked faces of the newest frame prepared (read from another thread: one
+        tuple, replaced whole)."""
+        return self._seen
 
     def set_target(self, point: tuple[float, float] | None) -> None:
         """Swap the person at ``point`` (normalised frame x, y) from the next frame on

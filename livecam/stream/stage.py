@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from livecam.runtime.providers import Providers
 from livecam.telemetry.hub import Telemetry
-from livecam.types import Event, FramePacket
+from livecam.types import Event, FramePacket, SeenFace
 
 
 @runtime_checkable
@@ -20,8 +20,9 @@ class Stage(Protocol):
     the models it runs, requested and really used; None: it runs none), its ``warnings``
     (texts about its inputs, e.g. a small or blurry source face), ``report_to`` (where it
     sends readings while it runs, e.g. the swap check's), and targeting: ``can_target``
-    (the user may pick the face it works on), ``target`` (the picked track, None: auto)
-    and ``set_target``. ``types.PlainStage`` has the answers of a stage that has none of these.
+    (the user may pick the face it works on), ``target`` (the picked track, None: auto),
+    ``faces_seen`` (the faces it could pick in its newest frame) and ``set_target``.
+    ``types.PlainStage`` has the answers of a stage that has none of these.
 
     ``required``: when a required stage raises, the batch's camera frames pass through
     untouched (later stages are skipped); an optional stage that raises is bypassed.
@@ -45,6 +46,11 @@ class Stage(Protocol):
     @property
     def target(self) -> int | None:
         """The track id of the face picked with ``set_target`` (None: auto)."""
+
+    @property
+    def faces_seen(self) -> tuple[SeenFace, ...]:
+        """The tracked faces of its newest frame (what ``set_target`` can pick; empty: none,
+        or it picks no face)."""
 
     def set_target(self, point: tuple[float, float] | None) -> None:
         """Work on the face at ``point`` (normalised frame x, y) from the next frame on, or

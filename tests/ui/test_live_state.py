@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
@@ -35,7 +35,7 @@ from ui.main_window import MainWindow
 from ui.panels.hotkeys_panel import HotkeysPanel
 from ui.panels.processing_panel import ProcessingPanel
 from ui.panels.source_panel import SourcePanel
-from ui.preview_widget import BADGE_COLOUR
+from ui.preview_widget import BADGE_COLOUR, FACE_COLOUR
 from ui.settings import UiSettings
 from ui.stream import LiveView, StreamController
 
@@ -239,6 +239,33 @@ def test_face_preset_and_target_changed_outside_the_panel_are_shown(
     assert controls.state.target_text in window.target_label.text()
     controls.set_target(None).wait(10)
     qtbot.waitUntil(lambda: "auto" in window.target_label.text(), timeout=TIMEOUT_MS)
+
+
+def test_the_preview_numbers_the_faces_a_click_can_pick_while_the_pointer_is_over_it(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    controls = controls_of(window)
+    preview = window.preview
+    qtbot.waitUntil(lambda: bool(controls.state.faces_seen), timeout=TIMEOUT_MS)
+    assert not preview.choosing and preview.face_labels == []  # not while the pointer is away
+    QTest.mouseMove(preview, preview.rect().center())
+    qtbot.waitUntil(lambda: preview.choosing and bool(preview.face_labels), timeout=TIMEOUT_MS)
+    image = preview.grab().toImage()  # paints: face_labels are fresh
+    seen = {f"#{face.track_id}" for face in controls.state.faces_seen}
+    assert {text for text, _ in preview.face_labels} & seen, (preview.face_labels, seen)
+    for _text, label in preview.face_labels:
+        assert image.pixelColor(label.x() + 1, label.center().y()) == FACE_COLOUR
+
+    # the number shown is the one a click on that face picks ("Swapping: face #N")
+    text, label = preview.face_labels[0]
+    face = next(f for f in controls.state.faces_seen if f"#{f.track_id}" == text)
+    x1, y1, x2, y2 = face.box
+    controls.set_target(((x1 + x2) / 2, (y1 + y2) / 2)).wait(10)
+    qtbot.waitUntil(lambda: f"face {text}" in window.target_label.text(), timeout=TIMEOUT_MS)
+
+    QApplication.sendEvent(preview, QEvent(QEvent.Type.Leave))  # the pointer leaves
+    preview.grab()
+    assert not preview.choosing and preview.face_labels == []
 
 
 # --- real global hotkeys while another X window has the focus -------------------------------
