@@ -9,7 +9,8 @@ Usage: python bench/fault_sweep.py [--jobs J] [--only SUBSTRING]
 Clean means: the run ends (within 90 s), with no traceback, its status and at most one
 ``error:`` line as the case expects, and nothing lost: whatever of a recording plays is
 under the chosen name (or ``NAME-partial``/``NAME-recovered``), never a 0-byte file under
-the user's name and never only a hidden temporary file. The folder-made-unwritable cases
+the user's name and never a hidden temporary file holding bytes (an emptied one that a
+read-only folder keeps is named in the error line). The folder-made-unwritable cases
 run the child without root's power to ignore permissions when this runs as root.
 """
 
@@ -52,7 +53,10 @@ class Case:
 
 
 def hidden(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob(".*") if ".recording-" in p.name)
+    """The hidden temporary recordings left that hold bytes: an emptied one (a read-only
+    folder does not let it be removed; the error line names it, the next start removes
+    it) holds nothing of the user's."""
+    return sorted(p for p in folder.rglob(".*") if ".recording-" in p.name and p.stat().st_size > 0)
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> bool:
@@ -300,6 +304,9 @@ def run_case(case: Case) -> tuple[str, str]:
                 return "0-byte file under the user's name", err
             if hidden(tmp / "out"):
                 return "hidden temporary left", err
+            emptied = [p for p in (tmp / "out").glob(".*.recording-*") if p.name not in err]
+            if emptied:
+                return "emptied hidden file not named", err
             if not kept(tmp, case.output):
                 return "nothing kept that played", err
         return "clean", err

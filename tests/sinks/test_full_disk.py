@@ -25,6 +25,7 @@ import pytest
 from unprivileged import obeying_permissions
 
 from livecam.sinks.recording.provenance import read_provenance, user_signing_key
+from livecam.sinks.recording.recovery import recover
 
 CLIP = "video/openmpf_video_01_short_h264_aac.mp4"
 VIDEOS = (".mp4", ".mov", ".mkv", ".avi")
@@ -146,9 +147,11 @@ def test_a_folder_made_unwritable_mid_recording_leaves_the_recording_under_its_n
     tmp_path: Path,
 ) -> None:
     """The finished recording cannot be renamed into place: its content goes into the
-    claimed file (never a 0-byte file under the user's name), and the line says where
-    the hidden copy that could not be removed is. Root writes anywhere: as root the
-    recorder runs without the capabilities that let it (``obeying_permissions``)."""
+    claimed file (never a 0-byte file under the user's name); the hidden copy, which the
+    folder does not let go, is emptied and named in the line, and the next start there
+    removes it (it held a second copy, which it would have recovered as o-recovered.mp4).
+    Root writes anywhere: as root the recorder runs without the capabilities that let it
+    (``obeying_permissions``)."""
     folder = tmp_path / "shows"
     folder.mkdir()
     out = folder / "o.mp4"
@@ -167,7 +170,10 @@ def test_a_folder_made_unwritable_mid_recording_leaves_the_recording_under_its_n
     assert "Permission denied" in said and f"are kept in {out}" in said, said
     assert frames_in(out) == 60
     [copy] = leftovers(folder)
-    assert str(folder / copy) in said, said
+    assert f"emptied hidden file {copy}" in said, said
+    assert (folder / copy).stat().st_size == 0
+    assert recover(folder, (".mp4",)) == [] and leftovers(folder) == []
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".mp4") == ["o.mp4"]
 
 
 def test_a_full_disk_while_signing_keeps_the_recording_unsigned_with_status_1(

@@ -536,8 +536,15 @@ class RecorderSink(Sink):
             return f"{what} {tmp} ({unsigned}; {claim.name} could not take it)"
         try:
             tmp.unlink()
-        except OSError as e:
-            return f"{what} {claim} ({unsigned}; a copy is left at {tmp}: {e.strerror or e})"
+        except OSError as e:  # a read-only folder: the copy's bytes can still go
+            try:
+                os.truncate(tmp, 0)
+            except OSError:
+                return f"{what} {claim} ({unsigned}; a copy is left at {tmp}: {e.strerror or e})"
+            return (
+                f"{what} {claim} ({unsigned}; the folder refuses to remove the emptied hidden "
+                f"file {tmp.name}: {e.strerror or e}; the next start there removes it)"
+            )
         return f"{what} {claim} ({unsigned})"
 
 
