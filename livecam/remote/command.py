@@ -16,6 +16,15 @@ from livecam.errors import ConfigError
 from livecam.remote import wire
 
 TOKEN_ENV = "LIVECAM_SERVE_TOKEN"
+#: the options `livecam serve` shares with `livecam run` (its swap config fields)
+SWAP_OPTIONS = (
+    "--preset",
+    "--provider",
+    "--gpu",
+    "--swapper-model",
+    "--enhancer",
+    "--enhancer-model",
+)
 
 
 def add_serve_command(sub: Any) -> None:
@@ -96,14 +105,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from livecam.models.presets import resolve_preset
     from livecam.models.store import ModelStore
 
-    cfg = SwapConfig.of(
-        preset=args.preset,
-        provider="cpu" if args.export_repository else args.provider,
-        gpu=args.gpu,
-        swapper_model=args.swapper_model,
-        enhancer=args.enhancer,
-        enhancer_model=args.enhancer_model,
-    )
+    try:
+        cfg = SwapConfig.of(
+            preset=args.preset,
+            provider="cpu" if args.export_repository else args.provider,
+            gpu=args.gpu,
+            swapper_model=args.swapper_model,
+            enhancer=args.enhancer,
+            enhancer_model=args.enhancer_model,
+        )
+    except ConfigError as e:  # said with the option the user typed, as `livecam run` does
+        from livecam.config.option_map import FIELD_OPTIONS, as_option_error
+
+        given = {
+            name: True for name, (option, _) in FIELD_OPTIONS.items() if option in SWAP_OPTIONS
+        }
+        raise as_option_error(e, given) from None
     store = ModelStore()
     row = resolve_preset(cfg.preset, store, cfg)
     swapper = build_swapper(row, cfg, store)

@@ -557,3 +557,17 @@ def test_livecam_run_with_no_server_says_one_line_and_records_every_frame(
     assert remote["faces_local"] >= 1, remote  # (a still photo: later frames may reuse)
     with av.open(str(video)) as container:
         assert sum(1 for _ in container.decode(video=0)) == summary["frames_out"] >= 1
+
+
+def test_a_bad_serve_option_names_the_option(remote_models: dict[str, Path]) -> None:
+    """`livecam serve --enhancer nope`: the option and the allowed values, no traceback."""
+    import subprocess
+    import sys
+
+    model = str(remote_models["narrow"])
+    cmd = [sys.executable, "-m", "livecam", "serve", "--swapper-model", model, "--enhancer", "nope"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    message, fix = proc.stderr.strip().splitlines()[-2:]
+    assert message == "error: --enhancer nope is invalid" and "'gpen-bfr-256'" in fix
+    assert "Traceback" not in proc.stderr
