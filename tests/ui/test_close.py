@@ -15,13 +15,14 @@ import weakref
 from pathlib import Path
 
 import onnxruntime as ort
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from livecam.config.schema import Config
 from ui.main_window import MainWindow
 from ui.settings import UiSettings
-from ui.stream import StreamController
+from ui.stream import TRIM_MS, StreamController
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CLIP = Path("video") / "openmpf_video_01_short_h264_aac.mp4"
@@ -57,7 +58,10 @@ def run_once(qtbot: QtBot, stream: StreamController) -> list[weakref.ref[object]
     qtbot.waitUntil(lambda: len(frames) >= 5, timeout=TIMEOUT_MS)
     alive: list[weakref.ref[object]] = [weakref.ref(stream.app), *sessions()]
     assert len(alive) > 1, "the swap runs ONNX Runtime sessions"
+    trim = stream.findChild(QTimer, "heap-trim")
+    assert trim is not None and trim.isActive() and trim.interval() == TRIM_MS  # while running
     assert stream.stop() == []
+    assert not trim.isActive()
     stream.frame.disconnect(frames.append)
     return alive
 
