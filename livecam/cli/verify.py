@@ -77,7 +77,11 @@ class ProgressBars:
                 leave=False,
                 dynamic_ncols=True,
             )
+        if bar.disable:  # finished and closed
+            return
         bar.update(max(0, done - bar.n))
+        if done >= total:  # its line goes: the next part's bar takes it
+            bar.close()
 
     def close(self) -> None:
         for bar in self._bars.values():

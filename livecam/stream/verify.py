@@ -111,6 +111,7 @@ def verify(
         read = _read_file(path, frames or FILE_FRAMES)
         size = path.stat().st_size
         provenance = _provenance(path, lambda done: tell("bytes", min(done, size), size))
+        tell("bytes", size, size)  # done, whether the check read all of it or stopped
     elif spec.kind == "camera":
         read = _read_device(target, frames or DEVICE_FRAMES)
         provenance = None
