@@ -141,6 +141,16 @@ class FaceEnhancer:
         self._seen: dict[int, int] = {}  # track id -> appearances so far
         self._calls = 0
 
+    @property
+    def image_input(self) -> str:
+        """The model's image input (NCHW)."""
+        return self._image
+
+    @property
+    def weight_input(self) -> str | None:
+        """CodeFormer's fidelity-weight input (None: the model has none)."""
+        return self._weight
+
     def warmup(self) -> None:
         self.model.warmup()
 

@@ -133,9 +133,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     enhancer = None
     try:
-        if args.export_repository is not None:
-            return _export(swapper, args)
         enhancer = build_enhancer(row, cfg, store)
+        if args.export_repository is not None:
+            return _export(swapper, enhancer, args)
         return _serve(swapper, enhancer, args)
     finally:
         swapper.close()
@@ -143,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             enhancer.close()
 
 
-def _export(swapper: Any, args: argparse.Namespace) -> int:
+def _export(swapper: Any, enhancer: Any, args: argparse.Namespace) -> int:
     from livecam.remote.export import export_repository
 
     folder = export_repository(
@@ -153,6 +153,7 @@ def _export(swapper: Any, args: argparse.Namespace) -> int:
         queue_delay_us=args.queue_delay_us,
         preferred_batch=tuple(args.preferred_batch),
         tensorrt_fp16=args.tensorrt_fp16,
+        enhancer=enhancer,
     )
     print(f"wrote the Triton model repository {folder}")
     print(

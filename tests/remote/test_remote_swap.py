@@ -16,6 +16,7 @@ from triton_serve import TOKEN, Served, face_region, remote_swapper
 from livecam.config.remote import RemoteConfig, ServerAddress
 from livecam.config.swap import SwapConfig
 from livecam.errors import ConfigError
+from livecam.face.enhance import FaceEnhancer
 from livecam.face.parts import Swapper
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap.neural import NeuralSwapper
@@ -183,6 +184,24 @@ def test_the_presets_enhancer_runs_on_the_server_and_agrees(
         there.close()
 
 
+def small_enhancer(models: dict[str, Path]) -> FaceEnhancer:
+    """The small GPEN-256-shaped enhancer the session server serves, built here (CPU)."""
+    from livecam.face.build import build_enhancer
+    from livecam.models.presets import resolve_preset
+    from livecam.models.store import ModelStore
+
+    cfg = SwapConfig.of(
+        preset="standard",
+        provider="cpu",
+        enhancer="gpen-bfr-256",
+        enhancer_model=str(models["enhancer"]),
+    )
+    store = ModelStore()
+    enhancer = build_enhancer(resolve_preset("standard", store, cfg), cfg, store)
+    assert isinstance(enhancer, FaceEnhancer)
+    return enhancer
+
+
 def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
     testdata: Path,
     remote_models: dict[str, Path],
@@ -191,21 +210,9 @@ def test_an_unreachable_enhancer_server_is_one_line_and_the_local_enhancer_runs(
 ) -> None:
     """The remote enhancer's own fallback: "REMOTE LOST, local enhance: <cause> (fix:
     ...)" once, and the faces are enhanced here."""
-    from livecam.face.build import build_enhancer
-    from livecam.face.enhance import FaceEnhancer
-    from livecam.models.presets import resolve_preset
-    from livecam.models.store import ModelStore
     from livecam.remote.enhancer import LOST_ENHANCE, RemoteEnhancer
 
-    cfg = SwapConfig.of(
-        preset="standard",
-        provider="cpu",
-        enhancer="gpen-bfr-256",
-        enhancer_model=str(remote_models["enhancer"]),
-    )
-    store = ModelStore()
-    local = build_enhancer(resolve_preset("standard", store, cfg), cfg, store)
-    assert isinstance(local, FaceEnhancer)
+    local = small_enhancer(remote_models)
     url = f"grpc://127.0.0.1:{refused_port}"
     link = RemoteLink(ServerAddress("127.0.0.1", refused_port))
     remote = RemoteEnhancer(local, link, RemoteConfig(url=url))
@@ -276,6 +283,57 @@ def warm_and_hear_one_line(swapper: RemoteSwapper) -> str:
     [said] = [e.message for e in events.seen]
     assert said.startswith(f"{LOST}: ") and "\n" not in said
     return said
+
+
+def test_the_exported_enhancer_agrees_with_the_server(
+    local_stage: FaceSwapStage,
+    narrow_server: Served,
+    remote_models: dict[str, Path],
+    tmp_path: Path,
+) -> None:
+    """With an enhancer, the repository holds ``livecam_enhancer`` too: its config parses
+    as Triton's, and its graph (uint8 in and out, the normalisation and CodeFormer's weight
+    folded in) answers what `livecam serve`'s enhancer does."""
+    import threading
+
+    import onnxruntime as ort
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    swapper = local_stage.parts.swapper
+    assert isinstance(swapper, NeuralSwapper)
+    enhancer = small_enhancer(remote_models)
+    try:
+        folder = export_repository(swapper, tmp_path / "repo", enhancer=enhancer)
+    finally:
+        enhancer.close()
+    text = (folder / wire.ENHANCER_MODEL / "config.pbtxt").read_text()
+    config = text_format.Parse(text, mc.ModelConfig())
+    assert (config.name, config.backend) == (wire.ENHANCER_MODEL, "onnxruntime")
+    assert [(i.name, list(i.dims)) for i in config.input] == [(wire.FACE, [256, 256, 3])]
+    faces = np.random.default_rng(5).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
+    session = ort.InferenceSession(
+        str(folder / wire.ENHANCER_MODEL / "1" / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+    exported = session.run(None, {wire.FACE: faces})[0]
+    link = RemoteLink(narrow_server.address, token=TOKEN, timeout_s=10)
+    done = threading.Event()
+    got: list[Any] = []
+
+    def answer(out: Any, error: Any) -> None:
+        got.append(out if error is None else error)
+        done.set()
+
+    try:
+        link.enhance(faces, answer)
+        assert done.wait(30)
+    finally:
+        link.close()
+    [served] = got
+    assert isinstance(served, np.ndarray), served
+    assert exported.dtype == np.uint8 and exported.shape == faces.shape
+    assert np.abs(exported.astype(int) - served).max() <= 1
+    assert np.abs(served.astype(int) - faces).mean() > 5  # enhanced, not a copy
 
 
 UNUSABLE = {  # case: (url, what the line says, its fix)
