@@ -17,6 +17,7 @@ from livecam.config.schema import SourceConfig
 from livecam.errors import LivecamError, SourceError, SourceGone
 from livecam.sources.base import EndOfStream
 from livecam.sources.cv_capture import CvCaptureSource, RawFrame
+from livecam.userfiles.decoder_messages import decoder_messages
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +104,17 @@ class VideoSource(CvCaptureSource):
         if not self.path.is_file():
             gone = SourceGone if self._media is not None else SourceError  # played, then gone
             raise gone(f"video file {self.path} does not exist", "check the path")
-        cap = cv2.VideoCapture(str(self.path))
+        with decoder_messages():  # OpenCV's own lines when no backend opens it
+            cap = cv2.VideoCapture(str(self.path))
         if not cap.isOpened():
             cap.release()
+            try:
+                self.path.open("rb").close()
+            except OSError as e:  # not damage: no permission to read it
+                raise SourceError(
+                    f"cannot read video file {self.path}: {e.strerror or e}",
+                    "check that you may read the file (its permissions)",
+                ) from None
             no_video = _without_video(self.path)
             if no_video is not None:
                 raise SourceError(

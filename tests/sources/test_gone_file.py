@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from unprivileged import obeying_permissions
 from waiting import poll
 
 
@@ -44,3 +45,25 @@ def test_a_looped_file_deleted_mid_run_ends_the_run_with_one_line(
     assert "Traceback" not in err
     [line] = [line for line in err.splitlines() if line.startswith("error:")]
     assert f"video file {clip} does not exist" in line, err
+
+
+def test_a_video_file_nobody_may_read_is_said_so_not_called_corrupt(
+    testdata: Path, tmp_path: Path
+) -> None:
+    """Root reads anything: the run goes without the capabilities that let it."""
+    clip = tmp_path / "private.mp4"
+    shutil.copy(testdata / "video" / "openmpf_video_01_short_h264_aac.mp4", clip)
+    clip.chmod(0o000)
+    args = ["run", "--source", str(clip), "--frames", "2", "--sink", "null", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-m", "livecam", *args],
+        preexec_fn=obeying_permissions(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    clip.chmod(0o644)
+    err = [line for line in done.stderr.splitlines() if not line.startswith("INFO ")]
+    assert done.returncode == 2, done.stderr
+    assert err[0] == f"error: cannot read video file {clip}: Permission denied", err
+    assert "corrupt" not in done.stderr and len(err) == 2, err
