@@ -206,8 +206,8 @@ def check_swap_config(cfg: SwapConfig) -> None:
         return
     if cfg.face is None:
         raise ConfigError(
-            "the swap stage needs the source face photo (config field 'swap.face')",
-            "add --face PHOTO: a photo of the face to swap in",
+            "the swap needs a photo of the face to swap in, and none is chosen",
+            "add --face PHOTO: a photo of the face to swap in (in a config file: swap.face)",
             panel_hint="pick a face photo in the Source tab (Open photo…)",
         )
     if cfg.select.select == "reference" and cfg.select.reference is None:

@@ -155,7 +155,7 @@ def test_start_up_reports_every_cause(failing_vcam: str) -> None:
     causes = caught.value.causes
     kinds = sorted(type(c).__name__ for c in causes)
     assert kinds == ["ConfigError", "SourceError", "VirtualCameraUnavailable"], causes
-    assert any("swap.face" in c.message for c in causes)
+    assert any("swap.face" in c.hint and "face to swap in" in c.message for c in causes)
     assert any(c.message == "cannot open camera 97" for c in causes)
     # the CLI keeps its own words; the panel gets its own (panel_fix)
     assert any("--source camera:1" in c.hint for c in causes)

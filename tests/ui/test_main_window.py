@@ -160,8 +160,11 @@ def test_a_start_error_is_shown_and_the_window_stays_usable(
     assert not window.stream.running and window.start_button.text() == "Start"
     text = window.message.text()
     assert window.message.isVisible()
-    assert text.splitlines()[0].startswith("Could not start: the swap stage needs")
-    assert "swap.face" in text and "\nfix: " in text and "Traceback" not in text
+    assert text.splitlines()[0] == (
+        "Could not start: the swap needs a photo of the face to swap in, and none is chosen"
+    )
+    assert "\nfix: pick a face photo in the Source tab" in text and "Traceback" not in text
+    assert "swap.face" not in text and "--face" not in text  # the panel's words, not a config's
     # the window stays usable: switch the swap off (stopped: in the config) and start
     click(qtbot, window.swap_button)
     assert window.stream.config.pipeline.stages == ("passthrough",)

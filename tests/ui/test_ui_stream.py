@@ -101,7 +101,7 @@ def test_start_async_runs_off_the_gui_thread_and_reports_failures(qtbot: QtBot) 
     bad = StreamController(small_config().with_section("pipeline", stages=("swap",)))
     with qtbot.waitSignal(bad.start_failed, timeout=10000) as failed:
         bad.start_async()
-    assert isinstance(failed.args[0], LivecamError) and "swap.face" in str(failed.args[0])
+    assert isinstance(failed.args[0], LivecamError) and "face to swap in" in str(failed.args[0])
     assert not bad.running and not bad.starting
     # closing while a start is under way: the start thread stops what it opened
     before = set(threading.enumerate())  # other tests' threads are not this start's
