@@ -501,8 +501,9 @@ def test_livecam_run_remote_swaps_on_the_server_and_says_so(
     )
     assert remote["faces_remote"] > 0 and remote["rtt_p50_ms"] > 0
     assert remote["bytes_up_per_face"] == 128 * 128 * 3 + 512 * 4
-    # one face a frame: a frame's payload is its face's
-    assert remote["bytes_up_per_frame"] == pytest.approx(remote["bytes_up_per_face"], rel=0.05)
+    # one face a frame: a frame's payload is at most its face's (a frame whose batch a newer
+    # one replaced sends nothing)
+    assert 0 < remote["bytes_up_per_frame"] <= remote["bytes_up_per_face"]
     assert (remote["server_providers"], remote["server_gpu"]) == (["cpu"], "")
     assert remote["server_model"].startswith("inswapper-128")
     assert summary["faces_swapped"] >= 1

@@ -172,8 +172,11 @@ def test_the_stats_tab_and_status_bar_show_the_real_remote_swap(
         assert state == "remote swap on", remote_text()
         assert where.startswith(f"{narrow_server.url}: cpu on no GPU, inswapper"), where
         assert rtt.startswith("round trip p50/p99 ") and rtt.endswith(" ms")
-        # one 128 px crop (49152 B) and its 512 floats up per frame with a face, the crop back
-        assert sizes == "51.2 KB up, 49.2 KB down per frame", sizes
+        # at most one 128 px crop (49152 B) and its 512 floats up per frame with a face, the
+        # crop back (a frame whose batch a newer one replaced, or still on its way, sends or
+        # brings nothing)
+        up, _, down = sizes.removesuffix(" KB down per frame").partition(" KB up, ")
+        assert 0 < float(down) <= 49.2 and 0 < float(up) <= 51.2, sizes
         assert float(batch.removeprefix("server mean batch ")) >= 1.0, batch
         assert int(faces.split()[1]) > 0, faces
         assert stats._labels["remote"].styleSheet() == ""
