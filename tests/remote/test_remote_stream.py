@@ -161,7 +161,16 @@ def test_server_killed_mid_stream_then_back(
         swapper.warmup()
         try:
             assert swapper.lost is None, swapper.lost
-            assert all(swap_once(swapper, frame, face, latent)[1] for _ in range(5))
+
+            def remote_now() -> bool:
+                work, remote = swap_once(swapper, frame, face, latent)
+                assert work.output is not None
+                return remote
+
+            # the server answers (on a loaded machine one answer may miss the 100 ms wait
+            # and that frame is swapped here; that is the design, not a loss)
+            assert poll(remote_now, timeout_s=30, every_s=1 / FPS)
+            assert swapper.lost is None, swapper.lost
             srv.kill()
             killed = time.monotonic()
             first_local = None
@@ -178,12 +187,7 @@ def test_server_killed_mid_stream_then_back(
 
             srv.start()  # the same ports
 
-            def remote_again() -> bool:
-                work, remote = swap_once(swapper, frame, face, latent)
-                assert work.output is not None
-                return remote
-
-            assert poll(remote_again, timeout_s=120, every_s=1 / FPS)
+            assert poll(remote_now, timeout_s=120, every_s=1 / FPS)
             assert said.events[-1].level == "info" and "remote swap on" in said.events[-1].message
         finally:
             swapper.close()
