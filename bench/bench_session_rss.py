@@ -10,14 +10,15 @@ first ``--warmup`` minutes), at the end, the ratio end / after warm-up (goal: wi
 
     nice -n 19 .venv/bin/python bench/bench_session_rss.py [--minutes 20] [--every 30]
         [--size 1280x720] [--clip liveportrait_s18.mp4] [--warmup 2]
-        [--memory low|balanced|high] [--trace] [--trim]
+        [--memory low|balanced|high] [--trace] [--trim] [--arenas 4]
 
 Finding where it goes: ``--trace`` runs tracemalloc and prints, at the end, Python's own
 allocations then against after the warm-up (total and the 12 lines that grew most): growth
 there is Python objects; RSS growth without it is native (ONNX Runtime, OpenCV, PyAV,
 glibc's heaps). ``--trim`` calls glibc's malloc_trim at each change and prints the RSS
 before and after it: memory it gives back was freed but kept by malloc (fragmentation),
-not leaked. ``--memory low`` runs ONNX Runtime without its CPU arena.
+not leaked. ``--memory low`` runs ONNX Runtime without its CPU arena. ``--arenas 4 --trim
+--every 30`` is what the panel does (arenas capped at its start, a trim every 30 s).
 """
 
 from __future__ import annotations
@@ -84,7 +85,12 @@ def main() -> int:
     parser.add_argument("--memory", choices=("low", "balanced", "high"), default=None)
     parser.add_argument("--trace", action="store_true", help="tracemalloc: Python's share")
     parser.add_argument("--trim", action="store_true", help="malloc_trim at each change")
+    parser.add_argument("--arenas", type=int, default=0, help="cap glibc's arenas (the panel: 4)")
     args = parser.parse_args()
+    if args.arenas:
+        from ui.stream import limit_malloc_arenas
+
+        limit_malloc_arenas(args.arenas)
     if args.trace:
         tracemalloc.start(1)
     libc = ctypes.CDLL(None) if args.trim else None
