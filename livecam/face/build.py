@@ -5,11 +5,13 @@ part name of the row is a manifest model, whose ``part`` field names the kind th
 (``KINDS``), or a kind without weights (``classic-mesh``). It then resolves every file once
 (one ``ModelStore.require`` for the model folders' files, the user's files checked against
 their entry's contract), opens each model's session, and calls each kind's factory with
-only that part's options. No model name is special-cased here: a new model of a known
-kind is a manifest row; a new kind is one factory and one ``KINDS`` row.
+only that part's section of the swap config, which it hands to the part whole (the part
+reads its options there: ``tests/face/test_part_sections.py``). No model name is
+special-cased here: a new model of a known kind is a manifest row; a new kind is one
+factory and one ``KINDS`` row.
 
 The manifest's ``[models.NAME.contract]`` holds the part's constructor keywords and
-nothing else: ``with_contract`` raises on a key the part does not take (a typo in the
+nothing else: ``contract_of`` raises on a key the part does not take (a typo in the
 manifest fails the build instead of being ignored).
 """
 
@@ -42,12 +44,12 @@ from livecam.face.parts import Blender, Detector, FaceParts, Masker, Part, Recog
 from livecam.face.paste.blenders import AffineBlender, RoiBlender
 from livecam.face.source.analysis import FaceAnalyzer
 from livecam.face.swap.classic import ClassicSwapper
-from livecam.face.swap.neural import HyperSwapper, InSwapper
+from livecam.face.swap.neural import HyperSwapper, InSwapper, NeuralSwapper
 from livecam.models.manifest import ModelEntry
 from livecam.models.presets import FACE_PARSER, PresetRow, given_files
 from livecam.models.store import ModelStore
 from livecam.runtime.cuda import StageStream
-from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions, memory_options
+from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 
 # Source photos: two detector passes, long side 1024 px (small faces: a group photo's
 # ~40 px faces) and 400 px (a face filling a selfie); any photo size, faces merged.
@@ -67,9 +69,9 @@ JUDGE_NAME = "MobileFaceNet"
 ROLES = ("landmarker", "detector", "recognizer", "swapper", "enhancer")
 
 
-def with_contract(cls: Callable[..., Any], entry: ModelEntry, *args: Any, **options: Any) -> Any:
-    """``cls(*args, **contract, **options)`` with ``entry``'s manifest contract. A contract
-    key ``cls`` does not take is a ModelError naming the entry and the keys it takes (facts
+def contract_of(cls: Callable[..., Any], entry: ModelEntry) -> Mapping[str, Any]:
+    """``entry``'s manifest contract, the keywords ``cls`` is built with. A contract key
+    ``cls`` does not take is a ModelError naming the entry and the keys it takes (facts
     about the graph belong in ``[models.NAME.facts]``)."""
     accepted = inspect.signature(cls).parameters
     unknown = [k for k in entry.contract if k not in accepted]
@@ -80,7 +82,13 @@ def with_contract(cls: Callable[..., Any], entry: ModelEntry, *args: Any, **opti
             f"{getattr(cls, '__name__', cls)} (part {entry.part!r}) does not take",
             f"it takes {takes}; put facts about the graph in [models.{entry.name}.facts]",
         )
-    return cls(*args, **entry.contract, **options)
+    return entry.contract
+
+
+def with_contract(cls: Callable[..., Any], entry: ModelEntry, *args: Any, **options: Any) -> Any:
+    """``cls(*args, **contract, **options)`` with ``entry``'s manifest contract
+    (``contract_of``)."""
+    return cls(*args, **contract_of(cls, entry), **options)
 
 
 @dataclass(frozen=True)
@@ -102,21 +110,20 @@ class Weights:
 Built = Mapping[str, Any]  # role -> the part built so far
 
 
-def _no_options(section: None, built: Built) -> dict[str, Any]:
-    return {}
-
-
 @dataclass(frozen=True)
 class PartKind:
     """One kind of part: its ``role`` (the manifest task), the factory ``make(weights,
-    **options)`` (weights None for a kind without any), the part's own ``options`` from
-    its ``section`` of the swap config (only that section: ``SwapConfig.detect``, ...) and
-    the parts built before it, whether it runs on ONNX Runtime (``onnx``: then a model file
-    of the user's may replace its model) and whether it has weights."""
+    section, built)`` (weights None for a kind without any), which gets the part's
+    ``section`` of the swap config whole (only that section: ``SwapConfig.detect``, ...;
+    None for a part without options) and the parts built before it, whether it runs on
+    ONNX Runtime (``onnx``: then a model file of the user's may replace its model) and
+    whether it has weights. A factory reads no setting of the section: it hands the
+    section to the part (``ClassicSwapper(classic)``, ``InSwapper.from_section``, ...),
+    so a new option is its field and the part's use of it
+    (tests/face/test_part_sections.py holds this)."""
 
     role: str
-    make: Callable[..., Any]
-    options: Callable[[Any, Built], dict[str, Any]] = _no_options
+    make: Callable[[Any, Any, Built], Any]
     section: Callable[[SwapConfig], Validated | None] = lambda cfg: None
     onnx: bool = True
     weights: bool = True
@@ -125,84 +132,51 @@ class PartKind:
 # ---------------------------------------------------------------- factories
 
 
-def _detector_options(detect: DetectSettings, built: Built) -> dict[str, Any]:
-    landmarker = built.get("landmarker")
-    return {
-        "live_sides": (detect.detect_size,),
-        "photo_sides": PHOTO_SIDES,
-        "box_for_kps": landmarker.box_for_kps if landmarker is not None else None,
-    }
+def _detector(
+    cls: type[YuNetDetector | ScrfdDetector], start_score: float, yunet: bool = False
+) -> Callable[[Weights, DetectSettings, Built], tuple[Detector, Detector]]:
+    """The factory of a detector: the live one (its ``[swap.detect]`` section) and the one
+    for source photos (two passes, ``PHOTO_SIDES``), sharing one model's bytes."""
 
-
-def _yunet(w: Weights, **options: Any) -> tuple[Detector, Detector]:
-    """The live detector (on the frame shrunk to ``detect_size``) and the one for source
-    photos (two passes), sharing one model's bytes."""
-    assert w.path is not None
-    model = YuNetModel.read(w.path)
-    return _live_and_photo(YuNetDetector, w.entry, model, YUNET_START_SCORE, **options)
-
-
-def _scrfd(w: Weights, **options: Any) -> tuple[Detector, Detector]:
-    return _live_and_photo(ScrfdDetector, w.entry, w.session(), SCRFD_START_SCORE, **options)
-
-
-def _live_and_photo(
-    cls: Callable[..., Detector],
-    entry: ModelEntry,
-    model: Any,
-    start_score: float,
-    *,
-    live_sides: tuple[int, ...],
-    photo_sides: tuple[int, ...],
-    box_for_kps: Any,
-) -> tuple[Detector, Detector]:
-    def one(sides: tuple[int, ...]) -> Detector:
-        part: Detector = with_contract(
-            cls, entry, model, max_sides=sides, start_score=start_score, box_for_kps=box_for_kps
-        )
-        return part
-
-    return one(live_sides), one(photo_sides)
-
-
-def _onnx_part(cls: Callable[..., Any]) -> Callable[..., Any]:
-    """The factory of a part whose model is its first argument."""
-
-    def make(w: Weights, **options: Any) -> Any:
-        return with_contract(cls, w.entry, w.session(), **options)
+    def make(w: Weights, detect: DetectSettings, built: Built) -> tuple[Detector, Detector]:
+        model: Any = YuNetModel.read(w.path) if yunet and w.path is not None else w.session()
+        landmarker = built.get("landmarker")
+        keywords = {
+            "start_score": start_score,
+            "box_for_kps": landmarker.box_for_kps if landmarker is not None else None,
+            **contract_of(cls, w.entry),
+        }
+        live: Detector = cls.from_section(model, detect, **keywords)
+        photo: Detector = cls(model, max_sides=PHOTO_SIDES, **keywords)
+        return live, photo
 
     return make
 
 
-def _neural_swapper_options(neural: NeuralSettings, built: Built) -> dict[str, Any]:
-    recognizer = built["recognizer"]
-    weighted = neural.identity_weight != 0.5 and getattr(recognizer, "dim", 0) == 512
-    return {
-        "cuda_graph": neural.cuda_graph,
-        "pixel_boost": neural.pixel_boost,
-        "identity_weight": neural.identity_weight if weighted else 0.5,
-        "recognizer": recognizer if weighted else None,
-    }
+def _onnx_part(cls: Callable[..., Any]) -> Callable[[Weights, None, Built], Any]:
+    """The factory of a part without options whose model is its first argument."""
 
-
-def _neural_swapper(cls: Callable[..., Any]) -> Callable[..., Any]:
-    def make(w: Weights, *, cuda_graph: bool, **options: Any) -> Any:
-        # a CUDA graph needs the fixed shapes: no dynamic-batch rewrite then
-        return with_contract(cls, w.entry, w.session(cuda_graph), **options)
+    def make(w: Weights, section: None, built: Built) -> Any:
+        return with_contract(cls, w.entry, w.session())
 
     return make
 
 
-def _classic(w: None, *, config: ClassicSettings) -> ClassicSwapper:
-    return ClassicSwapper(config)
+def _neural_swapper(cls: type[NeuralSwapper]) -> Callable[[Weights, NeuralSettings, Built], Any]:
+    def make(w: Weights, neural: NeuralSettings, built: Built) -> NeuralSwapper:
+        contract = contract_of(cls, w.entry)
+        return cls.from_section(w.session, neural, built["recognizer"], **contract)
+
+    return make
 
 
-def _enhancer_options(neural: NeuralSettings, built: Built) -> dict[str, Any]:
-    return {
-        "blend": neural.enhance_blend,
-        "every": neural.enhance_every,
-        "fidelity": neural.codeformer_fidelity,
-    }
+def _classic(w: None, classic: ClassicSettings, built: Built) -> ClassicSwapper:
+    return ClassicSwapper(classic)
+
+
+def _enhancer(w: Weights, neural: NeuralSettings, built: Built) -> FaceEnhancer:
+    contract = contract_of(FaceEnhancer, w.entry)
+    return FaceEnhancer.from_section(w.session(), neural, **contract)
 
 
 def _detect(cfg: SwapConfig) -> DetectSettings:
@@ -213,29 +187,24 @@ def _neural(cfg: SwapConfig) -> NeuralSettings:
     return cfg.neural
 
 
-_ENHANCER = PartKind("enhancer", _onnx_part(FaceEnhancer), _enhancer_options, _neural)
+def _classic_section(cfg: SwapConfig) -> ClassicSettings:
+    return cfg.classic
+
+
+_ENHANCER = PartKind("enhancer", _enhancer, _neural)
 
 KINDS: Mapping[str, PartKind] = MappingProxyType(
     {
-        "yunet": PartKind("detector", _yunet, _detector_options, _detect, onnx=False),
-        "scrfd": PartKind("detector", _scrfd, _detector_options, _detect),
+        "yunet": PartKind(
+            "detector", _detector(YuNetDetector, YUNET_START_SCORE, yunet=True), _detect, onnx=False
+        ),
+        "scrfd": PartKind("detector", _detector(ScrfdDetector, SCRFD_START_SCORE), _detect),
         "landmarks68": PartKind("landmarker", _onnx_part(Pfld68Landmarker)),
         "landmarks106": PartKind("landmarker", _onnx_part(Landmarker106)),
         "arcface": PartKind("recognizer", _onnx_part(OnnxRecognizer)),
-        "inswapper": PartKind(
-            "swapper", _neural_swapper(InSwapper), _neural_swapper_options, _neural
-        ),
-        "hyperswap": PartKind(
-            "swapper", _neural_swapper(HyperSwapper), _neural_swapper_options, _neural
-        ),
-        "classic-mesh": PartKind(
-            "swapper",
-            _classic,
-            lambda classic, built: {"config": classic},
-            lambda cfg: cfg.classic,
-            onnx=False,
-            weights=False,
-        ),
+        "inswapper": PartKind("swapper", _neural_swapper(InSwapper), _neural),
+        "hyperswap": PartKind("swapper", _neural_swapper(HyperSwapper), _neural),
+        "classic-mesh": PartKind("swapper", _classic, _classic_section, onnx=False, weights=False),
         "gfpgan": _ENHANCER,
         "codeformer": _ENHANCER,
         "gpen": _ENHANCER,
@@ -247,10 +216,7 @@ preset table) -> how it is built."""
 
 # the parts every neural swap pastes with: masks without weights, by mask name
 _PLAIN_MASKS: Mapping[str, Callable[[MaskSettings], Masker]] = MappingProxyType(
-    {
-        "box": lambda masks: BoxMasker(masks.mask_blur, masks.mask_padding),
-        "ellipse": lambda masks: EllipseMasker(),
-    }
+    {"box": BoxMasker.from_section, "ellipse": EllipseMasker.from_section}
 )
 
 
@@ -283,14 +249,7 @@ class PartsBuilder:
         self.neural = self.plan["swapper"].kind.weights
         if self.neural and "region" in self.masks:
             self.plan["masker"] = self._planned("masker", FACE_PARSER)
-        self.runtime = RuntimeOptions(
-            provider=cfg.runtime.provider,
-            device_id=cfg.runtime.gpu,
-            threads=cfg.runtime.threads,
-            spin_wait=cfg.runtime.spin_wait,
-            cudnn_conv_algo_search=cfg.runtime.cudnn_conv_algo_search,
-            **memory_options(cfg.runtime.memory, cfg.runtime.face_batch),  # arenas, batch limit
-        )
+        self.runtime = RuntimeOptions.from_section(cfg.runtime)
         self.files: dict[str, Path] = {}
         self.opened: list[OnnxModel] = []
 
@@ -370,8 +329,7 @@ class PartsBuilder:
         if planned.entry is not None:
             path = self.files.get(planned.name)
             weights = Weights(planned.entry, path, self.open)
-        section = planned.kind.section(self.cfg)
-        return planned.kind.make(weights, **planned.kind.options(section, built))
+        return planned.kind.make(weights, planned.kind.section(self.cfg), built)
 
     def judge(self, built: Built) -> Recognizer:
         """The swap check's recognizer (``JUDGE_MODEL``): the preset's own when that is it
@@ -403,15 +361,16 @@ class PartsBuilder:
                 maskers.append(_PLAIN_MASKS[kind](self.cfg.masks))
             elif kind == "region":
                 maskers.append(self.part("masker", built))
-        if self.cfg.masks.mouth_mask > 0:
-            maskers.append(MouthMasker(self.cfg.masks.mouth_mask))
+        mouth = MouthMasker.from_section(self.cfg.masks)
+        if mouth is not None:
+            maskers.append(mouth)
         if not maskers:
             return None
         return maskers[0] if len(maskers) == 1 else CombinedMasker(maskers)
 
     def blender(self) -> Blender:
         if not self.neural:
-            return RoiBlender(self.cfg.classic.blend)
+            return RoiBlender.from_section(self.cfg.classic)
         return AffineBlender("insightface" if "insightface" in self.masks else "mask")
 
     def close_opened(self) -> None:

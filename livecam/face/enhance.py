@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from typing import Any, Self, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import NeuralSettings
 from livecam.errors import ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
@@ -79,6 +80,18 @@ class FaceEnhancer:
     decoded outputs on the model's device) or "auto" (torch when it is installed and the
     model runs on CUDA).
     """
+
+    @classmethod
+    def from_section(cls, model: OnnxModel, neural: NeuralSettings, **contract: Any) -> Self:
+        """The enhancer as its config section (``[swap.neural]``) sets it, with its
+        model's ``contract`` keywords. A new option of the enhancer is read here."""
+        return cls(
+            model,
+            blend=neural.enhance_blend,
+            every=neural.enhance_every,
+            fidelity=neural.codeformer_fidelity,
+            **contract,
+        )
 
     def __init__(
         self,

@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
+from typing import Self
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import MaskSettings
 from livecam.errors import ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
@@ -127,6 +129,11 @@ class BoxMasker(FixedMasker):
     """FaceFusion's box mask (``box_mask``): ``blur`` 0..1 of half the crop's width,
     ``padding`` (top, right, bottom, left) in percent of the crop's side."""
 
+    @classmethod
+    def from_section(cls, masks: MaskSettings) -> Self:
+        """The box mask as its config section (``[swap.masks]``) sets it."""
+        return cls(masks.mask_blur, masks.mask_padding)
+
     def __init__(
         self, blur: float = 0.3, padding: tuple[float, float, float, float] = (0, 0, 0, 0)
     ) -> None:
@@ -147,6 +154,11 @@ class EllipseMasker(FixedMasker):
     """Deep-Live-Cam's feathered ellipse in the aligned crop: centred, semi-axes
     ``axes`` x the crop's width and height (0.44), filled with 1, then a Gaussian blur of
     kernel 31 and sigma 12 at 128 px, both scaled with the crop's size."""
+
+    @classmethod
+    def from_section(cls, masks: MaskSettings) -> Self:
+        """The ellipse mask as its config section (``[swap.masks]``) sets it."""
+        return cls()
 
     def __init__(self, axes: float = 0.44) -> None:
         if not 0.0 < axes <= 1.0:
@@ -171,6 +183,12 @@ class MouthMasker(CropMasker):
     crop with the record's affine, grown by ``grow`` of its size about its centre and
     feathered outward (Gaussian, sigma ``feather`` of its size). A face without 68 or 106
     landmarks (or without an affine) gets no mouth mask."""
+
+    @classmethod
+    def from_section(cls, masks: MaskSettings) -> Self | None:
+        """The mouth mask as its config section (``[swap.masks]``) sets it; None when
+        ``mouth_mask`` is 0 (off)."""
+        return cls(masks.mouth_mask) if masks.mouth_mask > 0 else None
 
     def __init__(self, strength: float = 100.0, *, grow: float = 0.15, feather: float = 0.12):
         if not 0.0 <= strength <= 100.0:

@@ -25,7 +25,7 @@ from livecam.face.track.selection import (
     ReferenceMatcher,
     mode_selector,
 )
-from livecam.face.track.tracking import FaceTracker
+from livecam.face.track.tracking import FaceTracker, tracker_for
 from livecam.models.presets import resolve_preset
 from livecam.models.store import ModelStore
 from livecam.types import (
@@ -259,7 +259,7 @@ def build_swap_stage(
             targets = [
                 _embedding(faces, p[1], parts, "target photo") for p in pairs if p is not None
             ]
-            selector = FaceMapper(parts.recognizer, targets, cfg.select.reference_threshold)
+            selector = FaceMapper.from_section(cfg.select, parts.recognizer, targets)
         else:
             assert cfg.face is not None
             sources = [faces.get(cfg.face, cfg.face_index, analyzer)]
@@ -269,15 +269,9 @@ def build_swap_stage(
             and not cfg.select.map
         ):
             ref = _embedding(faces, cfg.select.reference, parts, "reference photo")
-            selector = ReferenceMatcher(parts.recognizer, ref, cfg.select.reference_threshold)
+            selector = ReferenceMatcher.from_section(cfg.select, parts.recognizer, ref)
         prepared = [parts.swapper.prepare(s) for s in sources]
-        tracker = FaceTracker(
-            parts.detector,
-            parts.landmarker,
-            detect_every=cfg.detect.detect_every,
-            smoothing=cfg.detect.smoothing,
-            repeat_tolerance=cfg.detect.repeat_tolerance,
-        )
+        tracker = tracker_for(cfg.detect, parts.detector, parts.landmarker)
     except BaseException:
         parts.close()
         raise
@@ -290,11 +284,7 @@ def build_swap_stage(
             row.name,
             "map" if cfg.select.map else cfg.select.select,
         )
-    reuse = (
-        SwapReuse(cfg.reuse.reuse_similarity, cfg.reuse.reuse_max)
-        if cfg.reuse.reuse and SwapReuse.supports(parts.swapper)
-        else None
-    )
+    reuse = SwapReuse.from_section(cfg.reuse, parts.swapper)
     causes = likely_causes(cfg, neural=parts.swapper.needs_identity)
     judge = JUDGE_NAME if parts.judge is not None else parts.recognizer.model_id
     check = SwapCheck(parts.check_recognizer, sources, causes=causes, judge=judge)

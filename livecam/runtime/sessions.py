@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 import onnxruntime as ort
 import platformdirs
 
 from livecam.config.schema import MemoryStrategy
+from livecam.config.swap import RuntimeSettings
 from livecam.errors import ConfigError
 from livecam.runtime import tensorrt
 from livecam.runtime.providers import (
@@ -154,6 +155,20 @@ class RuntimeOptions:
     cpu_arena: bool = True
     max_batch: int = 0
     spin_wait: bool = False
+
+    @classmethod
+    def from_section(cls, runtime: RuntimeSettings) -> Self:
+        """The sessions' options as the config's ``[swap.runtime]`` section sets them (the
+        memory strategy's arenas and batch limit, ``memory_options``); a new option of the
+        sessions is read here."""
+        return cls(
+            provider=runtime.provider,
+            device_id=runtime.gpu,
+            threads=runtime.threads,
+            spin_wait=runtime.spin_wait,
+            cudnn_conv_algo_search=runtime.cudnn_conv_algo_search,
+            **memory_options(runtime.memory, runtime.face_batch),
+        )
 
     def __post_init__(self) -> None:
         for name in ("threads", "inter_threads", "device_id", "warmup_runs", "max_batch"):

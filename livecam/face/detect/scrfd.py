@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any, Self
 
 import numpy as np
 
+from livecam.config.swap import DetectSettings
 from livecam.errors import ModelError
 from livecam.face.detect.patches import (
     Floats,
@@ -69,6 +71,13 @@ class ScrfdDetector(PatchDetector):
     ``start_score`` (None: ``score_threshold``) and ``box_for_kps`` as ``YuNetDetector``.
     All patches of a batch that share a size run in one session call.
     """
+
+    @classmethod
+    def from_section(cls, model: OnnxModel, detect: DetectSettings, **keywords: Any) -> Self:
+        """The live detector as its config section (``[swap.detect]``) sets it (the frame
+        shrunk to ``detect_size``), with the other ``keywords``; a new detector option is
+        read here. The source photos' detector takes no section (its sides are fixed)."""
+        return cls(model, max_sides=(detect.detect_size,), **keywords)
 
     def __init__(
         self,

@@ -14,11 +14,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Self
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import DetectSettings
 from livecam.errors import ModelError
 from livecam.face.parts import Box, CpuPart, Points
 from livecam.face.track.tracking import iou
@@ -106,6 +108,15 @@ class YuNetDetector(CpuPart):
     from the 5 keypoints in the convention a landmarker wants (None: YuNet's own box).
     Older YuNet files (a different output layout) fail to load and are a ModelError.
     """
+
+    @classmethod
+    def from_section(
+        cls, model: str | Path | YuNetModel, detect: DetectSettings, **keywords: Any
+    ) -> Self:
+        """The live detector as its config section (``[swap.detect]``) sets it (the frame
+        shrunk to ``detect_size``), with the other ``keywords``; a new detector option is
+        read here. The source photos' detector takes no section (its sides are fixed)."""
+        return cls(model, max_sides=(detect.detect_size,), **keywords)
 
     def __init__(
         self,

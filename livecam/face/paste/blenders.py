@@ -9,13 +9,14 @@ their affine, optionally with insightface's eroded paste-back edge.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal, Self, TypeVar
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
 from livecam.config.schema import BlendMode
+from livecam.config.swap import ClassicSettings
 from livecam.face.crops import align
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
@@ -47,6 +48,11 @@ class RoiBlender(CpuPart):
     mask is 0 keep the frame exactly). The faces of one frame are pasted in order onto one
     copy of it; a frame with nothing to paste is handed on as the very same array.
     """
+
+    @classmethod
+    def from_section(cls, classic: ClassicSettings) -> Self:
+        """The classic swap's paste as its config section (``[swap.classic]``) sets it."""
+        return cls(classic.blend)
 
     def __init__(self, mode: BlendMode = "feather") -> None:
         self.mode = mode

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
 import onnx
 from onnx import numpy_helper
 
+from livecam.config.swap import NeuralSettings
 from livecam.errors import ConfigError, ModelError
 from livecam.face.crops import align
 from livecam.face.crops.onnx_input import to_blob
@@ -134,6 +135,29 @@ class NeuralSwapper:
     INPUT_SIZE: ClassVar[int | None] = None
     MEAN: ClassVar[float] = 0.0
     STD: ClassVar[float] = 255.0
+
+    @classmethod
+    def from_section(
+        cls,
+        session: Callable[[bool], OnnxModel],
+        neural: NeuralSettings,
+        recognizer: Recognizer | None,
+        **contract: Any,
+    ) -> Self:
+        """The swapper as its config section (``[swap.neural]``) sets it, with its model's
+        ``contract`` keywords: the session from ``session(cuda_graph)`` (a CUDA graph keeps
+        the fixed shapes), the identity weight when ``recognizer`` gives 512-d embeddings
+        (else the source as is). A new option of the neural swap is read here."""
+        weighted = neural.identity_weight != NEUTRAL_WEIGHT and (
+            recognizer is not None and recognizer.dim == EMBEDDING_DIM
+        )
+        return cls(
+            session(neural.cuda_graph),
+            pixel_boost=neural.pixel_boost,
+            identity_weight=neural.identity_weight if weighted else NEUTRAL_WEIGHT,
+            recognizer=recognizer if weighted else None,
+            **contract,
+        )
 
     def __init__(
         self,

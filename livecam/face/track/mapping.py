@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import SelectSettings
 from livecam.face.identity.metrics import Embedding, embedding_distance
 from livecam.face.parts import Recognizer
 from livecam.face.track.selection import (
@@ -88,6 +90,14 @@ class FaceMapper(Untargeted):
     source it held (with the hysteresis), in the frame it appears; the new track is
     measured in that frame, so a clearly different person appearing there is not swapped.
     """
+
+    @classmethod
+    def from_section(
+        cls, select: SelectSettings, recognizer: Recognizer, targets: Sequence[Embedding]
+    ) -> Self:
+        """The mapper as its config section (``[swap.select]``) sets it, for the persons of
+        ``targets``; a new option of the mapper is read here."""
+        return cls(recognizer, targets, select.reference_threshold)
 
     def __init__(
         self,

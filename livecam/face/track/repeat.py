@@ -53,12 +53,13 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import ReuseSettings
 from livecam.face.crops import align
 from livecam.face.identity.metrics import psnr
 from livecam.face.parts import SwapCache, Swapper
@@ -290,6 +291,14 @@ class SwapReuse:
     ``hits`` and ``misses`` count faces over the object's life; ``last_hits`` are the
     records of the last ``swap`` call that got a reused output. Used by one thread.
     """
+
+    @classmethod
+    def from_section(cls, reuse: ReuseSettings, swapper: object) -> Self | None:
+        """Crop reuse as its config section (``[swap.reuse]``) sets it for ``swapper``; None
+        when it is off or the swapper's outputs cannot be reused."""
+        if not reuse.reuse or not cls.supports(swapper):
+            return None
+        return cls(reuse.reuse_similarity, reuse.reuse_max)
 
     def __init__(self, similarity: float = 32.0, max_reuse: int = 3) -> None:
         if max_reuse < 0:

@@ -6,11 +6,12 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Literal, Protocol, Self, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import SelectSettings
 from livecam.errors import ConfigError
 from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
 from livecam.face.parts import Recognizer
@@ -368,6 +369,14 @@ class ReferenceMatcher(Untargeted):
     then every ``recheck_every`` frames, in one recognizer call per frame). One instance
     per stream.
     """
+
+    @classmethod
+    def from_section(
+        cls, select: SelectSettings, recognizer: Recognizer, reference_embedding: Embedding
+    ) -> Self:
+        """The matcher as its config section (``[swap.select]``) sets it, for the person of
+        ``reference_embedding``; a new option of the matcher is read here."""
+        return cls(recognizer, reference_embedding, select.reference_threshold)
 
     def __init__(
         self,

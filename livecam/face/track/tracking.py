@@ -32,6 +32,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from livecam.config.swap import DetectSettings
 from livecam.face.parts import Detector, RefitLandmarker
 from livecam.face.track.repeat import HeldRepeats
 from livecam.types import Face, FaceWork, FrameContext, validate_frame
@@ -602,3 +603,17 @@ class FaceTracker:
         if self.smoothing <= 0:
             return OneEuroFilter(1e6, 0.0)
         return OneEuroFilter(self.min_cutoff / self.smoothing, self.beta / self.smoothing)
+
+
+def tracker_for(
+    detect: DetectSettings, detector: Detector, landmarker: RefitLandmarker | None
+) -> FaceTracker:
+    """The tracker as its config section (``[swap.detect]``) sets it; a new tracking option
+    is read here."""
+    return FaceTracker(
+        detector,
+        landmarker,
+        detect_every=detect.detect_every,
+        smoothing=detect.smoothing,
+        repeat_tolerance=detect.repeat_tolerance,
+    )
