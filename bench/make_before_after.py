@@ -3,19 +3,29 @@ face parts (classic swapper + ROI blender) for several pairs of <testdata>/faces
 panel a crop around the face (README images).
 
 Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [--size 320]
+
+``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
+on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut and Obama, a
+camera face with glasses, a head turn): camera | output, 2x crops around the face, one
+``clip_*.jpg`` each. ``--before CHECKOUT``: the output of that checkout too (run in a
+subprocess with its ``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if "PYTHONPATH" not in os.environ:  # another checkout's livecam when it is given
+    sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
@@ -62,13 +72,120 @@ def label(panel: np.ndarray, text: str) -> np.ndarray:
     return out
 
 
+# (name, clip or still of faces/, frame index, framing "own" or "webcam", source photo)
+CLIP_CASES = [
+    ("d6_astronaut", "video/liveportrait_d6.mp4", 60, "own", "astronaut_eileen_collins.png"),
+    (
+        "d6_obama_webcam",
+        "video/liveportrait_d6.mp4",
+        60,
+        "webcam",
+        "obama_official_portrait_2012.jpg",
+    ),
+    (
+        "glasses",
+        "faces/grace_hopper_navy_portrait.jpg",
+        0,
+        "webcam",
+        "obama_official_portrait_2012.jpg",
+    ),
+    ("head_turn", "video/liveportrait_s32.mp4", 40, "own", "obama_official_portrait_2012.jpg"),
+]
+
+
+def clip_frames(path: Path, last: int) -> list[np.ndarray]:
+    """Frames 0..``last`` of a clip (or the still, ``last + 1`` times: a camera that holds)."""
+    if path.suffix.lower() in (".jpg", ".png"):
+        image = np.ascontiguousarray(cv2.imread(str(path), cv2.IMREAD_COLOR), np.uint8)
+        return [image] * (last + 1)
+    import av
+
+    frames = []
+    with av.open(str(path)) as container:
+        for i, frame in enumerate(container.decode(video=0)):
+            frames.append(np.asarray(frame.to_ndarray(format="bgr24"), np.uint8))
+            if i >= last:
+                break
+    return frames
+
+
+def render_clip_case(
+    testdata: Path, case: tuple[str, str, int, str, str], size: int
+) -> list[np.ndarray]:
+    """(camera crop, output crop) of one case: the lite stage over its frames, square crops
+    of ``size`` around the face."""
+    from livecam.benchmark.live_face import WebcamPlacement
+    from livecam.face.detect.yunet import YuNetDetector, bundled_yunet
+    from livecam.face.landmarks.measures import largest_face
+    from livecam.face.source.photo import SourceFaceCache
+    from livecam.face.swap_stage import build_swap_stage
+    from livecam.types import FramePacket
+
+    _, clip, index, framing, source = case
+    frames = clip_frames(testdata / clip, index)
+    detector = YuNetDetector(bundled_yunet())
+    first = largest_face(detector.detect([FrameContext(frames[0])])[0])
+    assert first is not None, clip
+    placement = WebcamPlacement.from_first(first.bbox) if framing == "webcam" else None
+    stage = build_swap_stage(
+        SwapConfig(face=str(testdata / "faces" / source), preset="lite"), SourceFaceCache(None)
+    )
+    try:
+        for seq, frame in enumerate(frames):
+            camera = placement.place(frame) if placement is not None else frame
+            # a still repeats: shift it a pixel every other frame, as a camera's noise would
+            camera = np.ascontiguousarray(np.roll(camera, seq % 2, axis=1))
+            packet = FramePacket(camera.copy(), seq=seq, t_capture_ns=seq * 33_333_333)
+            (out,) = stage.process([packet])
+    finally:
+        stage.close()
+    face = largest_face(detector.detect([FrameContext(camera)])[0])
+    assert face is not None, clip
+    # 1.5 face sizes across: a 12 % webcam face is drawn at about 2x
+    return [crop_face(img, face, size, 1.5) for img in (camera, out.frame)]
+
+
+def clip_mode(args: argparse.Namespace) -> int:
+    before: dict[str, np.ndarray] = {}
+    if args.before is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+            cmd = [sys.executable, __file__, "--clips", "--panels", tmp]
+            cmd += ["--testdata", str(args.testdata), "--size", str(args.size)]
+            subprocess.run(cmd, env=env, check=True)
+            for name, *_ in CLIP_CASES:
+                before[name] = np.asarray(cv2.imread(str(Path(tmp) / f"{name}.png")), np.uint8)
+    for case in CLIP_CASES:
+        name = case[0]
+        camera, output = render_clip_case(args.testdata, case, args.size)
+        if args.panels is not None:  # the output panel alone (for another checkout's run)
+            cv2.imwrite(str(args.panels / f"{name}.png"), output)
+            continue
+        panels = [label(camera, "camera")]
+        if name in before:
+            panels.append(label(before[name], "before"))
+        panels.append(label(output, "after (lite swap)" if before else "lite swap"))
+        prefix = "before_after_clip" if before else "clip"
+        path = args.out / f"{prefix}_{name}.{args.format}"
+        params = [cv2.IMWRITE_JPEG_QUALITY, 90] if args.format == "jpg" else []
+        cv2.imwrite(str(path), np.hstack(panels), params)
+        print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     ap.add_argument("--size", type=int, default=320, help="panel size in pixels")
     ap.add_argument("--format", default="jpg", choices=["jpg", "png"])
+    ap.add_argument("--clips", action="store_true", help="the talking-head cases")
+    ap.add_argument("--before", type=Path, default=None, help="--clips: a checkout to compare")
+    ap.add_argument("--panels", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.clips:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return clip_mode(args)
 
     parts = build_parts(PRESETS["lite"], SwapConfig())
     analyzer = photo_analyzer(parts)

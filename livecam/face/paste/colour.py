@@ -6,6 +6,7 @@ same (h, w); masks are float32 in [0, 1] unless said otherwise.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import cv2
@@ -134,6 +135,53 @@ def color_transfer(
         to_lab(src_bgr), to_lab(ref_bgr), region, mode, face_size, local_strength
     )
     return from_lab(lab)
+
+
+DETAIL_SIGMA = 1.0
+"""The Gaussian whose residual (grey minus its blur) is the fine detail that
+``blur_to_match`` compares: skin texture, pores, grain, compression softness."""
+
+
+def fine_detail(channel: FloatImage) -> FloatImage:
+    """``channel`` minus its Gaussian blur of sigma ``DETAIL_SIGMA``."""
+    return np.asarray(channel - cv2.GaussianBlur(channel, (0, 0), DETAIL_SIGMA), np.float32)
+
+
+_BLUR_STEPS = (0.5, 0.75, 1.0, 1.35, 1.8, 2.4, 3.2)
+
+
+def blur_to_match(
+    src: FloatImage, ref: FloatImage, region: npt.NDArray[np.bool_], share: float = 1.0
+) -> float:
+    """The sigma of the Gaussian blur that gives ``src`` ``share`` times ``ref``'s
+    fine-detail energy (mean square of ``fine_detail``) inside ``region`` (one channel
+    each, same size): 0 when ``src`` is no sharper, at most the largest of the blurs
+    tried, interpolated in log energy between them.
+
+    The fine detail of a blurred image is its blurred fine detail (Gaussians commute), so
+    only that one channel is blurred, on the region's bounding box."""
+    ys, xs = np.nonzero(region)
+    if ys.size < 16:
+        return 0.0
+    pad = 8
+    y0, y1 = max(0, int(ys.min()) - pad), int(ys.max()) + pad + 1
+    x0, x1 = max(0, int(xs.min()) - pad), int(xs.max()) + pad + 1
+    sub = (slice(y0, y1), slice(x0, x1))
+    inside = region[sub]
+    d_ref = fine_detail(np.ascontiguousarray(ref[sub], np.float32))
+    target = share * float(np.mean(np.square(d_ref[inside])))
+    d_src = fine_detail(np.ascontiguousarray(src[sub], np.float32))
+    before = float(np.mean(np.square(d_src[inside])))
+    if before <= target or target <= 0.0:
+        return 0.0
+    prev_sigma, prev_e = 0.0, before
+    for sigma in _BLUR_STEPS:
+        e = float(np.mean(np.square(cv2.GaussianBlur(d_src, (0, 0), sigma)[inside])))
+        if e <= target:
+            t = math.log(prev_e / target) / max(math.log(prev_e / max(e, 1e-9)), 1e-9)
+            return prev_sigma + t * (sigma - prev_sigma)
+        prev_sigma, prev_e = sigma, e
+    return _BLUR_STEPS[-1]
 
 
 def skin_model(lab: FloatImage, sample: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32] | None:

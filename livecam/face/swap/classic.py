@@ -7,14 +7,16 @@ target's mesh (piecewise affine, one remap over the face ROI): the camera face's
 landmarks for everything that carries expression (brows, lids, lips), the source's shape
 blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
 speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
-inside the face; by default the eyes are the camera's own (iris, gaze, lid edges) in the
-swapped skin's tone (``swap.classic.eyes``). Its own mask follows the mesh outline with a feather
-and is gated by skin outside the inner face (no source fringe, no paste over the target's
-hair), and leaves out the target's inner mouth. Per tracked face (``work.face.track_id``)
-the colour and skin statistics are smoothed over frames, held in the swapper (a repeated
-camera frame gives the same output bit for bit) and dropped when the track is gone. The
-crop is the face ROI, an axis-aligned region of the frame holding the whole mesh and its
-feather, so a ``RoiBlender`` pastes the result back; only that ROI is touched.
+inside the face and blurred to the camera picture's fine detail (``options.camera_look``:
+no crisp portrait pasted on a soft webcam picture); by default the eyes are the camera's
+own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). Its own
+mask follows the mesh outline with a feather and is gated by skin outside the inner face
+(no source fringe, no paste over the target's hair), and leaves out the target's inner
+mouth. Per tracked face (``work.face.track_id``) the colour and skin statistics and the
+blur are smoothed over frames, held in the swapper (a repeated camera frame gives the same
+output bit for bit) and dropped when the track is gone. The crop is the face ROI, an
+axis-aligned region of the frame holding the whole mesh and its feather, so a
+``RoiBlender`` pastes the result back; only that ROI is touched.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class ClassicOptions:
     smoothing: float = 0.3
     track_ttl: int = 30
     eye_lid: float = 0.015  # own eyes: the lid edges kept around the eye opening
+    # the camera look: the colour-matched face is blurred until its fine detail on the
+    # cheeks and nose is at most this many times the camera face's there (measured per
+    # frame, smoothed per track; 0 = off): a grainy portrait on a soft webcam picture reads
+    # as a pasted mask. Only far sharper photos are blurred: at 3x (the inner face then
+    # as sharp as the camera's, 0.76-1.11) the grain of an old photo went with some of its
+    # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
+    # 6x: 68; 10x: 69)
+    camera_look: float = 10.0
 
 
 @dataclass
@@ -122,7 +132,9 @@ class ClassicSwapper(CpuPart):
     ):
         self.config = config or ClassicSettings()
         self.options = options or ClassicOptions()
-        self._tracks: dict[int, _TrackStats] = {}
+        # track id -> what is smoothed ("colour": colour and skin statistics, "look": the
+        # camera look's blur) -> its statistics
+        self._tracks: dict[int, dict[str, _TrackStats]] = {}
         self._calls = 0
 
     def reset(self) -> None:
@@ -224,21 +236,27 @@ class ClassicSwapper(CpuPart):
             if work.face.landmarks is not None:
                 self._swap_one(frames[work.frame_index].image, work, sources[work.source_index])
         stale = [
-            t for t, st in self._tracks.items() if self._calls - st.seen > self.options.track_ttl
+            t
+            for t, named in self._tracks.items()
+            if self._calls - max(st.seen for st in named.values()) > self.options.track_ttl
         ]
         for t in stale:
             del self._tracks[t]
         return list(faces)
 
-    def _smoothed(self, track_id: int, raw: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """``raw`` statistics of this frame, smoothed over the track's earlier frames. A
-        measurement equal to the last one (a repeated frame) leaves them as they are."""
+    def _smoothed(
+        self, track_id: int, raw: npt.NDArray[np.float32], name: str = "colour"
+    ) -> npt.NDArray[np.float32]:
+        """``raw`` statistics (of kind ``name``) of this frame, smoothed over the track's
+        earlier frames. A measurement equal to the last one (a repeated frame) leaves them
+        as they are."""
         k = self.options.smoothing
         if track_id < 0 or k >= 1:
             return raw
-        st = self._tracks.get(track_id)
+        named = self._tracks.setdefault(track_id, {})
+        st = named.get(name)
         if st is None or st.raw.shape != raw.shape:
-            st = self._tracks[track_id] = _TrackStats(raw, raw.copy(), self._calls)
+            st = named[name] = _TrackStats(raw, raw.copy(), self._calls)
         elif not np.array_equal(st.raw, raw):
             st.value = (st.value + np.float32(k) * (raw - st.value)).astype(np.float32)
             st.raw = raw
@@ -326,9 +344,9 @@ class ClassicSwapper(CpuPart):
         region = (face > 0) & (hull > 0)
         if keep_out is not None:
             region &= keep_out == 0
+        sample = blend.polygon_mask(shape, mesh.skin_sample_polygons(lm_roi), convex=False) > 0
         target_lab = blend.to_lab(target)
         warped_lab = blend.to_lab(warped)
-        sample = blend.polygon_mask(shape, mesh.skin_sample_polygons(lm_roi), convex=False) > 0
         skin_model = blend.skin_model(target_lab, sample)
         stats = blend.transfer_stats(warped_lab, region, target_lab, region)
         raw = (
@@ -347,6 +365,8 @@ class ClassicSwapper(CpuPart):
                 opts.local_light,
                 stats=smooth[:12].reshape(4, 3),
             )
+        if opts.camera_look > 0:  # after the colour transfer: its contrast scales detail
+            warped_lab = self._camera_look(warped_lab, target_lab, sample, track)
         model = smooth[12:].reshape(4, 3) if smooth.size == 24 else None
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
         if opts.skin_gate:
@@ -364,6 +384,27 @@ class ClassicSwapper(CpuPart):
             skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
+
+    def _camera_look(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        skin: npt.NDArray[np.bool_],
+        track: int,
+    ) -> blend.FloatImage:
+        """``lab`` (the colour-matched source face on the camera's mesh) blurred so that
+        its fine detail on ``skin`` (cheeks and nose of both faces) is
+        ``options.camera_look`` times the camera face's (``blend.blur_to_match`` on the
+        lightness; the sigma smoothed over the track's frames): a crisp portrait on a soft
+        webcam picture reads as a mask."""
+        share = self.options.camera_look
+        raw = np.array(
+            [blend.blur_to_match(lab[..., 0], target_lab[..., 0], skin, share)], np.float32
+        )
+        sigma = float(self._smoothed(track, raw, "look")[0])
+        if sigma < 0.3:
+            return lab
+        return np.asarray(cv2.GaussianBlur(lab, (0, 0), sigma), np.float32)
 
     def _fill_forehead(
         self,

@@ -526,3 +526,49 @@ def test_colour_statistics_are_smoothed_per_track(testdata, analyzer, obama) -> 
         diff = flash[region].astype(float) - steady[region].astype(float)
         shifts[track] = float(diff[inner].mean())
     assert shifts[-1] > 20 and shifts[1] < 0.6 * shifts[-1], shifts
+
+
+# ---------------------------------------------------------------- the camera look (issue 29)
+
+
+def _fine_energy(image: Frame, region: np.ndarray) -> float:
+    """Mean square of the grey image minus its Gaussian blur of sigma 1, over ``region``."""
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    return float(np.mean(np.square(blend.fine_detail(grey)[region])))
+
+
+def test_blur_to_match_finds_the_blur_that_softened_a_face(obama) -> None:
+    """A portrait against a copy of itself blurred by sigma 1.5: the blur that gives it the
+    copy's fine detail on the cheeks and nose is found within a tenth; none against itself
+    or against a sharper picture."""
+    img, face = obama
+    assert face.landmarks is not None
+    grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    polys = mesh.skin_sample_polygons(face.landmarks)
+    cheeks = blend.polygon_mask(grey.shape, polys, convex=False) > 0
+    soft = np.asarray(cv2.GaussianBlur(grey, (0, 0), 1.5), np.float32)
+    assert blend.blur_to_match(grey, soft, cheeks) == pytest.approx(1.5, abs=0.15)
+    assert blend.blur_to_match(grey, grey, cheeks) == 0.0
+    assert blend.blur_to_match(soft, grey, cheeks) == 0.0
+
+
+def test_a_crisp_photo_on_a_soft_camera_takes_the_cameras_softness(analyzer, obama, biden) -> None:
+    """A soft camera picture (a portrait scaled down and blurred, like a webcam's) swapped
+    with a crisp photo: with the camera look the swapped cheeks and nose have about the
+    camera's fine detail; without it several times as much."""
+    (src, sf), (tgt, _) = obama, biden
+    small = cv2.resize(tgt, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_AREA)
+    camera = np.ascontiguousarray(cv2.GaussianBlur(small, (0, 0), 1.2), np.uint8)
+    (cf,) = analyzer.analyze(camera)
+    assert cf.landmarks is not None
+    cheeks = (
+        blend.polygon_mask(camera.shape[:2], mesh.skin_sample_polygons(cf.landmarks), convex=False)
+        > 0
+    )
+    ratios = {}
+    for look in (0.0, 2.0):
+        swapper = ClassicSwapper(options=ClassicOptions(camera_look=look))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        out = swap(swapper, camera, [cf.landmarks], model)
+        ratios[look] = _fine_energy(out, cheeks) / _fine_energy(camera, cheeks)
+    assert ratios[0.0] > 3.0 and 1.2 < ratios[2.0] < 2.8, ratios
