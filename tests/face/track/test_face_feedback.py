@@ -5,6 +5,7 @@ swap stage on composed and synthetic frames."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -179,7 +180,11 @@ def test_the_no_face_event_fires_on_a_faceless_source() -> None:
     telemetry.subscribe(on_event=events.append)
     snap = _run_app({}, telemetry).snapshot()
     (warning,) = [e for e in events if e.origin == "swap"]
-    assert warning.level == "warning" and "no face found for 0.5 s" in warning.message
+    # warned at the first frame 0.5 s or more without a face: a loaded machine drops frames
+    # of the live source, so that frame may come a little later
+    found = re.match(r"no face found for (\d+\.\d) s", warning.message)
+    assert warning.level == "warning" and found, warning.message
+    assert 0.5 <= float(found.group(1)) < 1.5, warning.message
     assert "no face in the picture so far" in warning.message
     assert snap.frames_searched == snap.frames_out > 0
     assert (snap.faces_detected, snap.faces_swapped, snap.frames_swapped) == (0, 0, 0)
