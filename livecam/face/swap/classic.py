@@ -102,8 +102,8 @@ class ClassicOptions:
     # as a pasted mask. Only far sharper photos are blurred: at 3x (the inner face then
     # as sharp as the camera's, 0.76-1.11) the grain of an old photo went with some of its
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
-    # 6x: 68; 10x: 69)
-    camera_look: float = 10.0
+    # 6x, 7x: 68; 8x, 10x: 69)
+    camera_look: float = 8.0
 
 
 @dataclass
