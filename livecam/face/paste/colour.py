@@ -160,12 +160,13 @@ def blur_to_match(
 
     The fine detail of a blurred image is its blurred fine detail (Gaussians commute), so
     only that one channel is blurred, on the region's bounding box."""
-    ys, xs = np.nonzero(region)
-    if ys.size < 16:
+    mask = region.view(np.uint8)
+    if cv2.countNonZero(mask) < 16:
         return 0.0
     pad = 8
-    y0, y1 = max(0, int(ys.min()) - pad), int(ys.max()) + pad + 1
-    x0, x1 = max(0, int(xs.min()) - pad), int(xs.max()) + pad + 1
+    x, y, w, h = cv2.boundingRect(mask)
+    y0, y1 = max(0, y - pad), y + h + pad
+    x0, x1 = max(0, x - pad), x + w + pad
     sub = (slice(y0, y1), slice(x0, x1))
     inside = region[sub]
     d_ref = fine_detail(np.ascontiguousarray(ref[sub], np.float32))
