@@ -27,6 +27,7 @@ import os
 import secrets
 import stat
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -111,6 +112,27 @@ def write_private(path: Path, data: bytes) -> None:
             f.write(data)
 
     write_atomically(path, private)
+
+
+def private_temp_folder(name: str) -> Path:
+    """A folder of this user's own in the shared temporary folder (``NAME-UID``, mode
+    0700), made when missing. Anyone may create names there first, so one that is a link,
+    not a folder, another user's, or open to others is refused (OSError), never used: what
+    LiveCam puts there (a sheet of the faces of a user's photo) is private."""
+    if sys.platform == "win32":  # the temporary folder is the user's own there
+        folder = Path(tempfile.gettempdir()) / name
+        folder.mkdir(exist_ok=True)
+        return folder
+    uid = os.getuid()
+    folder = Path(tempfile.gettempdir()) / f"{name}-{uid}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.ENOTDIR, f"{folder} is not a folder of LiveCam's: refused")
+    if st.st_uid != uid or st.st_mode & 0o077:
+        raise OSError(errno.EPERM, f"{folder} is another user's or open to others: refused")
+    return folder
 
 
 def make_folder_for(path: str | os.PathLike[str]) -> Path | None:

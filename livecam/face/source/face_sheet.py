@@ -8,7 +8,6 @@ into the user's photo folder.
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import cv2
 import numpy as np
 
 from livecam.types import Face, Frame
-from livecam.userfiles import write_atomically
+from livecam.userfiles import private_temp_folder, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -80,20 +79,21 @@ def write_face_sheet(
     folder: Path | None, photo: Path, sha256: str, image: Frame, faces: Sequence[Face]
 ) -> Path | None:
     """Write the sheet of ``photo``'s faces into ``folder`` (None, or not writable: the
-    temporary folder's ``livecam-face-sheets``) and return where; None when it could not
-    be written. The folders are LiveCam's own: a sheet there is replaced."""
+    user's own ``livecam-face-sheets-UID`` in the temporary folder) and return where;
+    None when it could not be written. The folders are LiveCam's own: a sheet there is replaced."""
     ok, encoded = cv2.imencode(".jpg", face_sheet(image, faces), [cv2.IMWRITE_JPEG_QUALITY, 90])
     if not ok:
         return None
     data = encoded.tobytes()
-    fallback = Path(tempfile.gettempdir()) / "livecam-face-sheets"
-    for where in dict.fromkeys((folder or fallback, fallback)):
-        target = sheet_path(where, photo, sha256)
+    for where in dict.fromkeys((folder, None)):
         try:
+            if where is None:
+                where = private_temp_folder("livecam-face-sheets")
+            target = sheet_path(where, photo, sha256)
             if target.is_file() and target.read_bytes() == data:
                 return target
             where.mkdir(parents=True, exist_ok=True)
             return write_atomically(target, data, overwrite=True)
         except OSError as e:
-            log.debug("cannot write the face sheet %s: %s", target, e)
+            log.debug("cannot write the face sheet into %s: %s", where, e)
     return None

@@ -6,8 +6,10 @@ source face."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
+import tempfile
 import threading
 from pathlib import Path
 
@@ -195,8 +197,47 @@ def test_a_group_photo_error_lists_the_faces_and_writes_a_numbered_sheet_into_th
     with pytest.raises(FaceSourceError) as info:
         SourceFaceCache(None, face_sheets=True).get(photo, None, lite)
     (elsewhere,) = re.findall(r"numbered in (\S+\.faces\.jpg)", str(info.value))
-    assert Path(elsewhere).parent.name == "livecam-face-sheets" and Path(elsewhere).is_file()
+    assert (
+        Path(elsewhere).parent.name == f"livecam-face-sheets-{os.getuid()}"
+        and Path(elsewhere).is_file()
+    )
     assert list(photos.iterdir()) == [photo]
+
+
+@pytest.mark.parametrize("planted", ["link", "open to others", "another user's"])
+def test_a_face_sheet_never_goes_into_a_temporary_folder_someone_else_planted(
+    testdata: Path,
+    tmp_path: Path,
+    lite: FaceAnalyzer,
+    monkeypatch: pytest.MonkeyPatch,
+    planted: str,
+) -> None:
+    """The temporary folder is everyone's: a name planted there first (a link to a folder
+    of the planter's, a folder anyone may read and write, another user's folder) is not
+    used for the thumbnails of the user's photo; the error still lists the faces."""
+    shared_tmp = tmp_path / "tmp"
+    shared_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_tmp))
+    name = shared_tmp / f"livecam-face-sheets-{os.getuid()}"
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    if planted == "link":
+        name.symlink_to(theirs)
+    else:
+        name.mkdir(mode=0o700)
+    if planted == "open to others":
+        name.chmod(0o777)
+    if planted == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("giving a folder to another user needs root (CI runs as root)")
+        os.chown(name, os.getuid() + 4242, -1)
+    photo = tmp_path / "party.jpg"
+    shutil.copy(testdata / "faces" / "obama_biden_two_people.jpg", photo)
+    with pytest.raises(FaceSourceError, match="2 faces found") as info:
+        SourceFaceCache(None, face_sheets=True).get(photo, None, lite)
+    assert "no numbered sheet of them could be written" in str(info.value)
+    assert "  1: box" in str(info.value)
+    assert list(theirs.iterdir()) == [] and list(name.iterdir()) == []
 
 
 def test_without_face_sheets_nothing_is_written(
