@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import mss
 import numpy as np
@@ -36,9 +37,39 @@ def xdotool(display: str, *args: str) -> str:
     return out.stdout
 
 
+def find_window(display: str, title: str, within_s: float = 60.0) -> str:
+    """The id of the first visible window whose title matches, waiting up to ``within_s``.
+
+    ``xdotool search --sync`` blocks until a window matches, but it exits 1 on an X error:
+    a window that closes while xdotool reads its properties (another test's, or a transient
+    one of Qt's) ends the search with BadWindow. Such a search is run again; any other
+    failure, or no window within the time, fails with xdotool's own words.
+    """
+    deadline = time.monotonic() + within_s
+    while True:
+        left = deadline - time.monotonic()
+        command = ["xdotool", "search", "--sync", "--onlyvisible", "--name", title]
+        try:
+            out = subprocess.run(
+                command,
+                env={**os.environ, "DISPLAY": display},
+                capture_output=True,
+                text=True,
+                timeout=max(left, 1.0),
+            )
+        except subprocess.TimeoutExpired:
+            late = f"no visible window titled {title!r} within {within_s:.0f} s"
+            raise AssertionError(late) from None
+        if out.returncode == 0 and out.stdout.split():
+            return out.stdout.split()[0]
+        if "X Error" not in out.stderr or time.monotonic() >= deadline:
+            failed = f"xdotool search {title!r} failed ({out.returncode}): {out.stderr.strip()}"
+            raise AssertionError(failed)
+
+
 def wait_window(display: str, title: str = "^LiveCam") -> tuple[str, tuple[int, int, int, int]]:
     """The id and (x, y, w, h) of the first visible window whose title matches, once shown."""
-    wid = xdotool(display, "search", "--sync", "--onlyvisible", "--name", title).split()[0]
+    wid = find_window(display, title)
     geometry = xdotool(display, "getwindowgeometry", wid)
     position = re.search(r"Position: (\d+),(\d+)", geometry)
     size = re.search(r"Geometry: (\d+)x(\d+)", geometry)
