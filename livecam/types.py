@@ -268,6 +268,18 @@ class SwapReading:
         }
 
 
+#: how far beside a face box a click still picks that face, in box sizes (a hair, a chin)
+PICK_REACH = 0.5
+
+
+def within_reach(box: tuple[float, float, float, float], x: float, y: float) -> bool:
+    """True when point ``x``, ``y`` is in ``box`` (x1, y1, x2, y2, the same units) grown by
+    ``PICK_REACH`` of its size on each side: a click there picks that face."""
+    x1, y1, x2, y2 = box
+    dx, dy = PICK_REACH * (x2 - x1), PICK_REACH * (y2 - y1)
+    return x1 - dx <= x <= x2 + dx and y1 - dy <= y <= y2 + dy
+
+
 @dataclass(frozen=True)
 class SeenFace:
     """A face of a stage's newest frame, as the panel numbers it while the user picks one:
@@ -275,6 +287,11 @@ class SeenFace:
 
     track_id: int
     box: tuple[float, float, float, float]
+
+    def reaches(self, point: tuple[float, float]) -> bool:
+        """True when a click at ``point`` (normalised x, y) picks this face or one nearer
+        (``within_reach``); False: far from it."""
+        return within_reach(self.box, point[0], point[1])
 
 
 class PlainStage:

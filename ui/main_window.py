@@ -76,6 +76,8 @@ NO_FACE_TEXT = (
     "The swap needs a face photo: open one in the Source tab (Open photo…), then switch "
     "the swap on."
 )
+#: the status bar's line when a click on the preview is far from every face
+NO_FACE_THERE = "No face there: click on a face box to swap that person (right-click: auto)"
 DEFAULT_SIZE = QSize(1280, 760)  # the first window, shrunk to fit smaller screens
 FRAME_MARGIN = QSize(16, 48)  # px the window manager adds around it (title bar, borders)
 VIRTUALCAM = "virtualcam"
@@ -494,9 +496,16 @@ class MainWindow(QMainWindow):
 
     def set_target(self, point: tuple[float, float] | None) -> None:
         """Swap the person at ``point`` of the frame (a click on the preview) or the main
-        face again (None); only while running (the choice lives with the stream)."""
-        if self.stream.running:
-            self.stream.set_target(point)
+        face again (None); only while running (the choice lives with the stream). A click
+        far from every face the preview numbers picks nobody, and the status bar says so."""
+        if not self.stream.running:
+            return
+        controls = self.stream.controls
+        seen = controls.state.faces_seen if controls is not None else ()
+        if point is not None and not any(face.reaches(point) for face in seen):
+            self.statusBar().showMessage(NO_FACE_THERE, 8000)
+            return
+        self.stream.set_target(point)
 
     def _sync_target(self) -> None:
         self.target_label.setText(target_text(self.stream.target_text))

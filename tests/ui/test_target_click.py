@@ -1,6 +1,7 @@
 """Picking the swapped person in the panel: a click on a face in the preview swaps that
 person (the click mapped to the frame, letterbox bars included), a right click or Auto
-goes back to the main face, and the line under the preview says who is swapped. A real
+goes back to the main face, the line under the preview says who is swapped, and a click
+far from every face picks nobody and says so in the status bar. A real
 stream: the two-person testdata photo -> lite swap (select one)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pytestqt.qtbot import QtBot
 from livecam.config.schema import Config
 from livecam.types import Frame
 from livecam.userfiles.images import load_image_bgr, make_even
-from ui.main_window import MainWindow
+from ui.main_window import NO_FACE_THERE, MainWindow
 from ui.settings import UiSettings
 from ui.stream import StreamController
 
@@ -26,6 +27,7 @@ TWO = "obama_biden_two_people.jpg"
 # face centres in the photo, as fractions of its width and height (Obama left, the main
 # face; Biden right)
 LEFT, RIGHT = (0.29, 0.24), (0.78, 0.29)
+FAR = (0.52, 0.85)  # between their crossed arms: far from both faces
 
 
 @pytest.fixture
@@ -101,6 +103,18 @@ def test_a_click_on_a_face_in_the_preview_swaps_that_person(
         lambda: changed(shown(), photo, RIGHT) and not changed(shown(), photo, LEFT),
         timeout=TIMEOUT_MS,
     )
+
+    # a click far from both faces picks nobody and the status bar says so; the person
+    # picked stays
+    picked = controls.state.swap_target
+    assert controls.state.faces_seen and not any(
+        face.reaches(FAR) for face in controls.state.faces_seen
+    )
+    window.statusBar().clearMessage()
+    qtbot.mouseClick(preview, Qt.MouseButton.LeftButton, pos=widget_pos(window, photo, FAR))
+    assert window.statusBar().currentMessage() == NO_FACE_THERE
+    assert controls.state.swap_target == picked
+    assert window.target_label.text().startswith(f"Swapping: face #{picked}")
 
     qtbot.mouseClick(preview, Qt.MouseButton.RightButton, pos=widget_pos(window, photo, RIGHT))
     qtbot.waitUntil(

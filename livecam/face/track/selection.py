@@ -16,7 +16,7 @@ from livecam.errors import ConfigError
 from livecam.face.identity.metrics import Embedding, embedding_distance, l2_normalize
 from livecam.face.parts import Recognizer
 from livecam.face.track.tracking import iou
-from livecam.types import Face, FaceWork, FrameContext
+from livecam.types import Face, FaceWork, FrameContext, within_reach
 
 SelectMode = Literal["one", "all", "reference"]
 MODES: tuple[str, ...] = get_args(SelectMode)
@@ -108,10 +108,6 @@ def select_faces(
     return [face for _, face in scored]
 
 
-#: how far beside a face box a click still picks that face, in box sizes (a hair, a chin)
-PICK_REACH = 0.5
-
-
 def face_at(faces: list[Face], point: tuple[float, float], shape: tuple[int, ...]) -> Face | None:
     """The face whose box holds ``point`` (normalised x, y of a frame of ``shape``), the
     smallest when boxes overlap; with none holding it, the face with the nearest centre
@@ -121,16 +117,15 @@ def face_at(faces: list[Face], point: tuple[float, float], shape: tuple[int, ...
     inside = [f for f in faces if f.bbox[0] <= x <= f.bbox[2] and f.bbox[1] <= y <= f.bbox[3]]
     if inside:
         return min(inside, key=lambda f: f.area)
-    near = [f for f in faces if _within_reach(f, x, y)]
+    near = [f for f in faces if within_reach(_box(f), x, y)]
     if not near:
         return None
     return min(near, key=lambda f: math.hypot(f.center[0] - x, f.center[1] - y))
 
 
-def _within_reach(face: Face, x: float, y: float) -> bool:
+def _box(face: Face) -> tuple[float, float, float, float]:
     x1, y1, x2, y2 = (float(v) for v in face.bbox)
-    dx, dy = PICK_REACH * (x2 - x1), PICK_REACH * (y2 - y1)
-    return x1 - dx <= x <= x2 + dx and y1 - dy <= y <= y2 + dy
+    return x1, y1, x2, y2
 
 
 class FaceSelector(Protocol):

@@ -13,7 +13,7 @@ from livecam.errors import ConfigError
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage, build_swap_stage
 from livecam.face.track.selection import StickyMainFace, face_at
-from livecam.types import Face, Frame, FramePacket
+from livecam.types import Face, Frame, FramePacket, SeenFace
 from livecam.userfiles.images import load_image_bgr, make_even
 
 TWO = "obama_biden_two_people.jpg"  # Obama (left) is the larger face, Biden the smaller
@@ -135,6 +135,27 @@ def test_face_at_prefers_the_box_holding_the_point(two: Frame) -> None:
     assert face_at([big, far], (0.5, 0.5), shape) is big  # beside both: the nearest centre
     assert face_at([big, far], (0.75, 0.9), shape) is None  # far from every face: nobody
     assert face_at([], (0.5, 0.5), shape) is None
+
+
+def test_the_panels_check_finds_nobody_exactly_where_face_at_picks_nobody() -> None:
+    """The panel tells a click far from every face (``SeenFace.reaches``, normalised boxes)
+    by the same reach as the stage's pick (``face_at``, pixels)."""
+    kps = np.zeros((5, 2), np.float32)
+    boxes = ([100, 60, 300, 320], [700, 100, 820, 240])
+    faces = [Face(np.array(b, np.float32), 1.0, kps) for b in boxes]
+    shape = (600, 1000, 3)
+    seen = [
+        SeenFace(i, (x1 / 1000, y1 / 600, x2 / 1000, y2 / 600))
+        for i, (x1, y1, x2, y2) in enumerate(boxes)
+    ]
+    nobody = 0
+    for x in np.linspace(0.003, 0.997, 51):  # no point on a reach edge (rounding)
+        for y in np.linspace(0.003, 0.997, 51):
+            point = (float(x), float(y))
+            picked = face_at(faces, point, shape)
+            assert (picked is None) == (not any(s.reaches(point) for s in seen)), point
+            nobody += picked is None
+    assert 0 < nobody < 51 * 51  # both answers were met
 
 
 def test_only_select_one_takes_a_target(testdata: Path) -> None:
