@@ -25,6 +25,7 @@ from livecam.config.swap import RuntimeSettings
 from livecam.errors import ConfigError
 from livecam.runtime import tensorrt
 from livecam.runtime.providers import (
+    CPU,
     CUDA,
     TENSORRT,
     ConvAlgoSearch,
@@ -71,7 +72,9 @@ class MemoryLevel:
     arena_extend_strategy: str
     gpu_mem_limit_mb: int  # CUDA arena cap per session (``gpu_mem_limit``); 0: none
     cudnn_max_workspace: bool  # cuDNN may take its largest workspace (faster convolutions)
-    cpu_arena: bool  # ORT's CPU memory arena (freed host memory kept for reuse)
+    #: ORT's CPU memory arena (freed host memory kept for reuse); None: only for sessions on
+    #: a GPU provider (``RuntimeOptions.cpu_arena``)
+    cpu_arena: bool | None
     batch_limit: int  # faces (and pixel-boost tiles) per model call
 
     def cuda_options(self) -> dict[str, str]:
@@ -87,13 +90,13 @@ class MemoryLevel:
 
 #: ``low``: exact-size CUDA arena capped at 1.5 GB a session, cuDNN's small workspace, no
 #: CPU arena, one face per call. ``balanced``: ORT's defaults (power-of-two arena growth, no
-#: cap, cuDNN's largest workspace, CPU arena), 4 faces per call. ``high``: as balanced with
-#: 8 faces per call.
+#: cap, cuDNN's largest workspace), the CPU arena only on a GPU, 4 faces per call. ``high``:
+#: as balanced with 8 faces per call.
 MEMORY: Mapping[str, MemoryLevel] = MappingProxyType(
     {
         "low": MemoryLevel("kSameAsRequested", 1536, False, False, 1),
-        "balanced": MemoryLevel("kNextPowerOfTwo", 0, True, True, 4),
-        "high": MemoryLevel("kNextPowerOfTwo", 0, True, True, 8),
+        "balanced": MemoryLevel("kNextPowerOfTwo", 0, True, None, 4),
+        "high": MemoryLevel("kNextPowerOfTwo", 0, True, None, 8),
     }
 )
 
@@ -130,9 +133,12 @@ class RuntimeOptions:
     ``run`` binds inputs/outputs on the device when the session is on CUDA.
     ``warmup_runs``: runs of ``warmup()``. ``provider_options``: extra ORT options per
     provider (``{"cuda": {"arena_extend_strategy": "kSameAsRequested"}}``), over LiveCam's.
-    ``cpu_arena``: ORT's CPU memory arena. ``max_batch``: items per call of ``run_batch``
-    on a dynamic batch axis (0: all at once). ``memory_options`` gives the last three for a
-    memory strategy.
+    ``cpu_arena``: ORT's CPU memory arena (None: only for a session on a GPU provider; a
+    session on the CPU then allocates without it: the arena grows with each new batch
+    shape and never gives back; without it a 20-minute live session with changes keeps its
+    RSS within 1 %, at the same fps: bench/README.md). ``max_batch``: items per call of
+    ``run_batch`` on a dynamic batch axis (0: all at once). ``memory_options`` gives the
+    last three for a memory strategy.
     ``spin_wait``: ORT's intra-op threads busy-wait for work between ops. Off by default:
     a frame runs several models, each with its own thread pool, and the threads of the one
     that just ran spin on the cores the next one needs (`bench/bench_live_options.py` on 2
@@ -152,7 +158,7 @@ class RuntimeOptions:
     tensorrt_fp16: bool = True
     io_binding: bool = True
     warmup_runs: int = 1
-    cpu_arena: bool = True
+    cpu_arena: bool | None = None
     max_batch: int = 0
     spin_wait: bool = False
 
@@ -196,8 +202,9 @@ class RuntimeOptions:
             Path(env) if env else Path(platformdirs.user_cache_dir("livecam"))
         )
 
-    def session_options(self) -> ort.SessionOptions:
-        """ORT session options: thread counts, spin-waiting, graph optimisation level."""
+    def session_options(self, on_cpu: bool = False) -> ort.SessionOptions:
+        """ORT session options: thread counts, spin-waiting, graph optimisation level, the
+        CPU arena (``cpu_arena``; None: off when ``on_cpu``, the session runs on the CPU)."""
         opts = ort.SessionOptions()
         opts.log_severity_level = 3  # ORT's notes on a file's layout are not the user's concern
         spin = "1" if self.spin_wait else "0"
@@ -208,7 +215,7 @@ class RuntimeOptions:
         if self.inter_threads > 0:
             opts.inter_op_num_threads = self.inter_threads
         opts.graph_optimization_level = _GRAPH_LEVELS[self.graph_optimization]
-        opts.enable_cpu_mem_arena = self.cpu_arena
+        opts.enable_cpu_mem_arena = not on_cpu if self.cpu_arena is None else self.cpu_arena
         return opts
 
     def provider_options_for(
@@ -338,7 +345,7 @@ def open_model_session(
         opened = open_session(
             loaded_path,
             opts.provider,
-            opts.session_options(),
+            opts.session_options(on_cpu=wanted == CPU),
             options=provider_opts,
             announce=not cuda_graph,
         )
@@ -349,7 +356,10 @@ def open_model_session(
         cuda_graph = False
         provider_opts = opts.provider_options_for(False, stream, trt_key)
         opened = open_session(
-            loaded_path, opts.provider, opts.session_options(), options=provider_opts
+            loaded_path,
+            opts.provider,
+            opts.session_options(on_cpu=wanted == CPU),
+            options=provider_opts,
         )
         if opened.used == CUDA:
             log.warning("%s: CUDA graph off, ORT refused it: %s", path.name, refused)

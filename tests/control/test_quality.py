@@ -8,6 +8,7 @@ stage raises ONNX Runtime's out-of-memory message. No timing assertions: bounded
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -129,7 +130,7 @@ def test_each_memory_strategy_sets_its_ort_options(testdata: Path) -> None:
             "arena_extend_strategy": "kNextPowerOfTwo",
             "cudnn_conv_use_max_workspace": "1",
         }
-        assert opts["cpu_arena"] is True and opts["max_batch"] == MEMORY[name].batch_limit
+        assert opts["cpu_arena"] is None and opts["max_batch"] == MEMORY[name].batch_limit
     assert memory_options("high", batch=2)["max_batch"] == 2
     with pytest.raises(ConfigError, match="use one of low, balanced, high"):
         memory_options("huge")  # type: ignore[arg-type]
@@ -140,6 +141,13 @@ def test_each_memory_strategy_sets_its_ort_options(testdata: Path) -> None:
     asked = model.options.provider_options_for(False)["cuda"]
     assert asked["arena_extend_strategy"] == "kSameAsRequested"
     assert asked["gpu_mem_limit"] == str(1536 * 2**20)
+    # balanced: ORT's CPU arena only for a session on a GPU, never on the CPU (it grew
+    # with each batch shape and gave nothing back: bench/bench_session_rss.py)
+    balanced = RuntimeOptions(**memory_options("balanced"))
+    assert balanced.session_options(on_cpu=False).enable_cpu_mem_arena is True
+    on_cpu = OnnxModel(path, dataclasses.replace(balanced, provider="cpu"), dynamic_batch=True)
+    assert on_cpu.session.get_session_options().enable_cpu_mem_arena is False
+    assert RuntimeOptions(cpu_arena=True).session_options(on_cpu=True).enable_cpu_mem_arena
 
 
 class CallSizes(OnnxModel):
