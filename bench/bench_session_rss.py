@@ -4,21 +4,25 @@ minute in the panel, +62 MB in 9 minutes).
 A real-time stream of a looping talking-head clip (testdata) through the lite swap into
 the null sink and a recording, as the panel runs it; every ``--every`` seconds one live
 change, in turn: another source face, Blank on/off, Freeze on/off, a quality setting, the
-selection. Prints the process's RSS at each change, then the RSS after the warm-up (the
-first ``--warmup`` minutes), at the end, the ratio end / after warm-up (goal: within
-1.02) and the least-squares slope in MB per minute over the measured part.
+selection. RSS is sampled every ``--sample`` seconds on its own clock; it prints the RSS at
+each change, then the figure of the goal (flat within 2 %): the median RSS over the
+``--window`` minutes right after the warm-up (the first ``--warmup`` minutes) against the
+median over the last ``--window`` minutes, their ratio (goal <= 1.02), and the
+least-squares slope in MB per minute over every sample after the warm-up. Medians, not
+single samples: RSS saws up between two trims and down at each.
 
     nice -n 19 .venv/bin/python bench/bench_session_rss.py [--minutes 20] [--every 30]
-        [--size 1280x720] [--clip liveportrait_s18.mp4] [--warmup 2]
-        [--memory low|balanced|high] [--trace] [--trim] [--arenas 4]
+        [--size 1280x720] [--clip liveportrait_s18.mp4] [--warmup 2] [--window 3]
+        [--sample 5] [--memory low|balanced|high] [--trace] [--trim] [--arenas 4]
 
 Finding where it goes: ``--trace`` runs tracemalloc and prints, at the end, Python's own
 allocations then against after the warm-up (total and the 12 lines that grew most): growth
 there is Python objects; RSS growth without it is native (ONNX Runtime, OpenCV, PyAV,
-glibc's heaps). ``--trim`` calls glibc's malloc_trim at each change and prints the RSS
-before and after it: memory it gives back was freed but kept by malloc (fragmentation),
-not leaked. ``--memory low`` runs ONNX Runtime without its CPU arena. ``--arenas 4 --trim
---every 30`` is what the panel does (arenas capped at its start, a trim every 30 s).
+glibc's heaps). ``--trim`` calls glibc's malloc_trim every ``TRIM_MS`` (30 s) on its own
+clock, as the panel's timer does, and prints the RSS before and after it: memory it gives
+back was freed but kept by malloc (fragmentation), not leaked. ``--memory low`` runs ONNX
+Runtime without its CPU arena on every provider. ``--arenas 4 --trim`` is what the panel
+does (arenas capped at its start, a trim every 30 s while running).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import ctypes
 import os
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -43,6 +48,9 @@ from conftest import find_testdata  # noqa: E402
 from livecam.app import App  # noqa: E402
 from livecam.config.schema import Config  # noqa: E402
 from livecam.control.controls import Change, Controls  # noqa: E402
+from ui.stream import TRIM_MS, limit_malloc_arenas, trim_malloc  # noqa: E402
+
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 
 
 def rss_mb() -> float:
@@ -51,6 +59,35 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS in /proc/self/status (Linux only)")
+
+
+class RssSampler:
+    """RSS every ``every`` s on its own thread from ``start`` (time.monotonic()); with
+    ``trim_every`` > 0 a malloc_trim that often, as the panel's timer does (the RSS just
+    before and after it printed). ``samples``: (minutes, MB)."""
+
+    def __init__(self, start: float, every: float, trim_every: float) -> None:
+        self.start, self.every, self.trim_every = start, every, trim_every
+        self.samples: list[tuple[float, float]] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        tick, next_trim = 0, self.trim_every
+        while not self._done.wait(max(0.0, self.start + tick * self.every - time.monotonic())):
+            now = time.monotonic() - self.start
+            self.samples.append((now / 60, rss_mb()))
+            if self.trim_every > 0 and now >= next_trim:
+                next_trim += self.trim_every
+                before = self.samples[-1][1]
+                trim_malloc()
+                print(f"{now / 60:6.2f} min  trim {before:7.1f} -> {rss_mb():7.1f} MB", flush=True)
+            tick += 1
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def face_change(face: Path) -> Callable[[Controls], Change]:
@@ -75,25 +112,51 @@ def changes(faces: list[Path]) -> list[Callable[[Controls], Change]]:
     return out
 
 
+def goal_figure(
+    samples: list[tuple[float, float]], warmup: float, window: float, minutes: float
+) -> str:
+    """The goal's figure: the median RSS over ``window`` minutes after the warm-up against
+    the median over the last ``window`` minutes, their ratio, and the slope over all
+    samples after the warm-up."""
+    kept = [(t, r) for t, r in samples if t >= warmup]
+    first = [r for t, r in kept if t < warmup + window]
+    last = [r for t, r in kept if t >= minutes - window]
+    if len(kept) < 2 or not first or not last:
+        return "too short to tell"
+    t, r = np.array(kept).T
+    slope = float(np.polyfit(t, r, 1)[0])
+    a, b = float(np.median(first)), float(np.median(last))
+    return (
+        f"median RSS minutes {warmup:g}-{warmup + window:g} {a:.1f} MB, minutes "
+        f"{minutes - window:g}-{minutes:g} {b:.1f} MB: ratio {b / a:.3f} (goal <= 1.02); "
+        f"slope {slope:+.2f} MB/min over {len(kept)} samples; min {r.min():.1f}, "
+        f"max {r.max():.1f} MB"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--every", type=float, default=30.0, help="seconds between changes")
     parser.add_argument("--warmup", type=float, default=2.0, help="minutes left out of the goal")
+    parser.add_argument("--window", type=float, default=3.0, help="minutes of each median")
+    parser.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
     parser.add_argument("--size", default="1280x720")
     parser.add_argument("--clip", default="liveportrait_s18.mp4")
     parser.add_argument("--memory", choices=("low", "balanced", "high"), default=None)
     parser.add_argument("--trace", action="store_true", help="tracemalloc: Python's share")
-    parser.add_argument("--trim", action="store_true", help="malloc_trim at each change")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim every 30 s (the panel)")
     parser.add_argument("--arenas", type=int, default=0, help="cap glibc's arenas (the panel: 4)")
+    parser.add_argument(
+        "--mmap-threshold", type=float, default=0.0, help="MB: glibc's fixed mmap threshold"
+    )
     args = parser.parse_args()
     if args.arenas:
-        from ui.stream import limit_malloc_arenas
-
         limit_malloc_arenas(args.arenas)
+    if args.mmap_threshold:  # blocks this large mmapped, unmapped when freed (no dynamic rise)
+        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, int(args.mmap_threshold * 2**20))
     if args.trace:
         tracemalloc.start(1)
-    libc = ctypes.CDLL(None) if args.trim else None
     testdata = find_testdata()
     if testdata is None:
         print("the test data (../shared/testdata) is needed")
@@ -122,8 +185,9 @@ def main() -> int:
         app = App(cfg)
         app.start()
         start = time.monotonic()
+        sampler = RssSampler(start, args.sample, TRIM_MS / 1000 if args.trim else 0.0)
         todo = changes(faces)
-        samples: list[tuple[float, float]] = []
+        at_change: list[float] = []
         first: tracemalloc.Snapshot | None = None
         try:
             step = 0
@@ -131,19 +195,14 @@ def main() -> int:
                 app.controls  # noqa: B018 (raises when the stream ended)
                 change = todo[step % len(todo)](app.controls)
                 change.wait(60)
-                samples.append((now / 60, rss_mb()))
-                trimmed = ""
-                if libc is not None:
-                    libc.malloc_trim(0)
-                    trimmed = f" -> {rss_mb():7.1f} MB trimmed"
+                at_change.append(rss_mb())
                 traced = ""
                 if args.trace:
                     traced = f"  python {tracemalloc.get_traced_memory()[0] / 1e6:6.1f} MB"
                     if first is None and now / 60 >= args.warmup:
                         first = tracemalloc.take_snapshot()
                 print(
-                    f"{now / 60:6.2f} min  rss {samples[-1][1]:7.1f} MB{trimmed}{traced}  "
-                    f"{change.command}",
+                    f"{now / 60:6.2f} min  rss {at_change[-1]:7.1f} MB{traced}  {change.command}",
                     flush=True,
                 )
                 step += 1
@@ -157,16 +216,11 @@ def main() -> int:
                         f"  {diff.size_diff / 1e6:+7.2f} MB {diff.count_diff:+6d}  {diff.traceback}"
                     )
         finally:
+            sampler.stop()
             app.stop()
             out = app.snapshot()
-    kept = [(t, r) for t, r in samples if t >= args.warmup]
-    if len(kept) < 2:
-        print("too short to tell")
-        return 1
-    t, r = np.array(kept).T
-    slope = float(np.polyfit(t, r, 1)[0])
     cycle = len(todo)  # the same change a cycle later: the models and faces are all loaded
-    later = [samples[i + cycle][1] - samples[i][1] for i in range(len(samples) - cycle)]
+    later = [at_change[i + cycle] - at_change[i] for i in range(len(at_change) - cycle)]
     if later:
         minutes = cycle * args.every / 60
         print(
@@ -174,11 +228,8 @@ def main() -> int:
             f"RSS {float(np.median(later)):+.1f} MB median over {len(later)} changes "
             f"({float(np.median(later)) / minutes:+.2f} MB/min)"
         )
-    print(
-        f"frames out {out.frames_out}, changes {len(samples)}; rss after {args.warmup:g} min "
-        f"{r[0]:.1f} MB, at the end {r[-1]:.1f} MB, ratio {r[-1] / r[0]:.3f} (goal <= 1.02), "
-        f"median {float(np.median(r)):.1f} MB, slope {slope:+.2f} MB/min; pid {os.getpid()}"
-    )
+    print(f"frames out {out.frames_out}, changes {len(at_change)}; pid {os.getpid()}")
+    print(goal_figure(sampler.samples, args.warmup, args.window, args.minutes))
     return 0
 
 
