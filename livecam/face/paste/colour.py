@@ -62,9 +62,14 @@ def apply_mean_std(
     src: FloatImage, stats: npt.NDArray[np.float32], max_ratio: float = 2.0
 ) -> FloatImage:
     """Give ``src`` the reference mean/std of ``stats`` (``transfer_stats``); the std ratio
-    is clipped to [1/max_ratio, max_ratio] so a flat region does not blow up noise."""
+    is clipped to [1/max_ratio, max_ratio] so a flat region does not blow up noise, and on
+    the colour channels (Lab a and b) to at most 1: a colour contrast stretched (by a cap
+    brim or a shirt over the camera's face box, say) carries the source's greyer features
+    (brows, stubble, the eyes' corners) through grey to the hue opposite its skin's, a teal
+    or green that neither face has."""
     mu_s, sd_s, mu_r, sd_r = stats
     ratio = np.clip(sd_r / np.maximum(sd_s, 1e-3), 1.0 / max_ratio, max_ratio)
+    ratio[1:] = np.minimum(ratio[1:], 1.0)
     return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
 
 

@@ -183,12 +183,13 @@ class StickyMainFace:
 
     With nothing followed, the main face (``main_face``) is picked and its ``track_id``
     followed: the face with that id is picked in later frames even when another face
-    becomes larger. While the followed track is missing (it left, or the tracker holds it
-    out while its fit is unsure, or restarted it under a new id) a face where it was last
-    seen (``SAME_PLACE_IOU``) is that person again and is followed at once (never a frame
-    of their face unswapped); with none there, nothing is swapped for up to ``patience``
-    frames (none after a pause of the swap, ``PAUSE_FRAMES``, unless pinned), then the
-    main face of the frame is picked and followed. A frame's faces without
+    becomes larger. While the followed track is missing (it left, or the tracker restarted
+    it under a new id) a face where it was last seen (``SAME_PLACE_IOU``) is that person
+    again and is followed at once (never a frame of their face unswapped); with none
+    there, the person is waited for up to ``patience`` frames (none after a pause of the
+    swap, ``PAUSE_FRAMES``, unless pinned), meanwhile the frame's main face is swapped
+    without being followed (a tracked face never goes out unswapped while the swap is
+    on), then the main face of the frame is picked and followed. A frame's faces without
     track ids get its main face. A rewound or restarted stream (a frame whose ``seq`` is not
     after the last one's; the tracker starts new tracks then) starts over. One source (index 0); one
     instance per stream.
@@ -255,8 +256,9 @@ class StickyMainFace:
                 self._last_box = same[0].bbox
                 return same[:1]
             self._missing += 1
-            if self._missing <= self.patience:
-                return []
+            if self._missing <= self.patience:  # the main face meanwhile, not followed
+                face = main_face(faces, frame.shape)
+                return [] if face is None else [face]
         face = main_face(faces, frame.shape)
         self.followed = face.track_id if face is not None and face.track_id >= 0 else None
         self.pinned = False

@@ -16,8 +16,10 @@ refitted track confirms it and moves the refit's box toward it by ``correction``
 nudge: the refit does not jump on detection frames); a refit whose size, shape or
 position jumps against the track's last landmarks (a fit sliding off a fast or blurred
 head) is rejected: the detector runs on that frame and the track restarts from its
-detection, and while no trustworthy fit is found the track is held out of the output (not
-drawn) for up to ``max_missed`` frames, then ends.
+detection. While no trustworthy fit is found (and while a fit lands mostly outside the
+frame, a face leaving it) the track is bridged: its last good fit, moved by its velocity,
+is its face for up to ``max_missed`` frames, then it ends. The swap never drops for a frame
+or two on a fast head: the camera face would flash through.
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ class JumpLimits:
         )
 
 
+MIN_BRIDGED_INSIDE = 0.2
+"""A bridged face (``_Track.bridged``) with less of its box than this inside the frame has
+left it: its track ends."""
+
 MAX_GAP = 15
 """Camera frames between two tracked frames beyond which tracking starts over (a pause)."""
 
@@ -208,7 +214,7 @@ class _Track:
     filter: OneEuroFilter = field(default_factory=OneEuroFilter)
     detection: Face | None = None  # the detection it matched in this frame
     correction: FloatArray | None = None  # box shift toward that detection, this frame
-    hidden: int = 0  # frames in a row whose refit was rejected (held out of the output)
+    hidden: int = 0  # frames in a row without a trustworthy fit (bridged from the last one)
 
     def shift(self, seq: int) -> FloatArray:
         """How far the track moved since its last measurement, by its velocity."""
@@ -218,14 +224,16 @@ class _Track:
         """The box of the track's last measurement moved to frame ``seq``."""
         return face_box(self.measured, landmarker) + np.tile(self.shift(seq), 2)
 
-    def held_out(self, max_missed: int) -> bool:
-        """Hold the track out of this frame (its refit jumped); False when it has been held
-        out more than ``max_missed`` frames in a row: it ends."""
+    def bridged(self, seq: int, max_missed: int, landmarker: RefitLandmarker | None) -> bool:
+        """Bridge this frame from the track's last good fit (its refit jumped or left the
+        frame): the fit moved by the track's velocity becomes its face. False when it has
+        been bridged more than ``max_missed`` frames in a row: it ends."""
         self.hidden += 1
         self.start = None
         if self.hidden > max_missed:
-            log.debug("track %d ended: its fit kept jumping", self.track_id)
+            log.debug("track %d ended: no trustworthy fit", self.track_id)
             return False
+        self.face = moved(self.measured, self.shift(seq), landmarker)
         return True
 
     def predicted(self, seq: int) -> Face:
@@ -233,9 +241,17 @@ class _Track:
         moved by its velocity."""
         if self.start is not None:
             return self.start
-        shift = self.shift(seq)
-        face = self.measured
-        return dataclasses.replace(face, bbox=face.bbox + np.tile(shift, 2), kps=face.kps + shift)
+        return moved(self.measured, self.shift(seq), None)
+
+
+def moved(face: Face, shift: FloatArray, landmarker: RefitLandmarker | None) -> Face:
+    """``face`` shifted by ``shift`` (its keypoints, landmarks and box; with a landmarker
+    the box is the landmarker's box around the moved landmarks)."""
+    lm = None if face.landmarks is None else face.landmarks + shift
+    box = face.bbox + np.tile(shift, 2)
+    if lm is not None and landmarker is not None:
+        box = landmarker.box_for(lm)
+    return dataclasses.replace(face, bbox=box, kps=face.kps + shift, landmarks=lm)
 
 
 def _anchor(face: Face) -> FloatArray:
@@ -351,13 +367,16 @@ class FaceTracker:
     velocity between detections). ``detect_every``: run the detector on every N-th frame
     the tracker processes (dropped camera frames do not count, held repeats neither), and
     on every frame while nothing is tracked or a track is unconfirmed (just missed by the
-    detector or held out, or without a landmarker, seen only once).
+    detector or bridged, or without a landmarker, seen only once).
     ``smoothing``: One-Euro strength, 0 = off, 1 = default, higher = calmer but laggier;
     the filter's clock is each frame's capture time ``t_s``. ``max_missed``: a track ends
     after this many detection runs in a row that did not find it (after a miss the
     detector runs on every frame until the track is found again or ends, so a vanished
-    face lingers at most ``max_missed`` frames). A track also ends when less than
-    ``min_inside`` of its face box is inside the frame. A detection scoring below the
+    face lingers at most ``max_missed`` frames). A frame whose fit jumped (``jumps``) and
+    whose detection gave no better one, or whose fit has less than ``min_inside`` of its
+    box inside the frame, is bridged from the track's last good fit moved by its velocity,
+    for at most ``max_missed`` frames in a row and while ``MIN_BRIDGED_INSIDE`` of the
+    bridged box is in the frame; then the track ends. A detection scoring below the
     detector's ``start_score`` keeps a track alive but never starts one. Track ids count up
     from 1 per tracker, never reused.
 
@@ -370,7 +389,7 @@ class FaceTracker:
     off the face (None: no check). ``max_gap``: a frame more than this many camera frames
     after the last one tracked (the stage was paused: swap off, Blank, Freeze) starts over
     from the detector, which shows the face in that very frame; a track refitted where the
-    face was before the pause would jump and be held out for a frame or two.
+    face was before the pause would jump and be bridged for a frame or two.
     """
 
     def __init__(
@@ -408,7 +427,7 @@ class FaceTracker:
         self.jumps = jumps
         self.max_gap = max_gap
         self.fits_rejected = 0  # refits that jumped (the track then restarts from a detection)
-        self.fits_held = 0  # frames a track was held out (no trustworthy fit)
+        self.fits_bridged = 0  # faces given from their track's last good fit, moved on
         self._tracks: list[_Track] = []
         self._next_id = 1
         self._since_detect: int | None = None  # frames processed since the last detection
@@ -472,7 +491,7 @@ class FaceTracker:
 
     def _unsure(self) -> bool:
         """Whether the next frame needs the detector whatever the schedule: nothing is
-        tracked, the detector just missed a track or a track is held out (its refit jumped),
+        tracked, the detector just missed a track or a track is bridged (no trustworthy fit),
         or (without a landmarker) a track has no
         velocity yet (one measurement only)."""
         tracks = self._tracks
@@ -487,27 +506,33 @@ class FaceTracker:
         if detections is not None:
             self._associate(detections, seq)
         detected = detections is not None
-        moved = self._move(frame)
-        rejected = jumped_fits(self._tracks, moved, seq, self._limits())
+        fits = self._move(frame)
+        rejected = jumped_fits(self._tracks, fits, seq, self._limits())
         if any(rejected):
             self.fits_rejected += sum(rejected)
-            moved, rejected = self._retry(frame, detected, rejected)
+            fits, rejected = self._retry(frame, detected, rejected)
             detected = True
         since = self._since_detect
         self._since_detect = 0 if detected or since is None else since + 1
         h, w = frame.image.shape[:2]
         kept: list[_Track] = []
-        for track, face, bad in zip(self._tracks, moved, rejected, strict=True):
+        for track, face, bad in zip(self._tracks, fits, rejected, strict=True):
             track.detection = track.correction = None
-            if bad:
-                self.fits_held += 1
-                if track.held_out(self.max_missed):
+            if not bad and face.width < self.min_face:
+                log.debug("track %d ended: face too small", track.track_id)
+                continue
+            if bad or inside_fraction(face.bbox, w, h) < self.min_inside:
+                # no trustworthy fit, or one mostly outside (a face leaving the frame):
+                # the last good fit, moved on, until a fit is found again or it ends
+                if track.bridged(seq, self.max_missed, self.landmarker) and (
+                    inside_fraction(track.face.bbox, w, h) >= MIN_BRIDGED_INSIDE
+                ):
+                    self.fits_bridged += 1
                     kept.append(track)
+                else:
+                    log.debug("track %d ended: face left the frame", track.track_id)
                 continue
-            if face.width < self.min_face or inside_fraction(face.bbox, w, h) < self.min_inside:
-                log.debug("track %d ended: face left the frame", track.track_id)
-                continue
-            if track.hidden:  # found again after a rejected fit: no slide from the old place
+            if track.hidden:  # found again after a bridge: no slide from the bridged place
                 track.filter.reset()
                 track.hidden = 0
             if self.landmarker is not None or track.start is not None:  # a measurement
@@ -521,9 +546,7 @@ class FaceTracker:
             kept.append(track)
         self._tracks = dedupe(kept, self.landmarker)
         faces = [
-            smoothed(track, frame.t_s, self.smoothing, self.landmarker)
-            for track in self._tracks
-            if not track.hidden
+            smoothed(track, frame.t_s, self.smoothing, self.landmarker) for track in self._tracks
         ]
         faces.sort(key=lambda f: f.area, reverse=True)
         return faces
@@ -570,7 +593,7 @@ class FaceTracker:
             det = detections[di]
             track.detection = det
             # without a landmarker the detection is the new measurement; with one, restart
-            # from it only when the landmarks drifted off the face (or were held out), else
+            # from it only when the landmarks drifted off the face (or were bridged), else
             # move the refit's box part of the way toward it
             if self.landmarker is None or overlap < 0.5 or track.hidden:
                 track.start = det

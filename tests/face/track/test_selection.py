@@ -91,10 +91,12 @@ def test_one_breaks_size_ties_by_centrality() -> None:
 
 def test_one_waits_for_its_person_only_between_frames_of_a_continuous_stream() -> None:
     """The person followed (track 1) is gone; another face (track 2) is elsewhere. On
-    the next frame ``one`` waits ``patience`` frames before taking it (the tracker may be
-    holding the person out); after a pause of the swap (Blank, Freeze, swap off: a gap of
-    camera frames) it takes the face at once: no frame of it goes out unswapped. A new
-    track where the person was is them, restarted: followed at once."""
+    the next frames ``one`` waits ``patience`` frames for the person (the tracker may
+    restart them elsewhere), swapping the other face meanwhile without following it (a
+    tracked face never goes out unswapped), then follows it; the person back within the
+    wait is followed again. After a pause of the swap (Blank, Freeze, swap off: a gap of
+    camera frames) it follows the other face at once. A new track where the person was is
+    them, restarted: followed at once."""
     kps = np.zeros((5, 2), np.float32)
     image = np.zeros((480, 640, 3), np.uint8)
     first = Face(np.array([50, 50, 200, 200], np.float32), 1.0, kps, track_id=1)
@@ -104,9 +106,18 @@ def test_one_waits_for_its_person_only_between_frames_of_a_continuous_stream() -
         assert selector.select(FrameContext(image, 10), [first]) == [first]
         seq = 10 + gap
         for _ in range(waited):
-            assert selector.select(FrameContext(image, seq), [other]) == []
+            assert selector.select(FrameContext(image, seq), [other]) == [other]
+            assert selector.followed == 1
             seq += 1
         assert selector.select(FrameContext(image, seq), [other]) == [other]
+        assert selector.followed == 2
+    # back within the wait (smaller than the other face, elsewhere): followed again
+    selector = StickyMainFace()
+    assert selector.select(FrameContext(image, 10), [first]) == [first]
+    assert selector.select(FrameContext(image, 11), [other]) == [other]
+    back = Face(np.array([560, 380, 620, 440], np.float32), 1.0, kps, track_id=1)
+    for seq in range(12, 14 + StickyMainFace().patience):
+        assert selector.select(FrameContext(image, seq), [other, back]) == [back]
     # the tracker restarted the person under a new id where they were: followed at once
     selector = StickyMainFace()
     assert selector.select(FrameContext(image, 10), [first, other]) == [first]
