@@ -8,21 +8,26 @@ selection. RSS is sampled every ``--sample`` seconds on its own clock; it prints
 each change, then the figure of the goal (flat within 2 %): the median RSS over the
 ``--window`` minutes right after the warm-up (the first ``--warmup`` minutes) against the
 median over the last ``--window`` minutes, their ratio (goal <= 1.02), and the
-least-squares slope in MB per minute over every sample after the warm-up. Medians, not
-single samples: RSS saws up between two trims and down at each.
+least-squares line over every sample after the warm-up: its slope in MB per minute and
+its end against its start. Medians and a line, not single samples: RSS saws up between
+two trims and down at each. ``--samples FILE`` keeps every sample.
 
     nice -n 19 .venv/bin/python bench/bench_session_rss.py [--minutes 20] [--every 30]
         [--size 1280x720] [--clip liveportrait_s18.mp4] [--warmup 2] [--window 3]
-        [--sample 5] [--memory low|balanced|high] [--trace] [--trim] [--arenas 4]
+        [--sample 5] [--memory low|balanced|high] [--trace] [--trim] [--trim-every 30]
+        [--arenas 4] [--mmap-threshold MB] [--samples FILE]
 
 Finding where it goes: ``--trace`` runs tracemalloc and prints, at the end, Python's own
 allocations then against after the warm-up (total and the 12 lines that grew most): growth
 there is Python objects; RSS growth without it is native (ONNX Runtime, OpenCV, PyAV,
-glibc's heaps). ``--trim`` calls glibc's malloc_trim every ``TRIM_MS`` (30 s) on its own
-clock, as the panel's timer does, and prints the RSS before and after it: memory it gives
-back was freed but kept by malloc (fragmentation), not leaked. ``--memory low`` runs ONNX
-Runtime without its CPU arena on every provider. ``--arenas 4 --trim`` is what the panel
-does (arenas capped at its start, a trim every 30 s while running).
+glibc's heaps). ``--trim`` calls glibc's malloc_trim every ``--trim-every`` seconds
+(default the panel's ``TRIM_MS``, 30 s) on its own clock, as the panel's timer does, and
+prints the RSS before and after it and how long it took: memory it gives back was freed
+but kept by malloc (fragmentation), not leaked. ``--memory low`` runs ONNX Runtime
+without its CPU arena on every provider (the other strategies: on a GPU only).
+``--arenas 4 --trim`` is what the panel does (arenas capped at its start, a trim every
+30 s while running). ``--mmap-threshold`` fixes glibc's mmap threshold (large blocks
+unmapped at once when freed; it costs a page fault per 4 KB of each new frame buffer).
 """
 
 from __future__ import annotations
@@ -80,9 +85,14 @@ class RssSampler:
             self.samples.append((now / 60, rss_mb()))
             if self.trim_every > 0 and now >= next_trim:
                 next_trim += self.trim_every
-                before = self.samples[-1][1]
+                before, t0 = self.samples[-1][1], time.perf_counter()
                 trim_malloc()
-                print(f"{now / 60:6.2f} min  trim {before:7.1f} -> {rss_mb():7.1f} MB", flush=True)
+                took = (time.perf_counter() - t0) * 1e3
+                print(
+                    f"{now / 60:6.2f} min  trim {before:7.1f} -> {rss_mb():7.1f} MB "
+                    f"({took:.1f} ms)",
+                    flush=True,
+                )
             tick += 1
 
     def stop(self) -> None:
@@ -116,21 +126,24 @@ def goal_figure(
     samples: list[tuple[float, float]], warmup: float, window: float, minutes: float
 ) -> str:
     """The goal's figure: the median RSS over ``window`` minutes after the warm-up against
-    the median over the last ``window`` minutes, their ratio, and the slope over all
-    samples after the warm-up."""
+    the median over the last ``window`` minutes, their ratio, and the least-squares line
+    over all samples after the warm-up: its slope and its end against its start (the
+    trend without the saw of the trims)."""
     kept = [(t, r) for t, r in samples if t >= warmup]
     first = [r for t, r in kept if t < warmup + window]
     last = [r for t, r in kept if t >= minutes - window]
     if len(kept) < 2 or not first or not last:
         return "too short to tell"
     t, r = np.array(kept).T
-    slope = float(np.polyfit(t, r, 1)[0])
+    slope, intercept = (float(v) for v in np.polyfit(t, r, 1))
     a, b = float(np.median(first)), float(np.median(last))
+    line_start, line_end = intercept + slope * t[0], intercept + slope * t[-1]
     return (
         f"median RSS minutes {warmup:g}-{warmup + window:g} {a:.1f} MB, minutes "
         f"{minutes - window:g}-{minutes:g} {b:.1f} MB: ratio {b / a:.3f} (goal <= 1.02); "
-        f"slope {slope:+.2f} MB/min over {len(kept)} samples; min {r.min():.1f}, "
-        f"max {r.max():.1f} MB"
+        f"least-squares line over {len(kept)} samples: slope {slope:+.2f} MB/min, "
+        f"{line_start:.1f} -> {line_end:.1f} MB, ratio {line_end / line_start:.3f}; "
+        f"min {r.min():.1f}, max {r.max():.1f} MB"
     )
 
 
@@ -145,7 +158,11 @@ def main() -> int:
     parser.add_argument("--clip", default="liveportrait_s18.mp4")
     parser.add_argument("--memory", choices=("low", "balanced", "high"), default=None)
     parser.add_argument("--trace", action="store_true", help="tracemalloc: Python's share")
-    parser.add_argument("--trim", action="store_true", help="malloc_trim every 30 s (the panel)")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim as the panel does")
+    parser.add_argument(
+        "--trim-every", type=float, default=TRIM_MS / 1000, help="seconds between trims"
+    )
+    parser.add_argument("--samples", type=Path, help="write each RSS sample (minutes, MB) here")
     parser.add_argument("--arenas", type=int, default=0, help="cap glibc's arenas (the panel: 4)")
     parser.add_argument(
         "--mmap-threshold", type=float, default=0.0, help="MB: glibc's fixed mmap threshold"
@@ -185,7 +202,7 @@ def main() -> int:
         app = App(cfg)
         app.start()
         start = time.monotonic()
-        sampler = RssSampler(start, args.sample, TRIM_MS / 1000 if args.trim else 0.0)
+        sampler = RssSampler(start, args.sample, args.trim_every if args.trim else 0.0)
         todo = changes(faces)
         at_change: list[float] = []
         first: tracemalloc.Snapshot | None = None
@@ -229,6 +246,8 @@ def main() -> int:
             f"({float(np.median(later)) / minutes:+.2f} MB/min)"
         )
     print(f"frames out {out.frames_out}, changes {len(at_change)}; pid {os.getpid()}")
+    if args.samples is not None:
+        args.samples.write_text("".join(f"{t:.4f} {r:.1f}\n" for t, r in sampler.samples))
     print(goal_figure(sampler.samples, args.warmup, args.window, args.minutes))
     return 0
 
