@@ -4,8 +4,8 @@ evenly over a warm in-process `livecam run`'s start-up (the config, the app, the
 the sinks, up to the stream running), enough to catch a signal lost one time in 100
 (seen: raised inside a weakref callback, where Python discards it, the run went on for
 all its frames). ``SWEEP_DELIVERIES=300`` (or more) sweeps finer; 100 keeps the suite
-within its 15 minutes on 2 cores. Each run must end with 143 before its last frame, without a traceback.
-The imports themselves are covered by test_start_signals (real processes)."""
+within its 15 minutes on 2 cores. Each run must end with 143 before its last frame,
+without a traceback. The imports themselves are covered by test_start_signals (real processes)."""
 
 from __future__ import annotations
 
