@@ -6,7 +6,7 @@ Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [
 
 ``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
 on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut and Obama, a
-camera face with glasses, a head turn): camera | output, 2x crops around the face, one
+portrait with glasses, a head turn, the d13 clip's performer in thin metal glasses): camera | output, 2x crops around the face, one
 ``clip_*.jpg`` each. ``--before CHECKOUT``: the output of that checkout too (run in a
 subprocess with its ``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
 """
@@ -90,6 +90,7 @@ CLIP_CASES = [
         "obama_official_portrait_2012.jpg",
     ),
     ("head_turn", "video/liveportrait_s32.mp4", 40, "own", "obama_official_portrait_2012.jpg"),
+    ("d13_glasses", "video/liveportrait_d13.mp4", 30, "own", "obama_official_portrait_2012.jpg"),
 ]
 
 

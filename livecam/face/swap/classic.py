@@ -34,7 +34,7 @@ from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError, ModelError
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
-from livecam.face.swap import mesh
+from livecam.face.swap import glasses, mesh
 from livecam.types import FaceWork, Frame, FrameContext, RunReport, validate_frame
 
 if TYPE_CHECKING:
@@ -104,6 +104,9 @@ class ClassicOptions:
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
     # 6x, 7x: 68; 8x, 10x: 69)
     camera_look: float = 8.0
+    # the camera face's own glasses frames stay over the swapped face (``glasses``: thin
+    # lines around the eyes, when one crosses the nose bridge; per track)
+    keep_glasses: bool = True
 
 
 @dataclass
@@ -383,7 +386,20 @@ class ClassicSwapper(CpuPart):
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
+        if opts.keep_glasses:
+            alpha *= 1.0 - self._camera_glasses(target_lab, lm_roi, track)
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
+
+    def _camera_glasses(
+        self, target_lab: blend.FloatImage, lm_roi: Points, track: int
+    ) -> blend.FloatImage:
+        """0..1 where the camera face's own glasses frames are (``glasses.camera_glasses``),
+        all 0 when no line crosses its nose bridge (smoothed over the track's frames, so
+        a frame that misses the bridge does not drop them)."""
+        cover, frames = glasses.camera_glasses(target_lab[..., 0], lm_roi)
+        seen = float(self._smoothed(track, np.array([cover], np.float32), "glasses")[0])
+        worn = float(blend.smoothstep(np.array([seen], np.float32), 0.5, 0.8)[0])
+        return np.asarray(frames * np.float32(worn), np.float32)
 
     def _camera_look(
         self,

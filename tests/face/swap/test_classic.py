@@ -572,3 +572,66 @@ def test_a_crisp_photo_on_a_soft_camera_takes_the_cameras_softness(analyzer, oba
         out = swap(swapper, camera, [cf.landmarks], model)
         ratios[look] = _fine_energy(out, cheeks) / _fine_energy(camera, cheeks)
     assert ratios[0.0] > 3.0 and 1.2 < ratios[2.0] < 2.8, ratios
+
+
+def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, obama) -> None:
+    """liveportrait_d13 wears thin metal glasses (frame 30): swapped with the Obama
+    portrait, their frames' pixels (thin lines around the eyes, found here on the camera
+    frame alone) stay the camera's; without keeping them the swap paints skin over them.
+    The swapped face's fine detail there follows (the bench's d13 sharpness 0.24)."""
+    src, sf = obama
+    frame = _clip_frame(testdata, "liveportrait_d13.mp4", 30)
+    face = analyzer.analyze(frame)[0]
+    lm = face.landmarks
+    assert lm is not None
+    _, _, size = mesh.face_frame(lm)
+    # the rims under the eyes (a band below each eye) and the bridge: the camera's strong
+    # thin lines there (black-hat or top-hat of the lightness)
+    lightness = blend.to_lab(frame)[..., 0]
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (15, 15))
+    lines = np.maximum(
+        cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, kernel),
+        cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, kernel),
+    )
+    bands = [
+        np.vstack([eye[[0, 3]] + [[0, 0.1 * size]], eye[[3, 0]] + [[0, 0.3 * size]]])
+        for eye in (lm[36:42], lm[42:48])
+    ]
+    rims = (blend.polygon_mask(frame.shape[:2], bands, convex=True) > 0) & (lines > 30)
+    bridge = (
+        blend.polygon_mask(
+            frame.shape[:2],
+            [np.vstack([lm[[39, 42]], lm[[42, 39]] + [[0, 0.1 * size]]])],
+            convex=True,
+        )
+        > 0
+    ) & (lines > 30)
+    assert rims.sum() > 100 and bridge.sum() > 20, (rims.sum(), bridge.sum())
+    kept = {}
+    for keep in (False, True):
+        swapper = ClassicSwapper(options=ClassicOptions(keep_glasses=keep))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        out = swap(swapper, frame, [lm], model)
+        same = np.abs(out.astype(int) - frame.astype(int)).max(axis=2) <= 12
+        kept[keep] = (float(same[rims].mean()), float(same[bridge].mean()))
+    assert kept[True][0] > 0.6 and kept[True][1] > 0.9, kept
+    assert kept[False][0] < 0.3 and kept[False][1] < 0.3, kept
+
+
+@pytest.mark.parametrize(
+    ("name", "index"),
+    [("liveportrait_s32.mp4", 20), ("liveportrait_s29.mp4", 20), ("liveportrait_d6.mp4", 60)],
+)
+def test_a_bare_face_keeps_no_glasses(testdata, analyzer, obama, name, index) -> None:
+    """Faces without glasses (test clips whose eyeliner, lashes or hair strands make thin
+    lines around the eyes) are swapped exactly as with glasses keeping off: nothing of the
+    camera is let through."""
+    src, sf = obama
+    frame = _clip_frame(testdata, name, index)
+    lm = analyzer.analyze(frame)[0].landmarks
+    assert lm is not None
+    outs = []
+    for keep in (False, True):
+        swapper = ClassicSwapper(options=ClassicOptions(keep_glasses=keep))
+        outs.append(swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
+    assert np.array_equal(outs[0], outs[1])
