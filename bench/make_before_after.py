@@ -6,14 +6,16 @@ Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [
 
 ``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
 on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut and Obama, a
-portrait with glasses, a head turn, the d13 clip's performer in thin metal glasses): camera | output, 2x crops around the face, one
-``clip_*.jpg`` each. ``--before CHECKOUT``: the output of that checkout too (run in a
-subprocess with its ``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
+portrait with glasses, a head turn, the d13 clip's performer in thin metal glasses with
+``--keep-glasses``): camera | output, 2x crops around the face, one ``clip_*.jpg`` each.
+``--before CHECKOUT``: the output of that checkout too (run in a subprocess with its
+``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -28,6 +30,7 @@ if "PYTHONPATH" not in os.environ:  # another checkout's livecam when it is give
     sys.path.insert(0, str(REPO))
 
 from livecam.config.schema import SwapConfig  # noqa: E402
+from livecam.errors import LivecamError  # noqa: E402
 from livecam.face.build import build_parts, photo_analyzer  # noqa: E402
 from livecam.face.swap.classic import ClassicSwapper  # noqa: E402
 from livecam.models.presets import PRESETS  # noqa: E402
@@ -92,6 +95,11 @@ CLIP_CASES = [
     ("head_turn", "video/liveportrait_s32.mp4", 40, "own", "obama_official_portrait_2012.jpg"),
     ("d13_glasses", "video/liveportrait_d13.mp4", 30, "own", "obama_official_portrait_2012.jpg"),
 ]
+# settings a case's output is made with (by name, ``SwapConfig.of``; a checkout without
+# them makes its panel with the defaults), and how its panel says so
+CASE_SETTINGS: dict[str, tuple[dict[str, object], str]] = {
+    "d13_glasses": ({"keep_glasses": True}, "--keep-glasses"),
+}
 
 
 def clip_frames(path: Path, last: int) -> list[np.ndarray]:
@@ -122,15 +130,17 @@ def render_clip_case(
     from livecam.face.swap_stage import build_swap_stage
     from livecam.types import FramePacket
 
-    _, clip, index, framing, source = case
+    name, clip, index, framing, source = case
     frames = clip_frames(testdata / clip, index)
     detector = YuNetDetector(bundled_yunet())
     first = largest_face(detector.detect([FrameContext(frames[0])])[0])
     assert first is not None, clip
     placement = WebcamPlacement.from_first(first.bbox) if framing == "webcam" else None
-    stage = build_swap_stage(
-        SwapConfig(face=str(testdata / "faces" / source), preset="lite"), SourceFaceCache(None)
-    )
+    cfg = SwapConfig(face=str(testdata / "faces" / source), preset="lite")
+    settings = CASE_SETTINGS.get(name, ({}, ""))[0]
+    with contextlib.suppress(LivecamError):  # a checkout from before the setting: defaults
+        cfg = cfg.changed(**settings)
+    stage = build_swap_stage(cfg, SourceFaceCache(None))
     try:
         for seq, frame in enumerate(frames):
             camera = placement.place(frame) if placement is not None else frame
@@ -165,7 +175,8 @@ def clip_mode(args: argparse.Namespace) -> int:
         panels = [label(camera, "camera")]
         if name in before:
             panels.append(label(before[name], "before"))
-        panels.append(label(output, "after (lite swap)" if before else "lite swap"))
+        what = CASE_SETTINGS.get(name, ({}, "lite swap"))[1]
+        panels.append(label(output, f"after ({what})" if before else what))
         prefix = "before_after_clip" if before else "clip"
         path = args.out / f"{prefix}_{name}.{args.format}"
         params = [cv2.IMWRITE_JPEG_QUALITY, 90] if args.format == "jpg" else []

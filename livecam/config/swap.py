@@ -214,6 +214,12 @@ class ClassicSettings(Validated):
         option="--blend",
         help="feather or seamless (Poisson cloning, slower) (default {default})",
     )
+    keep_glasses: bool = setting(
+        False,
+        option="--keep-glasses",
+        help="keep your own glasses' frames over the swapped face (classic swap; the "
+        "output then looks less like the photo to a face recogniser)",
+    )
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ no crisp portrait pasted on a soft webcam picture); by default the eyes are the 
 own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). Its own
 mask follows the mesh outline with a feather and is gated by skin outside the inner face
 (no source fringe, no paste over the target's hair), and leaves out the target's inner
-mouth. Per tracked face (``work.face.track_id``) the colour and skin statistics and the
-blur are smoothed over frames, held in the swapper (a repeated camera frame gives the same
+mouth (and, with ``swap.classic.keep_glasses``, the camera face's own glasses frames).
+Per tracked face (``work.face.track_id``) the colour and skin statistics and the blur are
+smoothed over frames, held in the swapper (a repeated camera frame gives the same
 output bit for bit) and dropped when the track is gone. The crop is the face ROI, an
 axis-aligned region of the frame holding the whole mesh and its feather, so a
 ``RoiBlender`` pastes the result back; only that ROI is touched.
@@ -104,9 +105,6 @@ class ClassicOptions:
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
     # 6x, 7x: 68; 8x, 10x: 69)
     camera_look: float = 8.0
-    # the camera face's own glasses frames stay over the swapped face (``glasses``: thin
-    # lines around the eyes, when one crosses the nose bridge; per track)
-    keep_glasses: bool = True
 
 
 @dataclass
@@ -386,7 +384,7 @@ class ClassicSwapper(CpuPart):
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
             skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
-        if opts.keep_glasses:
+        if self.config.keep_glasses:  # ``glasses``: thin lines across the nose bridge
             alpha *= 1.0 - self._camera_glasses(target_lab, lm_roi, track)
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
 

@@ -609,7 +609,7 @@ def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, 
     assert rims.sum() > 100 and bridge.sum() > 20, (rims.sum(), bridge.sum())
     kept = {}
     for keep in (False, True):
-        swapper = ClassicSwapper(options=ClassicOptions(keep_glasses=keep))
+        swapper = ClassicSwapper(ClassicSettings(keep_glasses=keep))
         model = swapper.prepare_landmarks(src, sf.landmarks)
         out = swap(swapper, frame, [lm], model)
         same = np.abs(out.astype(int) - frame.astype(int)).max(axis=2) <= 12
@@ -632,6 +632,6 @@ def test_a_bare_face_keeps_no_glasses(testdata, analyzer, obama, name, index) ->
     assert lm is not None
     outs = []
     for keep in (False, True):
-        swapper = ClassicSwapper(options=ClassicOptions(keep_glasses=keep))
+        swapper = ClassicSwapper(ClassicSettings(keep_glasses=keep))
         outs.append(swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
     assert np.array_equal(outs[0], outs[1])
