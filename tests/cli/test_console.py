@@ -30,7 +30,10 @@ def test_typed_commands_change_the_running_stream(tmp_path: Path, testdata: Path
     last = tmp_path / "last.png"
     photo = testdata / "faces" / "obama_small_320x240.jpg"
     face = ASSETS / "grace_hopper.jpg"
-    proc = livecam_with_commands(["--source", str(photo), "--face", str(face), "--sink", str(last)])
+    # --frames: a still photo into a still file is otherwise one frame, and the run ends
+    proc = livecam_with_commands(
+        ["--source", str(photo), "--face", str(face), "--sink", str(last), "--frames", "100000"]
+    )
     assert proc.stdin is not None
     try:
         wait_for(proc, last.exists, f"{last} never appeared")  # the stream runs

@@ -193,7 +193,9 @@ def test_a_png_whose_pixels_do_not_decode_still_reports_its_manifest(
     still: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """One bit changed in the pixels: libpng refuses them (its own line never reaches the
-    terminal), the manifest's signature still checks out but its hash does not match."""
+    terminal; its reason is the note: a CRC error, or what zlib or the filter meets first,
+    which depends on the frame's random session mark), the
+    manifest's signature still checks out but its hash does not match."""
     data = still.read_bytes()
     broken = changed(still, data.index(b"IDAT") + 200, tmp_path / "pixels.png")
     capfd.readouterr()
@@ -201,7 +203,7 @@ def test_a_png_whose_pixels_do_not_decode_still_reports_its_manifest(
     out, err = capfd.readouterr()
     assert code == 2 and not err, out + err  # the mark cannot be checked
     assert "invisible mark: not checked (no frame decodes)" in out, out
-    assert "note: not a readable image (IDAT: CRC error)" in out, out
+    assert re.search(r"note: not a readable image \([^)\n]+\)", out), out  # libpng's reason
     assert "C2PA manifest: present, signature valid; the content does NOT match" in out, out
     assert "assertion.dataHash.mismatch" in out and "AI action: c2pa.edited" in out, out
     assert "libpng" not in out and "verdict: UNKNOWN: no frame decodes" in out
