@@ -224,6 +224,18 @@ class _Track:
         """The box of the track's last measurement moved to frame ``seq``."""
         return face_box(self.measured, landmarker) + np.tile(self.shift(seq), 2)
 
+    def fitted(self, face: Face, seq: int, landmarker: RefitLandmarker | None) -> None:
+        """This frame's good fit becomes the track's face; a refit (or, without a
+        landmarker, a detection) is a measurement that updates the velocity."""
+        if landmarker is not None or self.start is not None:  # a measurement
+            if not self.new and (self.start is None or landmarker is None):
+                gap = max(seq - self.measured_seq, 1)
+                step = (_anchor(face) - _anchor(self.measured)) / np.float32(gap)
+                self.velocity = (0.7 * step + 0.3 * self.velocity).astype(np.float32)
+            self.measured, self.measured_seq = face, seq
+            self.measurements += 1
+        self.face, self.start, self.new = face, None, False
+
     def bridged(self, seq: int, max_missed: int, landmarker: RefitLandmarker | None) -> bool:
         """Bridge this frame from the track's last good fit (its refit jumped or left the
         frame): the fit moved by the track's velocity becomes its face. False when it has
@@ -492,8 +504,7 @@ class FaceTracker:
     def _unsure(self) -> bool:
         """Whether the next frame needs the detector whatever the schedule: nothing is
         tracked, the detector just missed a track or a track is bridged (no trustworthy fit),
-        or (without a landmarker) a track has no
-        velocity yet (one measurement only)."""
+        or (without a landmarker) a track has no velocity yet (one measurement only)."""
         tracks = self._tracks
         if not tracks or any(t.missed or t.hidden for t in tracks):
             return True
@@ -535,14 +546,7 @@ class FaceTracker:
             if track.hidden:  # found again after a bridge: no slide from the bridged place
                 track.filter.reset()
                 track.hidden = 0
-            if self.landmarker is not None or track.start is not None:  # a measurement
-                if not track.new and (track.start is None or self.landmarker is None):
-                    gap = max(seq - track.measured_seq, 1)
-                    step = (_anchor(face) - _anchor(track.measured)) / np.float32(gap)
-                    track.velocity = (0.7 * step + 0.3 * track.velocity).astype(np.float32)
-                track.measured, track.measured_seq = face, seq
-                track.measurements += 1
-            track.face, track.start, track.new = face, None, False
+            track.fitted(face, seq, self.landmarker)
             kept.append(track)
         self._tracks = dedupe(kept, self.landmarker)
         faces = [
