@@ -34,6 +34,7 @@ from livecam.sinks.recording.provenance import (
     KEY_FILE,
     TAG_KEY,
     Provenance,
+    ProvenanceError,
     SwapDetails,
     read_provenance,
     user_signing_key,
@@ -269,6 +270,20 @@ def test_a_signing_key_that_cannot_be_read_is_never_replaced(tmp_path: Path) -> 
     assert f"{folder / KEY_FILE} cannot be read (Permission denied); it is kept" in done.stdout
     assert (folder / KEY_FILE).read_bytes() == key.key_pem + key.chain_pem
     assert sorted(p.name for p in folder.iterdir()) == [KEY_FILE]
+
+
+def test_a_key_folder_that_cannot_be_made_is_named_with_its_fix(tmp_path: Path) -> None:
+    """A file where the key's folder should be: the error names that folder and the
+    file in the way (it used to say the key, which never existed, "cannot be read; it is
+    kept", and told the user to chmod it)."""
+    (tmp_path / "data").write_bytes(b"not a folder")
+    folder = tmp_path / "data" / "signing"
+    with pytest.raises(ProvenanceError) as raised:
+        user_signing_key(folder)
+    said = raised.value.message
+    assert said == f"the C2PA signing key cannot be written to {folder} (Not a directory)", said
+    assert raised.value.hint == f"move away the file that stands in the path of {folder}"
+    assert (tmp_path / "data").read_bytes() == b"not a folder"
 
 
 def test_a_damaged_signing_key_is_kept_aside_before_a_new_one_is_made(

@@ -59,7 +59,8 @@ def user_signing_key(folder: Path | None = None) -> SigningKey:
         if key.certificate.not_valid_after_utc > _now() + datetime.timedelta(days=1):
             return key
         log.info("the C2PA signing certificate in %s has expired: making a new one", path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none yet (a file where a folder goes
+        # is said when the new key cannot be written there)
         log.info("making LiveCam's C2PA signing key (self-signed, once per user): %s", path)
     except OSError as e:  # no permission, a folder in its place: not damage
         raise ProvenanceError(
@@ -86,7 +87,9 @@ def user_signing_key(folder: Path | None = None) -> SigningKey:
     except OSError as e:
         raise ProvenanceError(
             f"the C2PA signing key cannot be written to {path.parent} ({e.strerror or e})",
-            f"free some room or make {path.parent} writable",
+            f"move away the file that stands in the path of {path.parent}"
+            if isinstance(e, NotADirectoryError | FileExistsError)
+            else f"free some room or make {path.parent} writable",
         ) from e
 
 
