@@ -182,6 +182,7 @@ def format_table(store: ModelStore) -> str:
     folders = ", ".join(f"{w}={p}" for w, p in store.folders)
     problem = store.env_problem()
     warnings = [f"WARNING: {problem.message} (fix: {problem.hint})"] if problem else []
-    return "\n".join(
-        [*lines, *links, f"folders: {folders}", f"downloads go to {store.download_dir}", *warnings]
-    )
+    downloads = f"downloads go to {store.download_dir}"
+    if problem:  # they would fail there: the warning says why and how to fix it
+        downloads = f"downloads cannot go to {store.download_dir} (see the warning)"
+    return "\n".join([*lines, *links, f"folders: {folders}", downloads, *warnings])

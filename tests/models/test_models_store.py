@@ -488,6 +488,8 @@ def test_models_list_warns_when_the_models_folder_variable_names_a_file(
     main(["models", "list"])
     out = capsys.readouterr().out
     assert "WARNING: LIVECAM_MODELS_DIR=/etc/passwd is not a folder" in out
+    assert "downloads go to" not in out, "never promise downloads into a file"
+    assert "downloads cannot go to /etc/passwd (see the warning)" in out
 
 
 @pytest.mark.parametrize("name", ["known_hashes.json", "accepted_licences.json"])
