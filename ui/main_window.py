@@ -65,7 +65,7 @@ from ui.notice import (
 )
 from ui.preview_widget import PreviewWidget
 from ui.settings import UiSettings
-from ui.stream import CLOSE_TIMEOUT_S, LiveView, StreamController
+from ui.stream import CLOSE_TIMEOUT_S, NO_SOUND, LiveView, StreamController
 from ui.wheel_guard import install_wheel_guard
 
 log = logging.getLogger(__name__)
@@ -568,7 +568,8 @@ class MainWindow(QMainWindow):
         view = self.live_view
         text = view.recording_text()
         self.rec_label.setText(f"\u25cf {text}" if text else "")
-        self.rec_label.setToolTip("\n".join(f"recording to {p}" for p in view.recordings))
+        tip = [f"recording to {p}" for p in view.recordings]
+        self.rec_label.setToolTip("\n".join([*tip, NO_SOUND] if tip else []))
         self.rec_label.setVisible(bool(text))
 
     def _on_config(self, config: Config) -> None:

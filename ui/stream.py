@@ -115,13 +115,22 @@ class LiveView:
         return tuple(name for name, on in flags if on)
 
     def recording_text(self, now: float | None = None) -> str:
-        """``REC 01:23 name.mp4`` while recording (elapsed mm:ss, or h:mm:ss), else ""."""
+        """``REC 01:23 name.mp4 (no sound)`` while recording (elapsed mm:ss, or h:mm:ss),
+        else "". The panel's run is always live (``as_camera``): its recordings hold the
+        picture only (``NO_SOUND``)."""
         if not self.recordings or self.recording_since is None:
             return ""
         seconds = int(max(0.0, (time.monotonic() if now is None else now) - self.recording_since))
         minutes = f"{seconds // 60 % 60:02d}:{seconds % 60:02d}"
         clock = f"{seconds // 3600}:{minutes}" if seconds >= 3600 else minutes
-        return f"REC {clock} " + ", ".join(p.name for p in self.recordings)
+        return f"REC {clock} " + ", ".join(p.name for p in self.recordings) + " (no sound)"
+
+
+#: why a panel recording has no sound (the REC line's tooltip)
+NO_SOUND = (
+    "no sound: the panel records the picture only (a live run records no sound, and an .avi "
+    "never has any; `livecam run` converting a video file keeps its sound in .mp4/.mov/.mkv)"
+)
 
 
 def as_camera(config: Config) -> Config:

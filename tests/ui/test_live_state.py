@@ -226,6 +226,10 @@ def test_face_preset_and_target_changed_outside_the_panel_are_shown(
     )
     assert source.face_index == 0 and source.picker.currentIndex() == 0
     assert "astronaut.png" in source.message.text()
+    # the window names the face in use too (issue 26: which one N/P picked)
+    qtbot.waitUntil(
+        lambda: window.face_label.text() == f"Face in use: {OTHER_FACE.name}", timeout=TIMEOUT_MS
+    )
     assert controls.config.swap.face == str(OTHER_FACE)  # shown, nothing applied again
 
     assert processing.preset.currentData() == "lite"
@@ -353,9 +357,11 @@ def test_rec_shows_the_elapsed_time_and_the_file_really_written(
         assert written != chosen and written.parent == tmp_path
         assert re.fullmatch(r"show-\d{8}-\d{6}(-\d+)?\.mp4", written.name), written.name
         assert re.fullmatch(
-            rf"\u25cf REC 00:\d\d {re.escape(written.name)}", window.rec_label.text()
+            rf"\u25cf REC 00:\d\d {re.escape(written.name)} \(no sound\)",
+            window.rec_label.text(),
         )
         assert str(written) in window.rec_label.toolTip()
+        assert "records the picture only" in window.rec_label.toolTip()
     finally:
         window.close()
     assert window.rec_label.isHidden()
@@ -365,8 +371,9 @@ def test_rec_shows_the_elapsed_time_and_the_file_really_written(
 
 def test_rec_text_counts_minutes_and_hours() -> None:
     view = LiveView(True, True, recordings=(Path("/x/a.mkv"),), recording_since=100.0)
-    assert view.recording_text(now=107.9) == "REC 00:07 a.mkv"
-    assert view.recording_text(now=100 + 3725) == "REC 1:02:05 a.mkv"
+    # a live run records the picture only: the line says so (issue 26: .avi, no sound)
+    assert view.recording_text(now=107.9) == "REC 00:07 a.mkv (no sound)"
+    assert view.recording_text(now=100 + 3725) == "REC 1:02:05 a.mkv (no sound)"
     assert LiveView(True, True).recording_text(now=5) == ""
     assert LiveView(False, False).badges == ()  # stopped: the idle preview has none
     assert LiveView(True, False, blank=True).badges == ("BLANK", "SWAP OFF")

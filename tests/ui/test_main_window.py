@@ -22,6 +22,7 @@ from xwindow import press, require_windows, wait_window
 from livecam.config.schema import Config
 from livecam.telemetry.gpu import GpuSnapshot
 from livecam.telemetry.hub import Telemetry
+from livecam.types import Event
 from ui.main_window import PANELS, MainWindow, PanelSpec, fit_rect
 from ui.notice import NoticeDialog, acknowledge
 from ui.panels.stats_panel import FIELDS, StatsPanel
@@ -267,6 +268,23 @@ def test_a_provider_fallback_and_the_gpu_are_shown(qtbot: QtBot, settings: UiSet
     assert "bold" in label.styleSheet() and label.toolTip() == "swap: no libcudnn"
     gpu = window.panels["Stats"].values["gpu"]  # type: ignore[attr-defined]
     assert gpu == "VRAM 2048/143771MB (whole GPU), 37 % busy"
+    window.close()
+
+
+def test_a_warning_longer_than_the_status_bar_is_whole_in_its_tooltip(
+    qtbot: QtBot, settings: UiSettings
+) -> None:
+    """The status bar cuts a long warning at its width (mid-word): its tooltip holds the
+    whole text, fix included (issue 26)."""
+    window = MainWindow(StreamController(Config()), settings)
+    qtbot.addWidget(window)
+    window.show()
+    words = " ".join(f"word{i}" for i in range(80))
+    window.stream.event_received.emit(Event("warning", "swap", words, hint="move closer"))
+    bar = window.statusBar()
+    whole = f"swap: {words} (fix: move closer)"
+    assert bar.fontMetrics().horizontalAdvance(whole) > bar.width()  # the bar cuts it
+    assert bar.currentMessage() == whole and bar.toolTip() == whole
     window.close()
 
 
