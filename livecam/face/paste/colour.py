@@ -248,15 +248,21 @@ def smoothstep(x: FloatImage, lo: float, hi: float) -> FloatImage:
 
 
 def feather_mask(
-    hull_mask: ByteImage, feather_px: float, keep_out: ByteImage | None = None
+    hull_mask: ByteImage,
+    feather_px: float,
+    keep_out: ByteImage | None = None,
+    *,
+    dist: FloatImage | None = None,
 ) -> FloatImage:
     """Alpha from a filled hull mask (uint8 0/255): 0 on the boundary, rising smoothly
     (smoothstep of the distance to the boundary) to 1 at ``feather_px`` inside.
 
     ``keep_out`` (uint8 0/255) marks regions that must show the target (e.g. the inner
-    mouth); they are cut out with a soft edge of about ``feather_px / 6``.
+    mouth); they are cut out with a soft edge of about ``feather_px / 6``. ``dist``: the
+    hull's distance transform (L2, mask 3) when the caller has it already.
     """
-    dist = cv2.distanceTransform(hull_mask, cv2.DIST_L2, 3)
+    if dist is None:
+        dist = np.asarray(cv2.distanceTransform(hull_mask, cv2.DIST_L2, 3), np.float32)
     t = np.clip(dist * (1.0 / max(feather_px, 1.0)), 0.0, 1.0)
     alpha: FloatImage = t * t * (3.0 - 2.0 * t)
     if keep_out is not None and keep_out.any():

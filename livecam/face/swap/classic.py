@@ -8,7 +8,9 @@ landmarks for everything that carries expression (brows, lids, lips), the source
 blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
 speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
 inside the face and blurred to the camera picture's fine detail (``options.camera_look``:
-no crisp portrait pasted on a soft webcam picture); by default the eyes are the camera's
+no crisp portrait pasted on a soft webcam picture); towards the mask's edge its lightness at
+low frequency is brought to the camera skin's it meets (``options.seam_match``: no tone step at
+the seam, the inner face untouched); by default the eyes are the camera's
 own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). Its own
 mask follows the mesh outline with a feather and is gated by skin outside the inner face
 (no source fringe, no paste over the target's hair), and leaves out the target's inner
@@ -105,6 +107,18 @@ class ClassicOptions:
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
     # 6x, 7x: 68; 8x, 10x: 69)
     camera_look: float = 8.0
+    # the seam: where the mask fades over skin of both faces, the swapped face's lightness
+    # at low frequency (masked Gaussian of ``seam_sigma`` face sizes) is made the camera's,
+    # and that correction fades out over ``seam_match`` face sizes inward from the mask's
+    # edge (0 = off): the face meets the camera's skin without a tone step, and the inner
+    # face (deeper than ``seam_match``) is untouched (docs/lite-swap.md: the seam). Its
+    # colour is not moved: a cap brim or shirt at the edge tinted the face blue.
+    seam_match: float = 0.3
+    seam_sigma: float = 0.04
+    # at most this much of a change (8-bit Lab lightness): a face of a skin far from the
+    # camera's keeps some of its own tone at the edge (matched in full, the stills bench's
+    # codait onto Obama read as Obama: retrieval 97.1 -> 94.1 %)
+    seam_cap: float = 15.0
 
 
 @dataclass
@@ -376,17 +390,60 @@ class ClassicSwapper(CpuPart):
             )
         if self.config.eyes == "own":
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
+        dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
+        cam_skin = blend.smoothstep(tgt_skin, 0.2, 0.6)  # the camera's skin, as the gate reads it
+        if opts.seam_match > 0:
+            # the camera's side gated: its hair or background with a middling skin
+            # likelihood pulled the edge grey (s32's near cheek)
+            warped_lab = self._match_seam(warped_lab, target_lab, dist, src_skin * cam_skin, size)
         colored = blend.from_lab(warped_lab)
-        alpha = blend.feather_mask(hull, opts.feather * size, keep_out)
+        alpha = blend.feather_mask(hull, opts.feather * size, keep_out, dist=dist)
         if opts.skin_gate:
             # Outside the inner face (forehead band, beyond the jaw) paste only where both
             # faces show skin: no source fringe or cap, no paste over the target's hair.
             inner = cv2.GaussianBlur(face.astype(np.float32) * (1 / 255), (0, 0), 0.025 * size)
-            skin = blend.smoothstep(src_skin, 0.35, 0.75) * blend.smoothstep(tgt_skin, 0.2, 0.6)
+            skin = blend.smoothstep(src_skin, 0.35, 0.75) * cam_skin
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
         if self.config.keep_glasses:  # ``glasses``: thin lines across the nose bridge
             alpha *= 1.0 - self._camera_glasses(target_lab, lm_roi, track)
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
+
+    def _match_seam(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        dist: blend.FloatImage,
+        skin: blend.FloatImage,
+        size: float,
+    ) -> blend.FloatImage:
+        """``lab`` (the swapped face) with its low-frequency lightness made the camera's at
+        the mask's edge: the difference camera minus face, measured on the feather ring
+        (the outer ``options.feather`` of the hull; ``dist``: each pixel's distance from the
+        hull's edge) weighted by ``skin`` (both faces' skin: no hair, no background),
+        low-passed (``options.seam_sigma``) and added in full at the hull's edge, fading
+        (smoothstep) to nothing ``options.seam_match`` face sizes inside, at most
+        ``options.seam_cap``: a narrow-band membrane, as a Poisson blend's, that leaves the
+        inner face alone. The correction is made on a grid of half the low pass's sigma and
+        scaled up. Changed in place (this frame's own array)."""
+        opts = self.options
+        weight = ((dist > 0) & (dist < opts.feather * size)) * skin
+        if float(weight.sum()) < 1.0:
+            return lab
+        h, w = dist.shape
+        k = max(1, round(opts.seam_sigma * size / 2))  # frame pixels per grid pixel
+        grid = (max(1, w // k), max(1, h // k))
+        sigma = opts.seam_sigma * size / k
+        gap = (target_lab[..., 0] - lab[..., 0]) * weight
+        num = cv2.GaussianBlur(cv2.resize(gap, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma)
+        den = cv2.GaussianBlur(
+            cv2.resize(weight, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma
+        )
+        depth = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
+        t = np.clip(depth * (1.0 / max(opts.seam_match * size, 1e-3)), 0.0, 1.0)
+        fix = (1.0 - t * t * (3.0 - 2.0 * t)) * num / np.maximum(den, 1e-4)
+        np.clip(fix, -opts.seam_cap, opts.seam_cap, out=fix)
+        lab[..., 0] += cv2.resize(fix, (w, h), interpolation=cv2.INTER_LINEAR)
+        return lab
 
     def _camera_glasses(
         self, target_lab: blend.FloatImage, lm_roi: Points, track: int

@@ -11,6 +11,7 @@ import pytest
 from face_helpers import lite_analyzer
 from face_parts_data import load_face_image, read_color
 
+from livecam.benchmark.live_face import seam_steps
 from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError
 from livecam.face.parts import Blender, Swapper
@@ -635,3 +636,35 @@ def test_a_bare_face_keeps_no_glasses(testdata, analyzer, obama, name, index) ->
         swapper = ClassicSwapper(ClassicSettings(keep_glasses=keep))
         outs.append(swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
     assert np.array_equal(outs[0], outs[1])
+
+
+def test_the_swapped_face_meets_the_cameras_skin_without_a_tone_step(testdata, analyzer) -> None:
+    """liveportrait_s29 (frame 30, a pale performer) swapped with the astronaut's portrait:
+    the mean colour step across the swap's boundary, over the camera's own step on the same
+    bands (the live bench's seam figure, ``seam_steps``), is far lower with the face's
+    lightness matched to the camera's skin at the mask's edge (``seam_match``) than
+    without; deeper inside (nose, mouth) the face is the same pixels, and it is no less
+    the astronaut to the recogniser."""
+    src = load_face_image(testdata, "astronaut_eileen_collins.png")
+    sf = analyzer.analyze(src, with_embedding=True)[0]
+    frame = _clip_frame(testdata, "liveportrait_s29.mp4", 30)
+    face = analyzer.analyze(frame, with_embedding=True)[0]
+    lm = face.landmarks
+    assert lm is not None and sf.embedding is not None and face.embedding is not None
+    matched = ClassicOptions().seam_match
+    seam, outs, margin = {}, {}, {}
+    for match in (0.0, matched):
+        swapper = ClassicSwapper(options=ClassicOptions(seam_match=match))
+        out = outs[match] = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
+        camera_step, out_step = seam_steps(frame, out, face.bbox)
+        seam[match] = out_step / camera_step
+        found = analyzer.analyze(out, with_embedding=True)[0].embedding
+        assert found is not None
+        margin[match] = float(found @ sf.embedding - found @ face.embedding)
+    off, on = seam.values()
+    assert off > 2.0 and on < 0.75 * off, seam
+    same = np.all(outs[0.0] == outs[matched], axis=2)
+    for k in (30, 33, 51, 57, 62):  # nose tip and base, the lips
+        x, y = np.round(lm[k]).astype(int)
+        assert same[y - 2 : y + 3, x - 2 : x + 3].all(), k
+    assert margin[matched] >= margin[0.0] - 0.01, margin
