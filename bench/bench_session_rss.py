@@ -10,7 +10,9 @@ each change, then the figure of the goal (flat within 2 %): the median RSS over 
 median over the last ``--window`` minutes, their ratio (goal <= 1.02), and the
 least-squares line over every sample after the warm-up: its slope in MB per minute and
 its end against its start. Medians and a line, not single samples: RSS saws up between
-two trims and down at each. ``--samples FILE`` keeps every sample.
+two trims and down at each. With ``--trim`` also the line through the RSS right after each
+trim (what the process keeps) and right before it (the top of the saw). ``--samples FILE``
+keeps every sample.
 
     nice -n 19 .venv/bin/python bench/bench_session_rss.py [--minutes 20] [--every 30]
         [--size 1280x720] [--clip liveportrait_s18.mp4] [--warmup 2] [--window 3]
@@ -74,6 +76,7 @@ class RssSampler:
     def __init__(self, start: float, every: float, trim_every: float) -> None:
         self.start, self.every, self.trim_every = start, every, trim_every
         self.samples: list[tuple[float, float]] = []
+        self.trims: list[tuple[float, float, float]] = []  # (minutes, MB before, MB after)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
         self._thread.start()
@@ -88,9 +91,10 @@ class RssSampler:
                 before, t0 = self.samples[-1][1], time.perf_counter()
                 trim_malloc()
                 took = (time.perf_counter() - t0) * 1e3
+                after = rss_mb()
+                self.trims.append((now / 60, before, after))
                 print(
-                    f"{now / 60:6.2f} min  trim {before:7.1f} -> {rss_mb():7.1f} MB "
-                    f"({took:.1f} ms)",
+                    f"{now / 60:6.2f} min  trim {before:7.1f} -> {after:7.1f} MB ({took:.1f} ms)",
                     flush=True,
                 )
             tick += 1
@@ -145,6 +149,24 @@ def goal_figure(
         f"{line_start:.1f} -> {line_end:.1f} MB, ratio {line_end / line_start:.3f}; "
         f"min {r.min():.1f}, max {r.max():.1f} MB"
     )
+
+
+def trim_figure(trims: list[tuple[float, float, float]], warmup: float) -> str:
+    """The least-squares line of the RSS right after each trim (what the process keeps)
+    and right before it (the top of the saw: heap freed since the last trim) after the
+    warm-up: slope and end against start of each."""
+    kept = [t for t in trims if t[0] >= warmup]
+    if len(kept) < 2:
+        return "too few trims to tell"
+    t, before, after = np.array(kept).T
+    parts = []
+    for name, rss in (("after", after), ("before", before)):
+        slope, intercept = (float(v) for v in np.polyfit(t, rss, 1))
+        start, end = intercept + slope * t[0], intercept + slope * t[-1]
+        parts.append(
+            f"{name} them {slope:+.2f} MB/min, {start:.1f} -> {end:.1f} MB, ratio {end / start:.3f}"
+        )
+    return f"RSS at the {len(kept)} trims after the warm-up (least squares): " + "; ".join(parts)
 
 
 def main() -> int:
@@ -249,6 +271,8 @@ def main() -> int:
     if args.samples is not None:
         args.samples.write_text("".join(f"{t:.4f} {r:.1f}\n" for t, r in sampler.samples))
     print(goal_figure(sampler.samples, args.warmup, args.window, args.minutes))
+    if sampler.trims:
+        print(trim_figure(sampler.trims, args.warmup))
     return 0
 
 
