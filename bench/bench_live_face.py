@@ -3,7 +3,7 @@
     python bench/bench_live_face.py
         [--preset lite] [--frames 120] [--clips d6,d13,s18,s29,s32] [--framings own,webcam]
         [--sources obama_official_portrait_2012.jpg,...] [--eyes VALUE] [--set field=value]
-        [--camera-only] [--json PATH]
+        [--every-source] [--camera-only] [--json PATH]
 
 Each clip (``liveportrait_*.mp4`` of the test data: $LIVECAM_TESTDATA or ../shared/testdata)
 runs at its own framing and placed into a 1280x720 webcam frame with the face at 12 % of
@@ -21,12 +21,18 @@ opening correlation and mean absolute difference (MediaPipe face mesh), swim (ey
 distances), flicker (mean and p95 of the warping-error ratio), ``seam`` (the colour step
 across the swap's boundary over the camera's own on the same bands), ``sharp`` (the
 output's fine-detail energy in the inner face over the camera's) and ``cornerE`` (the
-mesh mouth corners' distance from the camera's, in eye distances); ``camMsd``/``camEsd``: the
+mesh mouth corners' distance from the camera's, in eye distances), ``strgth`` (the median
+of the live swap check's swap strength, 0-100, with MobileFaceNet: 50 = the output as near
+the source as the camera face; the goal is 50); ``camMsd``/``camEsd``: the
 standard deviation of the camera face's mouth / eye opening over the clip (a correlation
 over a nearly still mouth says little). Then the mean over runs
 and the issue's goals. ``stage ms``: the swap stage's median time per frame (its fps in
 brackets), measured alone (the figures' own work is outside), under whatever load the
 machine has.
+
+``--every-source``: every clip runs with every source (not one source a clip): the swap
+strength of each portrait pair, e.g. ``--clips d6 --every-source --sources`` with all of
+``PORTRAITS``.
 
 ``--camera-only``: no swap, each camera frame is its own output (coverage 0, correlation 1,
 swim 0, flicker <= 1: the instrument's zero, and the clips' own expression spread).
@@ -91,12 +97,24 @@ SOURCES = (
     "grace_hopper_navy_portrait.jpg",
     "astronaut_eileen_collins.png",
 )
+PORTRAITS = (
+    "astronaut_eileen_collins.png",
+    "biden_official_portrait.jpg",
+    "biden_standing_2010.jpg",
+    "codait_bryan.png",
+    "grace_hopper_navy_portrait.jpg",
+    "obama_official_portrait_2012.jpg",
+    "obama_small_320x240.jpg",
+    "obama_speech_2009.jpg",
+)
+"""The test data's photos of one face (``--every-source --sources all``)."""
 # (column, ClipFigures field, format, goal: the (low, high) range every run must be in, or None)
 INF = math.inf
 COLUMNS: tuple[tuple[str, str, str, tuple[float, float] | None], ...] = (
     ("cover", "coverage", "{:.2f}", (0.98, INF)),
     ("retr", "retrieval", "{:.2f}", (0.9, INF)),
     ("margin", "margin", "{:+.2f}", None),
+    ("strgth", "strength", "{:.0f}", (50.0, INF)),
     ("mouthC", "mouth_corr", "{:.2f}", (0.9, INF)),
     ("camMsd", "camera_mouth_sd", "{:.3f}", None),
     ("eyeC", "eye_corr", "{:.2f}", (0.8, INF)),
@@ -190,6 +208,12 @@ class Judge:
         return work.face.embedding
 
 
+def person(photo: str) -> str:
+    """Who a test photo shows, by its name's first word (obama_speech_2009.jpg: obama): the
+    retrieval gallery leaves out the source person's other photos."""
+    return photo.split("_")[0]
+
+
 def run_one(
     args: argparse.Namespace,
     judge: Judge,
@@ -203,7 +227,7 @@ def run_one(
     stage = None if args.camera_only else build_stage(swap_config(args, source), cache)
     if stage is not None:
         stage.warmup(1280, 720)
-    gallery = [e for name, e in embeddings.items() if name != source.name]
+    gallery = [e for name, e in embeddings.items() if person(name) != person(source.name)]
     meter = ClipMeter(
         judge.mesh,
         judge.recognizer,
@@ -284,7 +308,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=120, help="frames per clip (default 120)")
     parser.add_argument("--clips", default=",".join(CLIPS))
     parser.add_argument("--framings", default=",".join(FRAMINGS))
-    parser.add_argument("--sources", default=",".join(SOURCES), help="portraits of faces/")
+    parser.add_argument(
+        "--sources",
+        default=",".join(SOURCES),
+        help="portraits of faces/ (all: every one-face photo there)",
+    )
+    parser.add_argument(
+        "--every-source",
+        action="store_true",
+        help="run every clip with every source (default: clip i swaps source i)",
+    )
     parser.add_argument(
         "--eyes", default=None, help="swap.classic.eyes (when this checkout has it)"
     )
@@ -307,7 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     framings = [f for f in args.framings.split(",") if f]
     if any(f not in FRAMINGS for f in framings):
         sys.exit(f"--framings: {', '.join(FRAMINGS)}")
-    sources = [testdata / "faces" / s for s in args.sources.split(",") if s]
+    names = PORTRAITS if args.sources == "all" else [s for s in args.sources.split(",") if s]
+    sources = [testdata / "faces" / s for s in names]
+    missing = [str(s) for s in sources if not s.is_file()]
+    if missing:
+        sys.exit(f"--sources: no such photo: {', '.join(missing)}")
     judge = Judge(testdata / "models")
     embeddings = {s.name: judge.embedding(s) for s in sources}
     cache = SourceFaceCache(None)
@@ -321,11 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     print(header())
     runs: list[Run] = []
     for i, clip in enumerate(clips):
-        source = sources[i % len(sources)]
-        for framing in framings:
-            run = run_one(args, judge, cache, clip, framing, source, embeddings)
-            runs.append(run)
-            print(row(f"{clip}/{framing}", source.stem, run.figures, run.stage_ms), flush=True)
+        for source in sources if args.every_source else [sources[i % len(sources)]]:
+            for framing in framings:
+                run = run_one(args, judge, cache, clip, framing, source, embeddings)
+                runs.append(run)
+                label = f"{clip}/{framing}"
+                print(row(label, source.stem, run.figures, run.stage_ms), flush=True)
     means = mean_of(runs)
     print(row("mean", "", means, statistics.fmean(r.stage_ms for r in runs)))
     for framing in framings:

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from livecam.face.identity.onnx import OnnxRecognizer
+from livecam.face.identity.swap_check import swap_strength
 from livecam.face.landmarks.measures import MESH_LAYOUT, mesh_measures, pearson, swim
 from livecam.face.parts import Box, Points
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
@@ -325,6 +326,9 @@ class ClipFigures:
     median over frames of the output's fine-detail energy over the camera's in the inner
     face (``high_frequency_energy``; 1 = as sharp as the camera); ``mouth_corner``: the mean
     distance of the output's mesh mouth corners from the camera's, in eye-corner distances.
+    ``strength``: the median over embedded frames of the live swap check's swap strength
+    (``swap_check.swap_strength``, 0-100: 50 = as near the source as the camera face); nan
+    when the source and the camera face are too alike for it.
     """
 
     frames: int
@@ -344,6 +348,7 @@ class ClipFigures:
     seam: float = math.nan
     sharpness: float = math.nan
     mouth_corner: float = math.nan
+    strength: float = math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -361,6 +366,7 @@ class _Series:
     flicker: list[float] = field(default_factory=list)
     nearest: list[bool] = field(default_factory=list)
     margins: list[float] = field(default_factory=list)
+    strengths: list[float] = field(default_factory=list)
     cam_seam: list[float] = field(default_factory=list)
     out_seam: list[float] = field(default_factory=list)
     sharpness: list[float] = field(default_factory=list)
@@ -445,6 +451,9 @@ class ClipMeter:
         others = [float(out_e @ g) for g in self.gallery]
         self._s.nearest.append(to_source > max([to_camera, *others]))
         self._s.margins.append(to_source - to_camera)
+        strength = swap_strength(to_source, to_camera, float(cam_e @ self.source))
+        if strength is not None:
+            self._s.strengths.append(strength)
 
     def figures(self) -> ClipFigures:
         s = self._s
@@ -469,6 +478,7 @@ class ClipMeter:
             seam=_mean(s.out_seam) / max(_mean(s.cam_seam), 1e-6) if s.cam_seam else math.nan,
             sharpness=float(np.median(s.sharpness)) if s.sharpness else math.nan,
             mouth_corner=_mean(s.mouth_corner),
+            strength=float(np.median(s.strengths)) if s.strengths else math.nan,
         )
 
 

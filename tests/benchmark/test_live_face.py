@@ -212,6 +212,8 @@ def test_identity_reads_the_pasted_source_not_the_camera(
     assert pasted.coverage == 1.0 and same.coverage == 0.0
     assert pasted.retrieval == 1.0 and pasted.margin > 0.3
     assert same.retrieval == 0.0 and same.margin < -0.5
+    # the live swap check's strength: the pasted portrait past 50, the camera itself at 0
+    assert pasted.strength > 60 and same.strength == 0.0
 
 
 def test_webcam_placement_puts_the_face_at_12_percent(clip: Clip, detector: YuNetDetector) -> None:
