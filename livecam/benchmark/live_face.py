@@ -11,7 +11,9 @@ clips, ``livecam check`` uses the 68-point measures).
   (dlib-order) landmarks.
 * ``ClipMeter``: camera and output frames in order -> ``ClipFigures`` (coverage, identity
   retrieval and margin, mouth/eye correlation and mean absolute difference, swim, flicker,
-  the seam step, the sharpness ratio and the mouth-corner error).
+  the seam step, the sharpness ratio and the mouth-corner error) and, with ``ceiling``,
+  the mesh's own ceiling for the correlations (``perturbed``: the camera frame moved half a
+  pixel and re-encoded).
 * ``seam_steps`` / ``high_frequency_energy``: the colour step across the swap's boundary
   and the fine-detail energy of a face region (issue 29).
 * ``WebcamPlacement``: a clip frame inside a 1280x720 webcam frame at 12 % face width.
@@ -50,6 +52,9 @@ video of a still face warps with about this much error)."""
 CHANGED_GREY = 2.0
 """Mean absolute grey difference over the eyes-to-mouth box above which a frame counts as
 swapped (coverage)."""
+CEILING_COPIES = ((0.5, 0.5, 90), (-0.5, 0.5, 85))
+"""The camera frame's near-copies (dx, dy in pixels, JPEG quality) whose mesh openings the
+camera's are correlated with for the correlations' ceiling (``ClipMeter(ceiling=True)``)."""
 
 
 # ---------------------------------------------------------------- the mesh
@@ -298,6 +303,20 @@ def high_frequency_energy(frame: Frame, box: Box) -> float:
     return float(np.mean(detail * detail))
 
 
+def perturbed(frame: Frame, dx: float, dy: float, quality: int) -> Frame:
+    """``frame`` moved by (``dx``, ``dy``) pixels (sub-pixel: bilinear) and re-encoded as
+    JPEG at ``quality``: to the eye the same picture, so what a landmarker reads differently
+    on it is the landmarker's own noise."""
+    m = np.array([[1.0, 0.0, dx], [0.0, 1.0, dy]])
+    moved = cv2.warpAffine(
+        frame, m, (frame.shape[1], frame.shape[0]), borderMode=cv2.BORDER_REPLICATE
+    )
+    ok, data = cv2.imencode(".jpg", moved, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError("could not JPEG-encode the frame")
+    return np.asarray(cv2.imdecode(data, cv2.IMREAD_COLOR), np.uint8)
+
+
 def inner_face_box(face: Face) -> Box:
     """The box of a face's 5 keypoints grown by a quarter on every side: brows to chin,
     cheek to cheek, no hair or background (where the sharpness ratio is read)."""
@@ -329,6 +348,12 @@ class ClipFigures:
     ``strength``: the median over embedded frames of the live swap check's swap strength
     (``swap_check.swap_strength``, 0-100: 50 = as near the source as the camera face); nan
     when the source and the camera face are too alike for it.
+    ``mouth_ceiling``/``eye_ceiling`` (``ClipMeter(ceiling=True)``, else nan): the mean
+    correlation of the camera's mouth / eye opening with the same openings on near-copies
+    of the camera frames (``CEILING_COPIES``: moved half a pixel, re-encoded): the most a
+    swap that changed nothing could score. Where the camera's opening hardly moves (a
+    speaker with small mouth movements) it falls below 1: the correlation there is mostly
+    of the mesh's own noise.
     """
 
     frames: int
@@ -349,6 +374,8 @@ class ClipFigures:
     sharpness: float = math.nan
     mouth_corner: float = math.nan
     strength: float = math.nan
+    mouth_ceiling: float = math.nan
+    eye_ceiling: float = math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -371,6 +398,9 @@ class _Series:
     out_seam: list[float] = field(default_factory=list)
     sharpness: list[float] = field(default_factory=list)
     mouth_corner: list[float] = field(default_factory=list)
+    # per near-copy of the camera frame (CEILING_COPIES): its mouth and eye openings
+    copy_mouth: list[list[float]] = field(default_factory=list)
+    copy_eye: list[list[float]] = field(default_factory=list)
 
 
 class ClipMeter:
@@ -392,6 +422,7 @@ class ClipMeter:
         gallery: Sequence[npt.NDArray[np.float32]] = (),
         *,
         identity_every: int = 1,
+        ceiling: bool = False,
     ) -> None:
         if recognizer is not None and source is None:
             raise ValueError("a recognizer needs the source embedding")
@@ -400,6 +431,7 @@ class ClipMeter:
         self.source = source
         self.gallery = list(gallery)
         self.identity_every = max(1, identity_every)
+        self.ceiling = ceiling
         self.frames = 0
         self._s = _Series()
         self._prev: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None = None
@@ -425,6 +457,15 @@ class ClipMeter:
         corners = list(MESH_LAYOUT.mouth_corners)
         corner_error = np.hypot(*(out_pts[corners] - cam_pts[corners]).T).mean()
         s.mouth_corner.append(float(corner_error) / max(cam_m.eye_distance, 1e-6))
+        if self.ceiling:
+            if not s.copy_mouth:
+                s.copy_mouth = [[] for _ in CEILING_COPIES]
+                s.copy_eye = [[] for _ in CEILING_COPIES]
+            for i, (dx, dy, quality) in enumerate(CEILING_COPIES):
+                near = perturbed(camera, dx, dy, quality)
+                copy_m = mesh_measures(self.mesh.points(near, face.bbox, face.kps))
+                s.copy_mouth[i].append(copy_m.mouth)
+                s.copy_eye[i].append(copy_m.eye)
         cam_step, out_step = seam_steps(camera, output, face.bbox)
         if not math.isnan(cam_step):
             s.cam_seam.append(cam_step)
@@ -479,6 +520,8 @@ class ClipMeter:
             sharpness=float(np.median(s.sharpness)) if s.sharpness else math.nan,
             mouth_corner=_mean(s.mouth_corner),
             strength=float(np.median(s.strengths)) if s.strengths else math.nan,
+            mouth_ceiling=_mean([pearson(s.cam_mouth, c) for c in s.copy_mouth]),
+            eye_ceiling=_mean([pearson(s.cam_eye, c) for c in s.copy_eye]),
         )
 
 

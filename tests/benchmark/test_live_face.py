@@ -5,8 +5,11 @@ at 240-244), found by drawing the mesh points on the frames."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import av
 import cv2
@@ -285,3 +288,49 @@ def test_a_blurred_face_is_softer_and_a_moved_mouth_is_measured(clip: Clip, mesh
     meter = ClipMeter(mesh)
     meter.add(frame, moved, face)
     assert meter.figures().mouth_corner == pytest.approx(0.08, abs=0.03)
+
+
+def _bench_live_face() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_live_face.py"
+    spec = importlib.util.spec_from_file_location("bench_live_face", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+STILL_FROM = 42  # d6 frames 242-249: the mouth shuts (241) and opens wide (248)
+STILL_FRAMES = 20  # s18's first frames: the speaker's mouth hardly moves
+
+
+def test_a_still_mouth_has_a_low_ceiling_and_its_correlation_goal_is_na(
+    testdata: Path, clip: Clip, mesh: FaceMesh, detector: YuNetDetector
+) -> None:
+    """The correlations' ceiling (the camera against its own near-copies): d6's window
+    opens and shuts its mouth far beyond the mesh's noise; s18's speaker hardly moves hers,
+    so even the camera against itself correlates under the goal of 0.9, and the bench
+    names that run n/a for the mouth goal instead of judging a correlation of noise."""
+    moving = ClipMeter(mesh, ceiling=True)
+    for frame, face in list(zip(clip.frames, clip.faces, strict=True))[STILL_FROM:]:
+        moving.add(frame, frame, face)
+    assert moving.figures().mouth_ceiling > 0.95
+    bench = _bench_live_face()
+    still = ClipMeter(mesh, ceiling=True)
+    video = testdata / "video" / "liveportrait_s18.mp4"
+    still_face: Face | None = None
+    for frame, _ in bench.clip_frames(video, STILL_FRAMES):
+        # she hardly moves: her first frame's face box holds her face on all of them
+        still_face = still_face or largest_face(detector.detect([FrameContext(frame)])[0])
+        still.add(frame, frame, still_face)
+    got = still.figures()
+    assert got.mouth_corr == pytest.approx(1.0)  # the camera against itself, unchanged
+    assert got.mouth_ceiling < 0.9 < got.eye_ceiling  # its eyes blink well above the noise
+    runs = [
+        bench.Run("s18", "own", "x", got, 1.0),
+        bench.Run("d6", "own", "x", moving.figures(), 1.0),
+    ]
+    line = bench.goals_line(runs, bench.mean_of(runs))
+    assert f"s18/own n/a (1.00; ceiling {got.mouth_ceiling:.2f}, mouthD 0.000)" in line
+    assert "mouthC >= 0.9: mean 1.00 over 1 runs (all 2: 1.00)" in line
+    assert "eyeC >= 0.8: mean 1.00, worst 1.00 ok" in line  # eyes judged on both
