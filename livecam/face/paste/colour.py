@@ -165,18 +165,13 @@ def blur_to_match(
 
     The fine detail of a blurred image is its blurred fine detail (Gaussians commute), so
     only that one channel is blurred, on the region's bounding box."""
-    mask = region.view(np.uint8)
-    if cv2.countNonZero(mask) < 16:
+    sub = _region_box(region)
+    if sub is None:
         return 0.0
-    pad = 8
-    x, y, w, h = cv2.boundingRect(mask)
-    y0, y1 = max(0, y - pad), y + h + pad
-    x0, x1 = max(0, x - pad), x + w + pad
-    sub = (slice(y0, y1), slice(x0, x1))
     inside = region[sub]
-    d_ref = fine_detail(np.ascontiguousarray(ref[sub], np.float32))
+    d_ref = fine_detail(_crop(ref, sub))
     target = share * float(np.mean(np.square(d_ref[inside])))
-    d_src = fine_detail(np.ascontiguousarray(src[sub], np.float32))
+    d_src = fine_detail(_crop(src, sub))
     before = float(np.mean(np.square(d_src[inside])))
     if before <= target or target <= 0.0:
         return 0.0
@@ -188,6 +183,66 @@ def blur_to_match(
             return prev_sigma + t * (sigma - prev_sigma)
         prev_sigma, prev_e = sigma, e
     return _BLUR_STEPS[-1]
+
+
+def detail_gain(
+    src: FloatImage,
+    ref: FloatImage,
+    region: npt.NDArray[np.bool_],
+    share: float = 1.0,
+    where: FloatImage | None = None,
+) -> float:
+    """The gain (0..1) on ``src``'s finest band (``src`` minus its Gaussian blur of sigma
+    ``DETAIL_SIGMA``) that gives blur + gain x band ``share`` times ``ref``'s fine-detail
+    energy (``detail_energy``) inside ``region`` (one channel each, same size): 1 when
+    ``src`` is no sharper, 0 when its blur alone is already as sharp.
+
+    Unlike a Gaussian blur of the whole picture (``blur_to_match``) only that band is
+    damped: the middle frequencies (the shape of the features, wrinkles) stay. The fine
+    detail is linear in the gain, so its energy is a quadratic in it. ``where`` (0..1,
+    same size): how much of the damping each pixel takes (the rest keeps its band)."""
+    sub = _region_box(region)
+    if sub is None:
+        return 1.0
+    inside = region[sub]
+    target = share * float(np.mean(np.square(fine_detail(_crop(ref, sub))[inside])))
+    s = _crop(src, sub)
+    low = np.asarray(cv2.GaussianBlur(s, (0, 0), DETAIL_SIGMA), np.float32)
+    band = np.asarray(s - low, np.float32)
+    if where is not None:
+        damped = band * _crop(where, sub)
+        low, band = np.asarray(low + (band - damped), np.float32), damped
+    a = fine_detail(low)[inside]
+    b = fine_detail(band)[inside]
+    aa, ab, bb = float(np.mean(a * a)), float(np.mean(a * b)), float(np.mean(b * b))
+    if aa + 2.0 * ab + bb <= target or bb <= 1e-9:
+        return 1.0
+    if aa >= target:
+        return 0.0
+    # bb g^2 + 2 ab g + (aa - target) = 0: the root between 0 (energy aa) and 1 (above target)
+    return float(min(1.0, (-ab + math.sqrt(ab * ab + bb * (target - aa))) / bb))
+
+
+def detail_energy(channel: FloatImage, region: npt.NDArray[np.bool_]) -> float:
+    """The mean square of ``fine_detail(channel)`` inside ``region`` (0 when it is empty)."""
+    sub = _region_box(region)
+    if sub is None:
+        return 0.0
+    return float(np.mean(np.square(fine_detail(_crop(channel, sub))[region[sub]])))
+
+
+def _region_box(region: npt.NDArray[np.bool_]) -> tuple[slice, slice] | None:
+    """``region``'s bounding box with room for the blurs (None for under 16 pixels)."""
+    mask = region.view(np.uint8)
+    if cv2.countNonZero(mask) < 16:
+        return None
+    pad = 8
+    x, y, w, h = cv2.boundingRect(mask)
+    return slice(max(0, y - pad), y + h + pad), slice(max(0, x - pad), x + w + pad)
+
+
+def _crop(channel: FloatImage, sub: tuple[slice, slice]) -> FloatImage:
+    return np.ascontiguousarray(channel[sub], np.float32)
 
 
 def skin_model(lab: FloatImage, sample: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32] | None:

@@ -7,8 +7,9 @@ target's mesh (piecewise affine, one remap over the face ROI): the camera face's
 landmarks for everything that carries expression (brows, lids, lips), the source's shape
 blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
 speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
-inside the face and blurred to the camera picture's fine detail (``options.camera_look``:
-no crisp portrait pasted on a soft webcam picture); towards the mask's edge its lightness at
+inside the face and, on a soft camera, its finest band damped to the camera picture's fine
+detail (``options.camera_look``, ``options.camera_detail``: no crisp portrait pasted on a
+soft webcam picture); towards the mask's edge its lightness at
 low frequency is brought to the camera skin's it meets (``options.seam_match``: no tone step at
 the seam, the inner face untouched); by default the eyes are the camera's
 own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). Its own
@@ -107,6 +108,21 @@ class ClassicOptions:
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
     # 6x, 7x: 68; 8x, 10x: 69)
     camera_look: float = 8.0
+    # ... and then its finest band (the face minus its Gaussian blur of sigma 1: grain,
+    # pores, the softness a webcam's optics and compression take out) is damped until its
+    # energy over the inner face (eyes to mouth, the camera's eyes left out) is this many
+    # times the camera face's (0 = off). Only that band: the middle frequencies (the shape
+    # of the features, wrinkles) stay the source's. Only where the camera is soft (its
+    # fine-detail energy there, 8-bit lightness, fades the damping out from
+    # ``detail_soft[0]`` to ``detail_soft[1]``: the webcam clips measure 2-5, a sharp
+    # photo as the camera 15-90; on a sharp camera it cost `livecam check` 4 points of
+    # strength), only a face more than ``detail_knee[0]`` times as sharp (fully from
+    # ``detail_knee[1]``), and fading in over ``detail_edge`` face sizes from the mask's
+    # edge (the seam stays where it was). docs/lite-swap.md: the camera look.
+    camera_detail: float = 0.97
+    detail_soft: tuple[float, float] = (8.0, 12.0)
+    detail_knee: tuple[float, float] = (1.4, 1.7)
+    detail_edge: float = 0.15
     # the seam: where the mask fades over skin of both faces, the swapped face's lightness
     # at low frequency (masked Gaussian of ``seam_sigma`` face sizes) is made the camera's,
     # and that correction fades out over ``seam_match`` face sizes inward from the mask's
@@ -380,8 +396,20 @@ class ClassicSwapper(CpuPart):
                 opts.local_light,
                 stats=smooth[:12].reshape(4, 3),
             )
-        if opts.camera_look > 0:  # after the colour transfer: its contrast scales detail
-            warped_lab = self._camera_look(warped_lab, target_lab, sample, track)
+        dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
+        if opts.camera_look > 0 or opts.camera_detail > 0:  # after the colour transfer:
+            # its contrast scales detail
+            look_inner = None
+            if opts.camera_detail > 0:
+                look_inner = _inner_box(lm_roi, shape) & region
+                if self.config.eyes == "own":  # the camera's eyes go back over them
+                    eyes = blend.polygon_mask(
+                        shape, [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE]], convex=False
+                    )
+                    look_inner &= cv2.dilate(eyes, np.ones((5, 5), np.uint8)) == 0
+            warped_lab = self._camera_look(
+                warped_lab, target_lab, sample, track, look_inner, dist, size
+            )
         model = smooth[12:].reshape(4, 3) if smooth.size == 24 else None
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
         if opts.skin_gate:
@@ -390,7 +418,6 @@ class ClassicSwapper(CpuPart):
             )
         if self.config.eyes == "own":
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
-        dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
         cam_skin = blend.smoothstep(tgt_skin, 0.2, 0.6)  # the camera's skin, as the gate reads it
         if opts.seam_match > 0:
             # the camera's side gated: its hair or background with a middling skin
@@ -462,20 +489,70 @@ class ClassicSwapper(CpuPart):
         target_lab: blend.FloatImage,
         skin: npt.NDArray[np.bool_],
         track: int,
+        inner: npt.NDArray[np.bool_] | None,
+        dist: blend.FloatImage,
+        size: float,
     ) -> blend.FloatImage:
         """``lab`` (the colour-matched source face on the camera's mesh) blurred so that
-        its fine detail on ``skin`` (cheeks and nose of both faces) is
+        its fine detail on ``skin`` (cheeks and nose of both faces) is at most
         ``options.camera_look`` times the camera face's (``blend.blur_to_match`` on the
-        lightness; the sigma smoothed over the track's frames): a crisp portrait on a soft
-        webcam picture reads as a mask."""
-        share = self.options.camera_look
-        raw = np.array(
-            [blend.blur_to_match(lab[..., 0], target_lab[..., 0], skin, share)], np.float32
-        )
-        sigma = float(self._smoothed(track, raw, "look")[0])
-        if sigma < 0.3:
+        lightness), then its finest band damped to ``options.camera_detail`` times the
+        camera's fine detail on ``inner`` (``blend.detail_gain``; a Gaussian blur of sigma
+        1 or more where the band alone is not enough); both amounts smoothed over the
+        track's frames: a crisp portrait on a soft webcam picture reads as a mask."""
+        opts = self.options
+        sigma = 0.0
+        if opts.camera_look > 0:
+            raw = np.array(
+                [blend.blur_to_match(lab[..., 0], target_lab[..., 0], skin, opts.camera_look)],
+                np.float32,
+            )
+            sigma = float(self._smoothed(track, raw, "look")[0])
+        if sigma >= 0.3:
+            lab = np.asarray(cv2.GaussianBlur(lab, (0, 0), sigma), np.float32)
+        if inner is None:
             return lab
-        return np.asarray(cv2.GaussianBlur(lab, (0, 0), sigma), np.float32)
+        # the damping fades in from the mask's edge (``dist``) over ``detail_edge`` face sizes
+        depth = np.clip(dist * np.float32(1.0 / max(opts.detail_edge * size, 1e-3)), 0.0, 1.0)
+        cut = np.array(
+            [self._detail_cut(lab[..., 0], target_lab[..., 0], inner, depth)], np.float32
+        )
+        amount = float(self._smoothed(track, cut, "detail")[0])
+        if amount < 0.01:
+            return lab
+        # lab - (the share of the band taken out) x band, the band: lab minus its blur
+        low = cv2.GaussianBlur(lab, (0, 0), max(amount, blend.DETAIL_SIGMA))
+        taken = depth * np.float32(min(amount, 1.0))
+        return np.asarray(lab - taken[..., None] * (lab - low), np.float32)
+
+    def _detail_cut(
+        self,
+        face: blend.FloatImage,
+        camera: blend.FloatImage,
+        inner: npt.NDArray[np.bool_],
+        depth: blend.FloatImage,
+    ) -> float:
+        """How much of ``face``'s finest band to take out (0..1: that share; above 1: the
+        sigma of a Gaussian blur) for ``options.camera_detail`` times ``camera``'s fine
+        detail on ``inner`` (lightness), faded out on a sharp camera and below the knee."""
+        opts = self.options
+        ref = blend.detail_energy(camera, inner)
+        lo, hi = opts.detail_soft
+        soft = 1.0 - float(blend.smoothstep(np.array([ref], np.float32), lo, hi)[0])
+        if soft <= 0.0 or ref <= 0.0:
+            return 0.0
+        ratio = blend.detail_energy(face, inner) / ref
+        k = opts.camera_detail
+        if ratio <= k:
+            return 0.0
+        k = ratio + (k - ratio) * float(
+            blend.smoothstep(np.array([ratio], np.float32), *opts.detail_knee)[0]
+        )
+        gain = blend.detail_gain(face, camera, inner, k, depth)
+        cut = 1.0 - gain
+        if gain <= 0.0:  # the band alone is not enough: a Gaussian blur of sigma >= 1
+            cut = max(1.0, blend.blur_to_match(face, camera, inner, k))
+        return soft * cut
 
     def _fill_forehead(
         self,
@@ -591,6 +668,20 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
         mouth.astype(np.uint8) * 255, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)
     )
     return np.asarray(cv2.dilate(opened, np.ones((3, 3), np.uint8)), np.uint8)
+
+
+def _inner_box(lm_roi: Points, shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    """The box of the eye centres, nose tip and mouth corners grown by a quarter of its
+    size on every side: brows to chin, cheek to cheek (where the live bench reads the
+    sharpness ratio, ``benchmark.live_face.inner_face_box``)."""
+    kps = np.vstack([lm_roi[36:42].mean(axis=0), lm_roi[42:48].mean(axis=0), lm_roi[[30, 48, 54]]])
+    lo, hi = kps.min(axis=0), kps.max(axis=0)
+    lo, hi = lo - 0.25 * (hi - lo), hi + 0.25 * (hi - lo)
+    out = np.zeros(shape, bool)
+    x0, y0 = max(0, int(lo[0])), max(0, int(lo[1]))
+    x1, y1 = min(shape[1], int(np.ceil(hi[0]))), min(shape[0], int(np.ceil(hi[1])))
+    out[y0:y1, x0:x1] = True
+    return out
 
 
 def _lengthened(line: Points, by: float) -> Points:

@@ -568,11 +568,57 @@ def test_a_crisp_photo_on_a_soft_camera_takes_the_cameras_softness(analyzer, oba
     )
     ratios = {}
     for look in (0.0, 2.0):
-        swapper = ClassicSwapper(options=ClassicOptions(camera_look=look))
+        swapper = ClassicSwapper(options=ClassicOptions(camera_look=look, camera_detail=0.0))
         model = swapper.prepare_landmarks(src, sf.landmarks)
         out = swap(swapper, camera, [cf.landmarks], model)
         ratios[look] = _fine_energy(out, cheeks) / _fine_energy(camera, cheeks)
     assert ratios[0.0] > 3.0 and 1.2 < ratios[2.0] < 2.8, ratios
+
+
+def _inner_face(shape: tuple[int, ...], lm: np.ndarray) -> np.ndarray:
+    """The live bench's sharpness box: eye centres, nose tip and mouth corners, grown by a
+    quarter on every side."""
+    kps = np.vstack([lm[36:42].mean(axis=0), lm[42:48].mean(axis=0), lm[[30, 48, 54]]])
+    lo, hi = kps.min(axis=0), kps.max(axis=0)
+    (x0, y0), (x1, y1) = (lo - 0.25 * (hi - lo)).astype(int), (hi + 0.25 * (hi - lo)).astype(int)
+    box = np.zeros(shape[:2], bool)
+    box[y0:y1, x0:x1] = True
+    return box
+
+
+def test_a_crisp_photo_on_a_soft_webcam_clip_keeps_only_the_cameras_fine_detail(
+    testdata, analyzer, obama
+) -> None:
+    """liveportrait_s32 (a soft, compressed talking head, frame 30) swapped with the crisp
+    Obama portrait: over the inner face (eyes to mouth grown by a quarter, the live bench's
+    box) the output's fine detail over the camera's is 1.28 with only the cap on the
+    cheeks (``camera_detail=0``) and 0.77 with the finest band damped (one frame, no
+    track; the bench's median over 60 frames of the whole stage: 2.25 and 1.01). On a
+    sharp camera (a studio photo) that band is left alone: the same output bit for bit."""
+    src, sf = obama
+    frame = _clip_frame(testdata, "liveportrait_s32.mp4", 30)
+    lm = analyzer.analyze(frame)[0].landmarks
+    assert lm is not None
+    box = _inner_face(frame.shape, lm)
+    detail = ClassicOptions().camera_detail
+    ratios = []
+    for k in (0.0, detail):
+        swapper = ClassicSwapper(options=ClassicOptions(camera_detail=k))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        out = swap(swapper, frame, [lm], model)
+        ratios.append(_fine_energy(out, box) / _fine_energy(frame, box))
+    assert ratios[0] > 1.15 and 0.6 < ratios[1] < 0.95 and ratios[1] < 0.7 * ratios[0], ratios
+    # `livecam check`'s still: Grace Hopper (2.4x the camera's fine detail) onto the
+    # crisp astronaut photo, whose grain the judge reads as part of her identity
+    hopper = load_face_image(testdata, "grace_hopper_navy_portrait.jpg")
+    camera = load_face_image(testdata, "astronaut_eileen_collins.png")
+    hf, cf = analyzer.analyze(hopper)[0], analyzer.analyze(camera)[0]
+    outs = []
+    for k in (0.0, detail):
+        swapper = ClassicSwapper(options=ClassicOptions(camera_detail=k))
+        model = swapper.prepare_landmarks(hopper, hf.landmarks)
+        outs.append(swap(swapper, camera, [cf.landmarks], model))
+    assert np.array_equal(outs[0], outs[1])
 
 
 def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, obama) -> None:
