@@ -21,6 +21,10 @@ smoothed over frames, held in the swapper (a repeated camera frame gives the sam
 output bit for bit) and dropped when the track is gone. The crop is the face ROI, an
 axis-aligned region of the frame holding the whole mesh and its feather, so a
 ``RoiBlender`` pastes the result back; only that ROI is touched.
+
+When the source is prepared, an open mouth's gap running on past its 68-point corners (a
+broad smile) is painted over from the skin around it (``options.trim_corners``), so the
+warped lips end on the camera's mouth corners.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import numpy.typing as npt
 
 from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError, ModelError
+from livecam.face.landmarks.measures import dlib68_measures
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
 from livecam.face.swap import glasses, mesh
@@ -135,6 +140,12 @@ class ClassicOptions:
     # camera's keeps some of its own tone at the edge (matched in full, the stills bench's
     # codait onto Obama read as Obama: retrieval 97.1 -> 94.1 %)
     seam_cap: float = 15.0
+    # the photo's mouth ends at its 68-point corners: an open mouth's gap running on past them
+    # (a broad smile, whose corners the landmarker puts inside the visible ones) is painted
+    # over with the skin around it, so the warped lips end on the camera's corners
+    # (docs/lite-swap.md: the mouth; d13 with Biden's portrait: the mesh's mouth corners
+    # 0.053 -> 0.048 eye distances from the camera's)
+    trim_corners: bool = True
 
 
 @dataclass
@@ -205,6 +216,8 @@ class ClassicSwapper(CpuPart):
             )
         patch = np.ascontiguousarray(img[y0:y1, x0:x1])
         pts = ext - np.array([x0, y0], np.float32)
+        if self.options.trim_corners:
+            patch = _trim_mouth_corners(patch, pts)
         sample = blend.polygon_mask(
             patch.shape[:2], mesh.skin_sample_polygons(pts[:68]), convex=False
         )
@@ -682,6 +695,57 @@ def _inner_box(lm_roi: Points, shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
     x1, y1 = min(shape[1], int(np.ceil(hi[0]))), min(shape[0], int(np.ceil(hi[1])))
     out[y0:y1, x0:x1] = True
     return out
+
+
+# the photo's mouth must be open this much (inner-lip gap over mouth width) for a dark line
+# past its corners to be its mouth gap; past a closed mouth's corners it is a crease (Grace
+# Hopper's: trimmed, `livecam check`'s clip fell from swap strength 69 to 68)
+_TRIM_OPEN = 0.1
+# how far past each 68-point mouth corner the mouth gap is looked for (mouth widths), how
+# wide that wedge is (at the corner, and its growth per unit of reach), and how much darker
+# than the cheeks' median (8-bit Lab lightness) a pixel of the gap is
+_TRIM_REACH = 0.15
+_TRIM_HALF_WIDTH = (0.05, 0.15)
+_TRIM_DARK = 35.0
+
+
+def _trim_mouth_corners(patch: Frame, pts: Points) -> Frame:
+    """``patch`` (the source face crop, ``pts`` its extended landmarks) with the dark mouth
+    gap that runs on past its 68-point mouth corners painted over (``cv2.inpaint``) from
+    the skin around it: only what is connected to a corner, inside a narrow wedge along the
+    mouth line beyond it, and far darker than the cheeks. A face whose mouth ends at its
+    corners (or is closed) comes back unchanged."""
+    if dlib68_measures(pts[:68]).mouth < _TRIM_OPEN:
+        return patch
+    shape = patch.shape[:2]
+    lab = blend.to_lab(patch)
+    cheeks = blend.polygon_mask(shape, mesh.skin_sample_polygons(pts[:68]), convex=False) > 0
+    if np.count_nonzero(cheeks) < 10:
+        return patch
+    dark = lab[..., 0] < float(np.median(lab[..., 0][cheeks])) - _TRIM_DARK
+    along = pts[54] - pts[48]
+    width = float(np.linalg.norm(along)) or 1.0
+    along /= width
+    up = np.array([along[1], -along[0]], np.float32)
+    ys, xs = np.mgrid[0 : shape[0], 0 : shape[1]].astype(np.float32)
+    wedge = np.zeros(shape, bool)
+    seeds = np.zeros(shape, np.uint8)
+    for corner, out in ((pts[48], -along), (pts[54], along)):
+        t = (xs - corner[0]) * out[0] + (ys - corner[1]) * out[1]
+        v = np.abs((xs - corner[0]) * up[0] + (ys - corner[1]) * up[1])
+        half = _TRIM_HALF_WIDTH[0] * width + _TRIM_HALF_WIDTH[1] * t
+        wedge |= (t > 0) & (t <= _TRIM_REACH * width) & (v <= half)
+        centre = (round(float(corner[0])), round(float(corner[1])))
+        cv2.circle(seeds, centre, max(1, round(0.04 * width)), 255, -1)
+    gap = dark & (wedge | (seeds > 0))
+    count, labels = cv2.connectedComponents(gap.astype(np.uint8), connectivity=8)
+    touching = np.unique(labels[(seeds > 0) & gap])
+    past = np.isin(labels, touching[touching > 0]) & wedge
+    if not past.any():
+        return patch
+    grown = cv2.dilate(past.astype(np.uint8) * 255, np.ones((3, 3), np.uint8))
+    radius = max(2, round(0.03 * width))
+    return np.asarray(cv2.inpaint(patch, grown, radius, cv2.INPAINT_TELEA), np.uint8)
 
 
 def _lengthened(line: Points, by: float) -> Points:

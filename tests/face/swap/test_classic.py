@@ -11,9 +11,10 @@ import pytest
 from face_helpers import lite_analyzer
 from face_parts_data import load_face_image, read_color
 
-from livecam.benchmark.live_face import seam_steps
+from livecam.benchmark.live_face import FaceMesh, seam_steps
 from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError
+from livecam.face.landmarks.measures import MESH_LAYOUT, mesh_measures
 from livecam.face.parts import Blender, Swapper
 from livecam.face.paste import colour as blend
 from livecam.face.paste.blenders import RoiBlender
@@ -714,3 +715,48 @@ def test_the_swapped_face_meets_the_cameras_skin_without_a_tone_step(testdata, a
         x, y = np.round(lm[k]).astype(int)
         assert same[y - 2 : y + 3, x - 2 : x + 3].all(), k
     assert margin[matched] >= margin[0.0] - 0.01, margin
+
+
+def test_a_broad_smiles_mouth_ends_on_the_cameras_mouth_corners(
+    testdata: Path, analyzer: FaceAnalyzer, biden: tuple[np.ndarray, Face]
+) -> None:
+    """Biden's portrait smiles broadly: its mouth gap runs on past the corners the 68-point
+    landmarker gives it, so warped onto the camera's corners the photo's mouth came out
+    wider than the camera's. With that gap painted over from the skin around it
+    (``trim_corners``), the output's mouth corners, read by the live bench's mesh (which
+    the swap never sees), lie nearer the camera's (liveportrait_d13, frame 20); the lips
+    and teeth short of the corners are the same pixels. A closed mouth (Grace Hopper's) keeps
+    its photo as it is."""
+    src, sf = biden
+    frame = _clip_frame(testdata, "liveportrait_d13.mp4", 20)
+    face = analyzer.analyze(frame)[0]
+    assert face.landmarks is not None and sf.landmarks is not None
+    judge = FaceMesh(testdata / "models" / "face_landmark.onnx")
+    cam = judge.points(frame, face.bbox, face.kps)
+    corners = list(MESH_LAYOUT.mouth_corners)
+    error, patches = {}, {}
+    for trim in (False, True):
+        swapper = ClassicSwapper(options=ClassicOptions(trim_corners=trim))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        patches[trim] = model.levels[0]
+        out = judge.points(swap(swapper, frame, [face.landmarks], model), face.bbox, face.kps)
+        gap = np.hypot(*(out[corners] - cam[corners]).T).mean()
+        error[trim] = float(gap) / mesh_measures(cam).eye_distance
+    assert error[True] < 0.85 * error[False], error  # 0.048 -> 0.039 eye distances
+    level = patches[True]
+    mouth = level.points[48:60]
+    inside = mouth.mean(axis=0) + 0.9 * (mouth - mouth.mean(axis=0))  # short of the corners
+    lips = blend.polygon_mask(level.patch.shape[:2], [inside], convex=False) > 0
+    assert np.array_equal(level.patch[lips], patches[False].patch[lips])
+    assert not np.array_equal(level.patch, patches[False].patch)
+    hopper = load_face_image(testdata, "grace_hopper_navy_portrait.jpg")
+    hf = analyzer.analyze(hopper)[0]
+    assert hf.landmarks is not None
+    off, on = (
+        ClassicSwapper(options=ClassicOptions(trim_corners=trim))
+        .prepare_landmarks(hopper, hf.landmarks)
+        .levels[0]
+        .patch
+        for trim in (False, True)
+    )
+    assert np.array_equal(off, on)
