@@ -72,13 +72,12 @@ class RemoteEnhancer:
         if not crops:
             return []
         batch = np.stack(crops).astype(np.uint8)
-        outputs = self.offload.outputs((batch,), face_keys(works))
+        n_frames = len({w.frame_index for w in works})
+        outputs = self.offload.outputs((batch,), face_keys(works), n_frames)
         missing = [i for i, out in enumerate(outputs) if out is None]
         if missing:
             local = self.local.restore([crops[i] for i in missing])
             for i, out in zip(missing, local, strict=True):
                 outputs[i] = out
-        self.offload.count(
-            len({w.frame_index for w in works}), len(crops) - len(missing), len(missing)
-        )
+        self.offload.count(len(crops) - len(missing), len(missing))
         return [np.ascontiguousarray(out) for out in outputs if out is not None]

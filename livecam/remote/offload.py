@@ -124,12 +124,15 @@ class Offload:
 
     # -- calls and answers ---------------------------------------------------------------
 
-    def outputs(self, inputs: Inputs, keys: tuple[int, ...]) -> list[Output | None]:
-        """Send this batch (or park it as pending) and return, per face, the freshest
-        usable answer (None: run the local model on it)."""
+    def outputs(self, inputs: Inputs, keys: tuple[int, ...], frames: int) -> list[Output | None]:
+        """Send this batch of ``frames`` frames' faces (or park it as pending) and return, per
+        face, the freshest usable answer (None: run the local model on it). The frames are
+        counted here, under the same lock as the bytes sent: every byte counted belongs to a
+        frame counted (the stats' bytes per frame never run ahead of the frames)."""
         now = self._clock()
         with self.cond:
             s = self.state
+            s.frames += frames
             self._expire(now)
             if s.lost is not None:
                 s.pending = None
@@ -155,10 +158,9 @@ class Offload:
                 out.append(answer.output if fresh and answer is not None else None)
             return out
 
-    def count(self, frames: int, remote: int, local: int) -> None:
-        """Count a call's frames and its faces answered by the server and run here."""
+    def count(self, remote: int, local: int) -> None:
+        """Count a call's faces answered by the server and run here."""
         with self.cond:
-            self.state.frames += frames
             self.state.faces_remote += remote
             self.state.faces_local += local
 

@@ -220,15 +220,14 @@ class RemoteSwapper:
             [align.warp_crop(frames[w.frame_index].image, a, size) for w, a in todo]
         ).astype(np.uint8)
         vectors = self.local.source_vectors(frames, works, sources)
-        outputs = self.offload.outputs((crops, vectors), face_keys(works))
+        n_frames = len({w.frame_index for w in works})
+        outputs = self.offload.outputs((crops, vectors), face_keys(works), n_frames)
         missing = [i for i, out in enumerate(outputs) if out is None]
         if missing:
             local = self.local.run_crops(crops[missing], vectors[missing])
             for i, out in zip(missing, local, strict=True):
                 outputs[i] = out
-        self.offload.count(
-            len({w.frame_index for w in works}), len(todo) - len(missing), len(missing)
-        )
+        self.offload.count(len(todo) - len(missing), len(missing))
         for (work, affine), crop, out in zip(todo, crops, outputs, strict=True):
             work.affine = affine
             work.crop = crop

@@ -133,6 +133,45 @@ def test_remote_swap_agrees_with_the_local_swap_in_the_face(
         remote.close()
 
 
+def test_bytes_per_frame_never_run_ahead_of_the_frames(
+    testdata: Path, remote_models: dict[str, Path], narrow_server: Served, tmp_path: Path
+) -> None:
+    """The stats read at the very moment a request goes out (after its bytes are counted,
+    before its answer is back): the bytes sent per frame are still at most one face's, the
+    frame being counted with its bytes (the panel once showed 54.0 KB up per frame, over
+    the one 128 px crop and 512 floats a one-face frame sends)."""
+    made: list[RemoteSwapper] = []
+    seen: list[float] = []
+
+    def wrap(local: Swapper[Any]) -> Swapper[Any]:
+        assert isinstance(local, NeuralSwapper)
+        made.append(
+            remote_swapper(local, narrow_server.url, close_local=True, wait_ms=200, timeout_ms=3000)
+        )
+        return made[0]
+
+    stage = build_swap_stage(
+        standard(testdata, remote_models), SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap
+    )
+    try:
+        stage.warmup(480, 360)
+        offload = made[0].offload
+        send = offload._send
+
+        def send_and_look(inputs: Any, answer: Any) -> int:
+            sent = send(inputs, answer)
+            seen.append(made[0].stats().bytes_up_per_frame)
+            return sent
+
+        offload._send = send_and_look
+        run_stage(stage, clip(testdata))
+        stats = made[0].stats()
+        assert stats.faces_remote == FRAMES and len(seen) >= FRAMES - 1, (stats, seen)
+        assert max(seen) <= stats.bytes_up_per_face == 128 * 128 * 3 + 512 * 4, seen
+    finally:
+        stage.close()
+
+
 def test_the_presets_enhancer_runs_on_the_server_and_agrees(
     testdata: Path,
     remote_models: dict[str, Path],
