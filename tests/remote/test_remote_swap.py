@@ -79,6 +79,25 @@ def run_stage(stage: FaceSwapStage, frames: list[np.ndarray]) -> list[FramePacke
     return packets
 
 
+def remote_stage(
+    testdata: Path, models: dict[str, Path], server: Served, tmp_path: Path
+) -> tuple[FaceSwapStage, RemoteSwapper]:
+    """The standard stage whose swapper is a RemoteSwapper on ``server`` that waits for each
+    frame's own answer (a LAN), so the frames compare one to one."""
+    made: list[RemoteSwapper] = []
+
+    def wrap(local: Swapper[Any]) -> Swapper[Any]:
+        assert isinstance(local, NeuralSwapper)
+        made.append(
+            remote_swapper(local, server.url, close_local=True, wait_ms=200, timeout_ms=3000)
+        )
+        return made[0]
+
+    cfg = standard(testdata, models)
+    stage = build_swap_stage(cfg, SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap)
+    return stage, made[0]
+
+
 @pytest.fixture(scope="module")
 def local_stage(
     testdata: Path, remote_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
@@ -100,21 +119,10 @@ def test_remote_swap_agrees_with_the_local_swap_in_the_face(
 ) -> None:
     """The same moving clip through the local stage and through `livecam serve`: every
     frame's face region within 1 grey level, every face swapped by the server."""
-    made: list[RemoteSwapper] = []
-
-    def wrap(local: Swapper[Any]) -> Swapper[Any]:
-        assert isinstance(local, NeuralSwapper)
-        # wait for each frame's own answer (a LAN), so the frames compare one to one
-        made.append(
-            remote_swapper(local, narrow_server.url, close_local=True, wait_ms=200, timeout_ms=3000)
-        )
-        return made[0]
-
-    cfg = standard(testdata, remote_models)
-    remote = build_swap_stage(cfg, SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap)
+    remote, swapper = remote_stage(testdata, remote_models, narrow_server, tmp_path)
     try:
         remote.warmup(480, 360)
-        assert made[0].lost is None, made[0].lost
+        assert swapper.lost is None, swapper.lost
         frames = clip(testdata)
         here, there = run_stage(local_stage, frames), run_stage(remote, frames)
         for a, b in zip(here, there, strict=True):
@@ -125,7 +133,7 @@ def test_remote_swap_agrees_with_the_local_swap_in_the_face(
                 np.abs(a.frame[ys, xs].astype(int) - b.frame[ys, xs]).max() <= 1
             )
             assert np.abs(a.frame[ys, xs].astype(int) - frames[a.seq][ys, xs]).mean() > 5
-        stats = made[0].stats()
+        stats = swapper.stats()
         assert (stats.faces_remote, stats.faces_local) == (FRAMES, 0), stats
         assert stats.route == "remote" and stats.rtt_p50_ms is not None
         assert stats.server == "cpu" and stats.bytes_up_per_face == 128 * 128 * 3 + 512 * 4
@@ -140,32 +148,21 @@ def test_bytes_per_frame_never_run_ahead_of_the_frames(
     before its answer is back): the bytes sent per frame are still at most one face's, the
     frame being counted with its bytes (the panel once showed 54.0 KB up per frame, over
     the one 128 px crop and 512 floats a one-face frame sends)."""
-    made: list[RemoteSwapper] = []
     seen: list[float] = []
-
-    def wrap(local: Swapper[Any]) -> Swapper[Any]:
-        assert isinstance(local, NeuralSwapper)
-        made.append(
-            remote_swapper(local, narrow_server.url, close_local=True, wait_ms=200, timeout_ms=3000)
-        )
-        return made[0]
-
-    stage = build_swap_stage(
-        standard(testdata, remote_models), SourceFaceCache(tmp_path / "faces"), swapper_wrap=wrap
-    )
+    stage, swapper = remote_stage(testdata, remote_models, narrow_server, tmp_path)
     try:
         stage.warmup(480, 360)
-        offload = made[0].offload
+        offload = swapper.offload
         send = offload._send
 
         def send_and_look(inputs: Any, answer: Any) -> int:
             sent = send(inputs, answer)
-            seen.append(made[0].stats().bytes_up_per_frame)
+            seen.append(swapper.stats().bytes_up_per_frame)
             return sent
 
         offload._send = send_and_look
         run_stage(stage, clip(testdata))
-        stats = made[0].stats()
+        stats = swapper.stats()
         assert stats.faces_remote == FRAMES and len(seen) >= FRAMES - 1, (stats, seen)
         assert max(seen) <= stats.bytes_up_per_face == 128 * 128 * 3 + 512 * 4, seen
     finally:
