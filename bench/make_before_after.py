@@ -7,9 +7,11 @@ Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [
 ``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
 on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut and Obama, a
 portrait with glasses, a head turn, the d13 clip's performer in thin metal glasses with
-``--keep-glasses``): camera | output, 2x crops around the face, one ``clip_*.jpg`` each.
-``--before CHECKOUT``: the output of that checkout too (run in a subprocess with its
-``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
+``--keep-glasses``, Grace Hopper's portrait and its glasses on d6 with
+``--drop-photo-glasses``): camera | output, 2x crops around the face, one ``clip_*.jpg``
+each. ``--cases NAME,...``: only these of them. ``--before CHECKOUT``: the output of that
+checkout too (run in a subprocess with its ``livecam``): camera | before | after, as
+``before_after_clip_*.jpg``.
 """
 
 from __future__ import annotations
@@ -94,11 +96,13 @@ CLIP_CASES = [
     ),
     ("head_turn", "video/liveportrait_s32.mp4", 40, "own", "obama_official_portrait_2012.jpg"),
     ("d13_glasses", "video/liveportrait_d13.mp4", 30, "own", "obama_official_portrait_2012.jpg"),
+    ("photo_glasses", "video/liveportrait_d6.mp4", 60, "own", "grace_hopper_navy_portrait.jpg"),
 ]
 # settings a case's output is made with (by name, ``SwapConfig.of``; a checkout without
 # them makes its panel with the defaults), and how its panel says so
 CASE_SETTINGS: dict[str, tuple[dict[str, object], str]] = {
     "d13_glasses": ({"keep_glasses": True}, "--keep-glasses"),
+    "photo_glasses": ({"drop_photo_glasses": True}, "--drop-photo-glasses"),
 }
 
 
@@ -157,16 +161,19 @@ def render_clip_case(
 
 
 def clip_mode(args: argparse.Namespace) -> int:
+    cases = [c for c in CLIP_CASES if args.cases is None or c[0] in args.cases.split(",")]
     before: dict[str, np.ndarray] = {}
     if args.before is not None:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
             cmd = [sys.executable, __file__, "--clips", "--panels", tmp]
             cmd += ["--testdata", str(args.testdata), "--size", str(args.size)]
+            if args.cases is not None:
+                cmd += ["--cases", args.cases]
             subprocess.run(cmd, env=env, check=True)
-            for name, *_ in CLIP_CASES:
+            for name, *_ in cases:
                 before[name] = np.asarray(cv2.imread(str(Path(tmp) / f"{name}.png")), np.uint8)
-    for case in CLIP_CASES:
+    for case in cases:
         name = case[0]
         camera, output = render_clip_case(args.testdata, case, args.size)
         if args.panels is not None:  # the output panel alone (for another checkout's run)
@@ -193,6 +200,7 @@ def main() -> int:
     ap.add_argument("--format", default="jpg", choices=["jpg", "png"])
     ap.add_argument("--clips", action="store_true", help="the talking-head cases")
     ap.add_argument("--before", type=Path, default=None, help="--clips: a checkout to compare")
+    ap.add_argument("--cases", default=None, help="--clips: only these cases (comma-separated)")
     ap.add_argument("--panels", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.clips:

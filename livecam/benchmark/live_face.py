@@ -16,6 +16,7 @@ clips, ``livecam check`` uses the 68-point measures).
   pixel and re-encoded).
 * ``seam_steps`` / ``high_frequency_energy``: the colour step across the swap's boundary
   and the fine-detail energy of a face region (issue 29).
+* ``glasses_lines``: the dark thin lines where glasses sit (a photo's frames pasted on).
 * ``WebcamPlacement``: a clip frame inside a 1280x720 webcam frame at 12 % face width.
 """
 
@@ -34,6 +35,7 @@ from livecam.face.identity.onnx import OnnxRecognizer
 from livecam.face.identity.swap_check import swap_strength
 from livecam.face.landmarks.measures import MESH_LAYOUT, mesh_measures, pearson, swim
 from livecam.face.parts import Box, Points
+from livecam.face.swap import mesh
 from livecam.runtime.onnx_model import OnnxModel, RuntimeOptions
 from livecam.types import Face, FaceWork, Frame, FrameContext
 
@@ -301,6 +303,39 @@ def high_frequency_energy(frame: Frame, box: Box) -> float:
     g = grey(frame[y1:y2, x1:x2])
     detail = g - cv2.GaussianBlur(g, (0, 0), SHARPNESS_SIGMA)
     return float(np.mean(detail * detail))
+
+
+GLASSES_LINE = 0.08
+"""The glasses figure's structuring element, a share of the eye-to-chin distance (a thick
+plastic rim fits in it)."""
+
+
+def glasses_lines(frame: Frame, landmarks: Points) -> float:
+    """The mean dark thin-line energy (black-hat of the Lab lightness, an ellipse of
+    ``GLASSES_LINE`` face sizes) of ``frame`` where glasses sit on the face with these 68
+    landmarks: temple to temple, from a little above the brows to the nose's middle, the
+    eye openings left out; nan when that region is empty. A swap that pastes a photo's
+    glasses frames raises it over the camera face's own (brows, lashes, creases)."""
+    lm = np.asarray(landmarks, np.float32)
+    up, _, size = mesh.face_frame(lm)
+    band = np.vstack(
+        [lm[[0, 1, 2]], lm[29][None], lm[[14, 15, 16]], lm[26:16:-1] + up * 0.12 * size]
+    )
+    shape = frame.shape[:2]
+    region = np.zeros(shape, np.uint8)
+    cv2.fillPoly(region, [np.round(band).astype(np.int32)], 255)
+    eyes = np.zeros(shape, np.uint8)
+    cv2.fillPoly(
+        eyes, [np.round(lm[36:42]).astype(np.int32), np.round(lm[42:48]).astype(np.int32)], 255
+    )
+    inside = (region > 0) & (cv2.dilate(eyes, np.ones((7, 7), np.uint8)) == 0)
+    if not inside.any():
+        return math.nan
+    k = max(3, int(GLASSES_LINE * size) | 1)
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
+    lightness = cv2.cvtColor(frame, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+    dark = cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, disk)
+    return float(dark[inside].mean())
 
 
 def perturbed(frame: Frame, dx: float, dy: float, quality: int) -> Frame:

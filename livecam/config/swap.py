@@ -220,6 +220,13 @@ class ClassicSettings(Validated):
         help="keep your own glasses' frames over the swapped face (classic swap; the "
         "output then looks less like the photo to a face recogniser)",
     )
+    drop_photo_glasses: bool = setting(
+        False,
+        option="--drop-photo-glasses",
+        help="paint the source photo's own glasses out (classic swap: your brows, lids and "
+        "skin show where its frames and lenses were, in the photo's skin tone; the output "
+        "then looks far less like the photo to a face recogniser)",
+    )
 
 
 @dataclass(frozen=True)

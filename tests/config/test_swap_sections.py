@@ -157,7 +157,7 @@ def test_every_setting_name_is_unique_and_finds_its_section() -> None:
     per_section = {name: len(dataclasses.fields(cls)) for name, cls in SECTIONS.items()}
     top = [f.name for f in dataclasses.fields(SwapConfig) if f.name not in SECTIONS]
     assert top == ["face", "face_index", "preset"]
-    assert len(where) == sum(per_section.values()) + len(top) == 46
+    assert len(where) == sum(per_section.values()) + len(top) == 47
     changed = SwapConfig().changed(detect_size=640, opacity=0.5, reuse_max=1)
     assert (changed.detect.detect_size, changed.masks.opacity, changed.reuse.reuse_max) == (
         640,

@@ -16,6 +16,9 @@ own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). 
 mask follows the mesh outline with a feather and is gated by skin outside the inner face
 (no source fringe, no paste over the target's hair), and leaves out the target's inner
 mouth (and, with ``swap.classic.keep_glasses``, the camera face's own glasses frames).
+With ``swap.classic.drop_photo_glasses`` the source photo's own glasses (frames and lenses,
+``glasses.photo_glasses``) are painted over when it is prepared and the swap shows the
+camera's face there (brows, lids, skin) in the swapped skin's tone.
 Per tracked face (``work.face.track_id``) the colour and skin statistics and the blur are
 smoothed over frames, held in the swapper (a repeated camera frame gives the same
 output bit for bit) and dropped when the track is gone. The crop is the face ROI, an
@@ -64,6 +67,8 @@ class _Level:
     face_size: float  # eye-to-chin distance in this level's pixels
     skin: npt.NDArray[np.uint8]  # 0..255 skin likelihood of the patch (hair, cap, background low)
     mouth: npt.NDArray[np.uint8]  # 255 inside the source's mouth (teeth, tongue, the dark gap)
+    # 255 where the photo's own glasses (frames, lenses) were, painted over; None: it wears none
+    glasses: npt.NDArray[np.uint8] | None = None
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,12 @@ class ClassicSwapper(CpuPart):
         pts = ext - np.array([x0, y0], np.float32)
         if self.options.trim_corners:
             patch = _trim_mouth_corners(patch, pts)
+        frames = None
+        if self.config.drop_photo_glasses:  # its frames and lenses, painted over
+            frames = glasses.photo_glasses(blend.to_lab(patch), pts[:68])
+        if frames is not None:
+            radius = max(2, round(0.02 * size))
+            patch = np.asarray(cv2.inpaint(patch, frames, radius, cv2.INPAINT_TELEA), np.uint8)
         sample = blend.polygon_mask(
             patch.shape[:2], mesh.skin_sample_polygons(pts[:68]), convex=False
         )
@@ -228,7 +239,7 @@ class ClassicSwapper(CpuPart):
         skin8 = np.asarray(
             cv2.erode(np.clip(skin * 255 + 0.5, 0, 255).astype(np.uint8), disk), np.uint8
         )
-        levels = [_Level(patch, pts, size, skin8, _mouth_interior(patch, pts))]
+        levels = [_Level(patch, pts, size, skin8, _mouth_interior(patch, pts), frames)]
         while levels[-1].face_size > 48 and min(levels[-1].patch.shape[:2]) > 16:
             prev = levels[-1]
             down = np.asarray(cv2.pyrDown(prev.patch), np.uint8)
@@ -241,6 +252,9 @@ class ClassicSwapper(CpuPart):
                     prev.face_size * (sx + sy) / 2,
                     np.asarray(cv2.pyrDown(prev.skin), np.uint8),
                     np.asarray(cv2.pyrDown(prev.mouth), np.uint8),
+                    None
+                    if prev.glasses is None
+                    else np.asarray(cv2.pyrDown(prev.glasses), np.uint8),
                 )
             )
         log.debug("source prepared: %d triangles, %d levels", len(tris), len(levels))
@@ -429,6 +443,10 @@ class ClassicSwapper(CpuPart):
             warped_lab, src_skin = self._fill_forehead(
                 warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, brow_mask, size
             )
+        if level.glasses is not None:  # the photo's frames, painted over: the camera's face
+            warped_lab = self._under_glasses(
+                warped_lab, target_lab, level.glasses, mx, my, src_skin, tgt_skin, size
+            )
         if self.config.eyes == "own":
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
         cam_skin = blend.smoothstep(tgt_skin, 0.2, 0.6)  # the camera's skin, as the gate reads it
@@ -613,6 +631,44 @@ class ClassicSwapper(CpuPart):
         np.maximum(s_skin, fill, out=s_skin)
         return lab, src_skin
 
+    def _under_glasses(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        frames: npt.NDArray[np.uint8],
+        mx: npt.NDArray[np.float32],
+        my: npt.NDArray[np.float32],
+        src_skin: blend.FloatImage,
+        skin: blend.FloatImage,
+        size: float,
+    ) -> blend.FloatImage:
+        """``lab`` (the swapped face) with the camera's own face shown where the source
+        photo's glasses frames were (``frames``, 255 there, warped by the maps ``mx``,
+        ``my``): its brows, lids and skin, each pixel shifted by the low-pass colour change
+        between the two faces' skin (``src_skin``, ``skin``: the source's and the camera's
+        skin likelihoods) measured around the frames, as far as it is skin (the swapped
+        skin's tone; hair stays hair), feathered in. Changed in place (this frame's own
+        array)."""
+        warped = cv2.remap(
+            frames, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        )
+        ys, xs = np.nonzero(warped)
+        if ys.size == 0:
+            return lab
+        h, w = lab.shape[:2]
+        pad = int(0.1 * size) + 2
+        y0, y1 = max(0, int(ys.min()) - pad), min(h, int(ys.max()) + pad + 1)
+        x0, x1 = max(0, int(xs.min()) - pad), min(w, int(xs.max()) + pad + 1)
+        sub = warped[y0:y1, x0:x1].astype(np.float32) * np.float32(1 / 255)
+        soft = cv2.GaussianBlur(sub, (0, 0), max(1.0, _GLASSES_FEATHER * size))
+        soft = np.clip(soft * 1.5, 0.0, 1.0)[..., None]
+        cur, own = lab[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]
+        cam_skin = skin[y0:y1, x0:x1]
+        around = (sub < 0.05) * cam_skin * src_skin[y0:y1, x0:x1]
+        shift = blend.masked_lowpass(cur - own, around, 0.08 * size)
+        lab[y0:y1, x0:x1] = cur + soft * (own + shift * cam_skin[..., None] - cur)
+        return lab
+
     def _own_eyes(
         self,
         lab: blend.FloatImage,
@@ -648,6 +704,11 @@ class ClassicSwapper(CpuPart):
         own = own + shift * skin[y0:y1, x0:x1, None]
         lab[y0:y1, x0:x1] = cur + soft * (own - cur)
         return lab
+
+
+# the camera's face where the photo's glasses were fades in over a Gaussian of this share
+# of the face (a narrow edge drew the lower rims' line on the swapped cheeks)
+_GLASSES_FEATHER = 0.025
 
 
 def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:

@@ -11,7 +11,7 @@ import pytest
 from face_helpers import lite_analyzer
 from face_parts_data import load_face_image, read_color
 
-from livecam.benchmark.live_face import FaceMesh, seam_steps
+from livecam.benchmark.live_face import FaceMesh, glasses_lines, seam_steps
 from livecam.config.swap import ClassicSettings
 from livecam.errors import LivecamError
 from livecam.face.landmarks.measures import MESH_LAYOUT, mesh_measures
@@ -760,3 +760,78 @@ def test_a_broad_smiles_mouth_ends_on_the_cameras_mouth_corners(
         for trim in (False, True)
     )
     assert np.array_equal(off, on)
+
+
+def test_a_source_photos_glasses_are_not_pasted_onto_the_streamer(testdata, analyzer) -> None:
+    """Grace Hopper's portrait wears cat-eye glasses (a black brow bar, amber rims): swapped
+    onto liveportrait_s18 (frame 30, no glasses), the photo's frames come out pasted flat
+    on the performer, the dark thin lines around her eyes 2.3 times the camera's. With
+    ``drop_photo_glasses`` the photo's frames and lenses are found and painted over when it
+    is prepared, and the swap shows the camera's brows and lids there in the swapped skin's
+    tone: those lines are the camera's own (0.98). The lips stay as they were (the face's
+    colour statistics move a little). The recogniser still finds Hopper nearer than the performer,
+    by far less (margin 0.59 -> 0.17): the reason it is off by default."""
+    hopper = load_face_image(testdata, "grace_hopper_navy_portrait.jpg")
+    hf = analyzer.analyze(hopper, with_embedding=True)[0]
+    frame = _clip_frame(testdata, "liveportrait_s18.mp4", 30)
+    face = analyzer.analyze(frame, with_embedding=True)[0]
+    lm = face.landmarks
+    assert lm is not None and hf.landmarks is not None
+    assert hf.embedding is not None and face.embedding is not None
+    camera = glasses_lines(frame, lm)
+    lines, outs = {}, {}
+    for on in (False, True):
+        swapper = ClassicSwapper(ClassicSettings(drop_photo_glasses=on))
+        model = swapper.prepare_landmarks(hopper, hf.landmarks)
+        assert (model.levels[0].glasses is not None) == on
+        outs[on] = swap(swapper, frame, [lm], model)
+        lines[on] = glasses_lines(outs[on], lm) / camera
+    assert lines[False] > 1.8 and lines[True] < 1.3, lines
+    # the camera's brows and lids show where the frames were: the detail there (lightness
+    # minus its blur) follows the camera's
+    up, _, size = mesh.face_frame(lm)
+    brows = np.vstack([lm[17:27] - up * 0.03 * size, lm[26:16:-1] + up * 0.06 * size])
+    band = blend.polygon_mask(frame.shape[:2], [brows.astype(np.float32)], convex=True) > 0
+
+    def detail(image: Frame) -> np.ndarray:
+        lightness = blend.to_lab(image)[..., 0]
+        return (lightness - cv2.GaussianBlur(lightness, (0, 0), 3.0))[band]
+
+    follows = {on: float(np.corrcoef(detail(out), detail(frame))[0, 1]) for on, out in outs.items()}
+    assert follows[True] > 0.7 > 0.3 > follows[False], follows
+    margin = {}
+    for on, out in outs.items():
+        found = analyzer.analyze(out, with_embedding=True)[0].embedding
+        assert found is not None
+        margin[on] = float(found @ hf.embedding - found @ face.embedding)
+    assert margin[True] > 0.1, (margin, lines)  # 0.59 -> 0.17: see drop_photo_glasses
+    lips = blend.polygon_mask(frame.shape[:2], [lm[48:60]], convex=False) > 0
+    moved = np.abs(outs[False].astype(int) - outs[True].astype(int))[lips].mean()
+    assert moved < 4.0, moved  # only the colour statistics of the face, a little
+
+
+def test_a_photo_without_glasses_is_prepared_as_before(testdata, analyzer) -> None:
+    """Every one-face portrait in testdata but Grace Hopper's wears no glasses (brows,
+    lashes, wrinkles, a small or dark face): prepared with ``drop_photo_glasses``, its patch
+    pyramid is the same bit for bit, and no glasses mask is kept."""
+    names = [
+        "astronaut_eileen_collins.png",
+        "biden_official_portrait.jpg",
+        "biden_standing_2010.jpg",
+        "codait_bryan.png",
+        "obama_official_portrait_2012.jpg",
+        "obama_partial_face.jpg",
+        "obama_small_320x240.jpg",
+        "obama_speech_2009.jpg",
+    ]
+    for name in names:
+        img = load_face_image(testdata, name)
+        lm = analyzer.analyze(img)[0].landmarks
+        assert lm is not None
+        off, on = (
+            ClassicSwapper(ClassicSettings(drop_photo_glasses=g)).prepare_landmarks(img, lm)
+            for g in (False, True)
+        )
+        assert all(lv.glasses is None for lv in on.levels), name
+        for a, b in zip(off.levels, on.levels, strict=True):
+            assert np.array_equal(a.patch, b.patch) and np.array_equal(a.skin, b.skin), name
