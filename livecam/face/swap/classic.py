@@ -19,6 +19,8 @@ mouth (and, with ``swap.classic.keep_glasses``, the camera face's own glasses fr
 With ``swap.classic.drop_photo_glasses`` the source photo's own glasses (frames and lenses,
 ``glasses.photo_glasses``) are painted over when it is prepared and the swap shows the
 camera's face there (brows, lids, skin) in the swapped skin's tone.
+On a turned head the far side's jaw line and mask end on the camera's own silhouette
+(``options.far_turn``).
 Per tracked face (``work.face.track_id``) the colour and skin statistics and the blur are
 smoothed over frames, held in the swapper (a repeated camera frame gives the same
 output bit for bit) and dropped when the track is gone. The crop is the face ROI, an
@@ -58,6 +60,9 @@ Points = npt.NDArray[np.float32]
 
 _PATCH_MARGIN = 6  # pixels kept around the source mesh
 _ROI_MARGIN = 3  # pixels between the mesh and the ROI's edge (the mask is 0 there)
+# a turned head's far jaw line (landmarks 0-7 or 16-9, from the jaw's end to the chin) keeps
+# this share of the camera's place (times the turn): the source's shape fades back in at the chin
+_FAR_JAW = np.array([1, 1, 1, 1, 1, 1, 0.66, 0.33], np.float32)
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,18 @@ class ClassicOptions:
     # camera's keeps some of its own tone at the edge (matched in full, the stills bench's
     # codait onto Obama read as Obama: retrieval 97.1 -> 94.1 %)
     seam_cap: float = 15.0
+    # a turned head: on its far side the camera's jaw line (landmarks 0-16) is the head's
+    # silhouette, so there the mesh's jaw stays the camera's (not moved toward the source's
+    # wider frontal jaw) and the mask ends just beyond it (fading from 1 at ``far_soft[1]``
+    # to 0 at ``far_soft[0]`` face sizes, negative: outside), also under the chin: no rim
+    # of pasted skin over the background past the cheek. Ending it on the line itself made
+    # the edge crisper than the camera's (s18's sharpness at 12 % of 720p 1.24 -> 1.34).
+    # The turn is how far the nose tip sits off the middle of the jaw ends (0 frontal, 0.5
+    # on a jaw end): none below ``far_turn[0]``, fully from ``far_turn[1]`` (s32 and s18
+    # turn 0.21-0.29, s29 up to 0.15, d6 and d13 at most 0.10). docs/lite-swap.md: a
+    # turned head.
+    far_turn: tuple[float, float] = (0.15, 0.20)
+    far_soft: tuple[float, float] = (-0.05, -0.01)
     # the photo's mouth ends at its 68-point corners: an open mouth's gap running on past them
     # (a broad smile, whose corners the landmarker puts inside the visible ones) is painted
     # over with the skin around it, so the warped lips end on the camera's corners
@@ -276,7 +293,13 @@ class ClassicSwapper(CpuPart):
 
     def _target_mesh(self, lm: Points, source: SourceModel) -> Points:
         aligned = mesh.align_shape(source.landmarks, lm)
-        return mesh.blend_shape(lm, aligned, self.options.shape_weight, source.triangles)
+        weights = None
+        turn, far_left = _turn(lm, self.options.far_turn)
+        if turn > 0:  # the far side's jaw line is the camera's silhouette: it stays there
+            weights = mesh.SHAPE_WEIGHTS.copy()
+            idx = np.arange(8) if far_left else 16 - np.arange(8)
+            weights[idx] *= 1.0 - _FAR_JAW * np.float32(turn)
+        return mesh.blend_shape(lm, aligned, self.options.shape_weight, source.triangles, weights)
 
     def swap(
         self,
@@ -464,6 +487,10 @@ class ClassicSwapper(CpuPart):
             alpha *= 1.0 - (1.0 - inner) * (1.0 - skin)
         if self.config.keep_glasses:  # ``glasses``: thin lines across the nose bridge
             alpha *= 1.0 - self._camera_glasses(target_lab, lm_roi, track)
+        if opts.far_turn[1] > 0:
+            cut = _far_side_cut(lm_roi, shape, size, opts.far_turn, opts.far_soft)
+            if cut is not None:
+                alpha *= cut
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
 
     def _match_seam(
@@ -722,6 +749,56 @@ def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, in
     if x1 - x0 < 2 or y1 - y0 < 2:
         return None
     return x0, y0, x1, y1
+
+
+def _far_side_cut(
+    lm: Points,
+    shape: tuple[int, int],
+    size: float,
+    turn: tuple[float, float],
+    soft: tuple[float, float],
+) -> blend.FloatImage | None:
+    """On a turned head, 1 inside the camera's jaw line (``lm`` 0-16, open upwards) and 0
+    beyond it (within ``soft`` face sizes) on the far side and under the chin, fading to 1
+    towards the nose and the near cheek; None on a face turned less than ``turn[0]``
+    (``ClassicOptions.far_turn``)."""
+    w, far_left = _turn(lm, turn)
+    if w <= 0:
+        return None
+    span = lm[16] - lm[0]
+    n2 = float(span @ span)
+    up, _, _ = mesh.face_frame(lm)
+    poly = np.vstack([lm[:17], lm[16] + up * size, lm[0] + up * size]).astype(np.float32)
+    inside = blend.polygon_mask(shape, [poly], convex=False)
+    d_in = cv2.distanceTransform(inside, cv2.DIST_L2, 3)
+    d_out = cv2.distanceTransform(cv2.bitwise_not(inside), cv2.DIST_L2, 3)
+    cut = blend.smoothstep(np.asarray(d_in - d_out, np.float32), soft[0] * size, soft[1] * size)
+    far = (-span if far_left else span) / np.sqrt(n2)  # towards the far jaw end
+    side = blend.smoothstep(_along(shape, lm[30], far), 0.0, 0.25 * size)
+    chin = blend.smoothstep(_along(shape, lm[57], -up), 0.0, 0.1 * size)  # under the lip
+    return np.asarray(1.0 - np.float32(w) * np.maximum(side, chin) * (1.0 - cut), np.float32)
+
+
+def _turn(lm: Points, turn: tuple[float, float]) -> tuple[float, bool]:
+    """How far the head ``lm`` (68 landmarks) is turned, 0 (less than ``turn[0]``) to 1
+    (``turn[1]`` or more; ``ClassicOptions.far_turn``), and whether its far side is that of
+    landmark 0. The turn is read as the nose tip's offset from the middle of the jaw ends
+    (0 frontal, 0.5 on a jaw end)."""
+    span = lm[16] - lm[0]
+    n2 = float(span @ span)
+    if n2 < 1e-6 or turn[1] <= 0:
+        return 0.0, True
+    r = float((lm[30] - lm[0]) @ span) / n2
+    t = min(max((abs(r - 0.5) - turn[0]) / max(turn[1] - turn[0], 1e-6), 0.0), 1.0)
+    return t * t * (3.0 - 2.0 * t), r < 0.5
+
+
+def _along(shape: tuple[int, int], origin: Points, direction: Points) -> blend.FloatImage:
+    """Each pixel's offset from ``origin`` along the unit vector ``direction``."""
+    h, w = shape
+    xs = (np.arange(w, dtype=np.float32) - origin[0]) * direction[0]
+    ys = (np.arange(h, dtype=np.float32) - origin[1]) * direction[1]
+    return np.asarray(ys[:, None] + xs[None, :], np.float32)
 
 
 def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:

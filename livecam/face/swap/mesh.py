@@ -118,11 +118,18 @@ def _signed_areas(pts: Points, tris: Triangles) -> npt.NDArray[np.float32]:
     return np.asarray(cross, np.float32)
 
 
-def blend_shape(target: Points, aligned: Points, weight: float, tris: Triangles) -> Points:
+def blend_shape(
+    target: Points,
+    aligned: Points,
+    weight: float,
+    tris: Triangles,
+    weights: npt.NDArray[np.float32] | None = None,
+) -> Points:
     """The extended mesh of the camera face ``target`` (68 landmarks) with its jaw line and
     nose moved toward the source's shape ``aligned`` (the source's landmarks aligned onto it,
-    ``align_shape``), point ``i`` by ``weight * SHAPE_WEIGHTS[i]`` of the way: brows, lids
-    and lips stay exactly the camera's (its expression), the forehead rides on its brows.
+    ``align_shape``), point ``i`` by ``weight * weights[i]`` of the way (``weights``: by
+    default ``SHAPE_WEIGHTS``): brows, lids and lips stay exactly the camera's (its
+    expression), the forehead rides on its brows.
 
     The source's chin first drops by how much wider the camera's mouth is open than the
     source's (a mouth opens by dropping the jaw), so the chin follows speech. A blend that
@@ -136,7 +143,8 @@ def blend_shape(target: Points, aligned: Points, weight: float, tris: Triangles)
     drop = float(np.dot(src[66] - src[62], up) - np.dot(target[66] - target[62], up))
     for i, k in _JAW_DROP.items():
         src[i] -= up * (k * drop)
-    delta = (src - target) * (SHAPE_WEIGHTS[:, None] * np.float32(weight))
+    per_point = SHAPE_WEIGHTS if weights is None else weights
+    delta = (src - target) * (per_point[:, None] * np.float32(weight))
     before = _signed_areas(base, tris)
     solid = np.abs(before) > 1e-4 * size * size
     for scale in (1.0, 0.5, 0.25):

@@ -835,3 +835,46 @@ def test_a_photo_without_glasses_is_prepared_as_before(testdata, analyzer) -> No
         assert all(lv.glasses is None for lv in on.levels), name
         for a, b in zip(off.levels, on.levels, strict=True):
             assert np.array_equal(a.patch, b.patch) and np.array_equal(a.skin, b.skin), name
+
+
+def _beyond_contour(frame: Frame, out: Frame, lm: np.ndarray) -> float:
+    """How far the swap changed the picture beyond the camera face's outline (the hull of
+    its 68-point jaw line and brows) on the far side of a turned head, below the eyes: the
+    95th percentile of the changed pixels' distance from the outline, in eye distances."""
+    diff = np.abs(out.astype(np.float32) - frame.astype(np.float32)).max(axis=2)
+    changed = cv2.GaussianBlur(diff, (0, 0), 1.0) > 6.0
+    hull = np.zeros(frame.shape[:2], np.uint8)
+    cv2.fillConvexPoly(hull, cv2.convexHull(lm[:27].astype(np.int32)), 255)
+    beyond = cv2.distanceTransform(cv2.bitwise_not(hull), cv2.DIST_L2, 3)
+    eyes = float(np.linalg.norm(lm[36:42].mean(axis=0) - lm[42:48].mean(axis=0)))
+    ys, xs = np.nonzero(changed & (hull == 0))
+    # the far side: the jaw end the nose tip is nearer to
+    far_left = abs(lm[30, 0] - lm[0, 0]) < abs(lm[16, 0] - lm[30, 0])
+    keep = (ys > lm[36:48, 1].mean()) & ((xs < lm[30, 0]) if far_left else (xs > lm[30, 0]))
+    if not keep.any():
+        return 0.0
+    return float(np.percentile(beyond[ys[keep], xs[keep]], 95)) / eyes
+
+
+def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(testdata, analyzer, obama) -> None:
+    """liveportrait_s32 (frame 40, the head turned: the nose tip 0.25 of the jaw's span off
+    its middle) swapped with the Obama portrait: beyond the camera's far cheek the swap
+    changes the picture only within a few pixels of its jaw line, 0.03 eye distances (before:
+    the source's wider frontal jaw and the mask's feather pasted a blurred rim of skin over
+    the background, 0.075 eye distances out), and the output is as much Obama to the
+    recogniser (margin 0.258 before, 0.253 after)."""
+    src, sf = obama
+    frame = _clip_frame(testdata, "liveportrait_s32.mp4", 40)
+    face = analyzer.analyze(frame, with_embedding=True)[0]
+    lm = face.landmarks
+    assert lm is not None and sf.embedding is not None and face.embedding is not None
+    beyond, margin = {}, {}
+    for name, turn in (("off", (0.15, 0.0)), ("on", ClassicOptions().far_turn)):
+        swapper = ClassicSwapper(options=ClassicOptions(far_turn=turn))
+        out = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
+        beyond[name] = _beyond_contour(frame, out, lm)
+        found = analyzer.analyze(out, with_embedding=True)[0].embedding
+        assert found is not None
+        margin[name] = float(found @ sf.embedding - found @ face.embedding)
+    assert beyond["off"] > 0.06 and beyond["on"] < 0.04, beyond
+    assert margin["on"] >= margin["off"] - 0.01, margin
