@@ -155,7 +155,7 @@ class ClassicOptions:
     # wider frontal jaw) and the mask ends just beyond it (fading from 1 at ``far_soft[1]``
     # to 0 at ``far_soft[0]`` face sizes, negative: outside), also under the chin: no rim
     # of pasted skin over the background past the cheek. Ending it on the line itself made
-    # the edge crisper than the camera's (s18's sharpness at 12 % of 720p 1.24 -> 1.34).
+    # the edge crisper than the camera's (s18's sharpness at 12 % of 720p 1.24 -> 1.26-1.34).
     # The turn is how far the nose tip sits off the middle of the jaw ends (0 frontal, 0.5
     # on a jaw end): none below ``far_turn[0]``, fully from ``far_turn[1]`` (s32 and s18
     # turn 0.21-0.29, s29 up to 0.15, d6 and d13 at most 0.10). docs/lite-swap.md: a
@@ -770,9 +770,11 @@ def _far_side_cut(
     up, _, _ = mesh.face_frame(lm)
     poly = np.vstack([lm[:17], lm[16] + up * size, lm[0] + up * size]).astype(np.float32)
     inside = blend.polygon_mask(shape, [poly], convex=False)
-    d_in = cv2.distanceTransform(inside, cv2.DIST_L2, 3)
-    d_out = cv2.distanceTransform(cv2.bitwise_not(inside), cv2.DIST_L2, 3)
-    cut = blend.smoothstep(np.asarray(d_in - d_out, np.float32), soft[0] * size, soft[1] * size)
+    # signed distance from the line (inside > 0); a fade wholly outside needs no inside one
+    signed = -np.asarray(cv2.distanceTransform(cv2.bitwise_not(inside), cv2.DIST_L2, 3), np.float32)
+    if soft[1] > 0:
+        signed = signed + np.asarray(cv2.distanceTransform(inside, cv2.DIST_L2, 3), np.float32)
+    cut = blend.smoothstep(signed, soft[0] * size, soft[1] * size)
     far = (-span if far_left else span) / np.sqrt(n2)  # towards the far jaw end
     side = blend.smoothstep(_along(shape, lm[30], far), 0.0, 0.25 * size)
     chin = blend.smoothstep(_along(shape, lm[57], -up), 0.0, 0.1 * size)  # under the lip

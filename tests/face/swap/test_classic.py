@@ -856,7 +856,9 @@ def _beyond_contour(frame: Frame, out: Frame, lm: np.ndarray) -> float:
     return float(np.percentile(beyond[ys[keep], xs[keep]], 95)) / eyes
 
 
-def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(testdata, analyzer, obama) -> None:
+def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(
+    testdata: Path, analyzer: FaceAnalyzer, obama: tuple[np.ndarray, Face]
+) -> None:
     """liveportrait_s32 (frame 40, the head turned: the nose tip 0.25 of the jaw's span off
     its middle) swapped with the Obama portrait: beyond the camera's far cheek the swap
     changes the picture only within a few pixels of its jaw line, 0.03 eye distances (before:
@@ -867,7 +869,8 @@ def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(testdata, analyze
     frame = _clip_frame(testdata, "liveportrait_s32.mp4", 40)
     face = analyzer.analyze(frame, with_embedding=True)[0]
     lm = face.landmarks
-    assert lm is not None and sf.embedding is not None and face.embedding is not None
+    assert lm is not None and sf.landmarks is not None
+    assert sf.embedding is not None and face.embedding is not None
     beyond, margin = {}, {}
     for name, turn in (("off", (0.15, 0.0)), ("on", ClassicOptions().far_turn)):
         swapper = ClassicSwapper(options=ClassicOptions(far_turn=turn))
