@@ -191,8 +191,9 @@ def detail_gain(
     region: npt.NDArray[np.bool_],
     share: float = 1.0,
     where: FloatImage | None = None,
+    most: float = 1.0,
 ) -> float:
-    """The gain (0..1) on ``src``'s finest band (``src`` minus its Gaussian blur of sigma
+    """The gain (0..``most``) on ``src``'s finest band (``src`` minus its Gaussian blur of sigma
     ``DETAIL_SIGMA``) that gives blur + gain x band ``share`` times ``ref``'s fine-detail
     energy (``detail_energy``) inside ``region`` (one channel each, same size): 1 when
     ``src`` is no sharper, 0 when its blur alone is already as sharp.
@@ -200,7 +201,8 @@ def detail_gain(
     Unlike a Gaussian blur of the whole picture (``blur_to_match``) only that band is
     damped: the middle frequencies (the shape of the features, wrinkles) stay. The fine
     detail is linear in the gain, so its energy is a quadratic in it. ``where`` (0..1,
-    same size): how much of the damping each pixel takes (the rest keeps its band)."""
+    same size): how much of the damping each pixel takes (the rest keeps its band).
+    ``most`` above 1 lets a softer ``src`` have its band raised (at most that gain)."""
     sub = _region_box(region)
     if sub is None:
         return 1.0
@@ -215,12 +217,12 @@ def detail_gain(
     a = fine_detail(low)[inside]
     b = fine_detail(band)[inside]
     aa, ab, bb = float(np.mean(a * a)), float(np.mean(a * b)), float(np.mean(b * b))
-    if aa + 2.0 * ab + bb <= target or bb <= 1e-9:
+    if bb <= 1e-9 or (most <= 1.0 and aa + 2.0 * ab + bb <= target):
         return 1.0
     if aa >= target:
         return 0.0
-    # bb g^2 + 2 ab g + (aa - target) = 0: the root between 0 (energy aa) and 1 (above target)
-    return float(min(1.0, (-ab + math.sqrt(ab * ab + bb * (target - aa))) / bb))
+    # bb g^2 + 2 ab g + (aa - target) = 0: the root above 0 (energy aa below the target)
+    return float(min(most, (-ab + math.sqrt(ab * ab + bb * (target - aa))) / bb))
 
 
 def detail_energy(channel: FloatImage, region: npt.NDArray[np.bool_]) -> float:

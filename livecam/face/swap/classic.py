@@ -138,6 +138,11 @@ class ClassicOptions:
     detail_soft: tuple[float, float] = (8.0, 12.0)
     detail_knee: tuple[float, float] = (1.4, 1.7)
     detail_edge: float = 0.15
+    # a face swapped on its ROI shrunk to ``max_work_size`` loses most of its finest band in
+    # the shrinking and scaling back (a crisp 720p camera's big face came out at 0.3-0.8 of
+    # the camera's fine detail); scaled back, that band is raised (at most this gain; 1 =
+    # off) until its detail against the camera's is what it was against the shrunk camera
+    detail_restore: float = 3.0
     # the seam: where the mask fades over skin of both faces, the swapped face's lightness
     # at low frequency (masked Gaussian of ``seam_sigma`` face sizes) is made the camera's,
     # and that correction fades out over ``seam_match`` face sizes inward from the mask's
@@ -362,18 +367,51 @@ class ClassicSwapper(CpuPart):
             h, w = target.shape[:2]
             small = (max(2, round(w * scale)), max(2, round(h * scale)))
             k = np.array([small[0] / w, small[1] / h], np.float32)
-            shrunk = cv2.resize(target, small, interpolation=cv2.INTER_AREA)
-            colored, alpha = self._render(
-                np.asarray(shrunk, np.uint8), lm_roi * k, ext * k, source, track
-            )
-            colored = np.asarray(cv2.resize(colored, (w, h)), np.uint8)  # bilinear
+            shrunk = np.asarray(cv2.resize(target, small, interpolation=cv2.INTER_AREA), np.uint8)
+            rendered, alpha = self._render(shrunk, lm_roi * k, ext * k, source, track)
+            colored = np.asarray(cv2.resize(rendered, (w, h)), np.uint8)  # bilinear
             alpha = np.asarray(cv2.resize(alpha, (w, h)), np.float32)
+            colored = self._restore_detail(
+                colored, target, (lm_roi, lm_roi * k), (rendered, shrunk), track
+            )
         else:
             colored, alpha = self._render(target, lm_roi, ext, source, track)
         work.affine = roi_affine(x0, y0)
         work.crop = target
         work.output = colored
         work.mask = alpha
+
+    def _restore_detail(
+        self,
+        colored: Frame,
+        target: Frame,
+        landmarks: tuple[Points, Points],
+        small: tuple[Frame, Frame],
+        track: int,
+    ) -> Frame:
+        """``colored`` (the face rendered on the shrunk ROI and scaled back to ``target``'s
+        size; ``small``: that rendering and the shrunk camera; ``landmarks``: the camera's
+        68 points at full and shrunk size) with its finest band raised until its fine
+        detail on the inner face is, against the camera's, what it was against the shrunk
+        camera (at most the camera's); the gain (at most ``options.detail_restore``)
+        smoothed over the track's frames."""
+        most = self.options.detail_restore
+        if most <= 1.0:
+            return colored
+        rendered, shrunk = small
+        inner_small = _inner_box(landmarks[1], shrunk.shape[:2])
+        camera_small = blend.detail_energy(_grey(shrunk), inner_small)
+        if camera_small <= 0.0:
+            return colored
+        share = min(1.0, blend.detail_energy(_grey(rendered), inner_small) / camera_small)
+        inner = _inner_box(landmarks[0], target.shape[:2])
+        raw = blend.detail_gain(_grey(colored), _grey(target), inner, share, most=most)
+        gain = float(self._smoothed(track, np.array([max(1.0, raw)], np.float32), "restore")[0])
+        if gain < 1.01:
+            return colored
+        image = colored.astype(np.float32)
+        blurred = cv2.GaussianBlur(image, (0, 0), blend.DETAIL_SIGMA)
+        return np.asarray(np.clip(blurred + np.float32(gain) * (image - blurred), 0, 255), np.uint8)
 
     def work_scale(self, size: float, source: SourceModel) -> float:
         """The scale a target face of eye-to-chin ``size`` px is swapped at: 1, or less for
@@ -736,6 +774,10 @@ class ClassicSwapper(CpuPart):
 # the camera's face where the photo's glasses were fades in over a Gaussian of this share
 # of the face (a narrow edge drew the lower rims' line on the swapped cheeks)
 _GLASSES_FEATHER = 0.025
+
+
+def _grey(image: Frame) -> blend.FloatImage:
+    return np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), np.float32)
 
 
 def _roi_around(ext: Points, frame_shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
