@@ -5,9 +5,9 @@ panel a crop around the face (README images).
 Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [--size 320]
 
 ``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
-on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut and Obama, a
-portrait with glasses, a head turn, the d13 clip's performer in thin metal glasses with
-``--keep-glasses``, Grace Hopper's portrait and its glasses on d6 with
+on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut, Grace Hopper
+(her cap) and Obama, a portrait with glasses, a head turn, the d13 clip's performer in thin
+metal glasses with ``--keep-glasses``, Grace Hopper's portrait and its glasses on d6 with
 ``--drop-photo-glasses``): camera | output, 2x crops around the face, one ``clip_*.jpg``
 each. ``--cases NAME,...``: only these of them. ``--before CHECKOUT``: the output of that
 checkout too (run in a subprocess with its ``livecam``): camera | before | after, as
@@ -80,6 +80,7 @@ def label(panel: np.ndarray, text: str) -> np.ndarray:
 # (name, clip or still of faces/, frame index, framing "own" or "webcam", source photo)
 CLIP_CASES = [
     ("d6_astronaut", "video/liveportrait_d6.mp4", 60, "own", "astronaut_eileen_collins.png"),
+    ("d6_hopper", "video/liveportrait_d6.mp4", 40, "own", "grace_hopper_navy_portrait.jpg"),
     (
         "d6_obama_webcam",
         "video/liveportrait_d6.mp4",

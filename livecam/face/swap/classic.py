@@ -173,6 +173,27 @@ class ClassicOptions:
     # (docs/lite-swap.md: the mouth; d13 with Biden's portrait: the mesh's mouth corners
     # 0.053 -> 0.048 eye distances from the camera's)
     trim_corners: bool = True
+    # the forehead fill (skin gate only): where the camera's forehead is bare (its median
+    # lightness at most ``fringe_bare[0]`` levels of 8-bit Lab below its skin's around
+    # the forehead fills nothing, ``fringe_bare[1]`` and up all; d6 -11 to -16, the
+    # astronaut's own fringe as the camera -90) and its lit part reads as mottled skin (its
+    # shine as not skin: the mean skin likelihood over its pixels of Lab L > 100 under
+    # ``fringe_mottled[0]``, fully skin from ``fringe_mottled[1]``; d6 0.58-0.65, s18 0.9,
+    # s29 0.95; both smoothed per track), and the photo's forehead is mostly not skin (a
+    # fringe, a cap: its share under 0.55 skin likelihood, from ``fringe_cover[0]`` to
+    # ``fringe_cover[1]``; the astronaut 0.87, Grace Hopper 0.66, Obama's portrait 0.32),
+    # the photo's fringe is filled over all of it with the camera's forehead, not as far as
+    # the camera's mottled skin likelihood goes (its holes let the fringe through as brown
+    # blotches that changed shape every frame), and the fringe's darkness comes back as a
+    # smooth shadow: its masked low pass of ``fringe_sigma`` face sizes, darkening only, at
+    # most ``fringe_shadow`` levels of 8-bit Lab lightness (filled clean, the photo lost
+    # identity: d6 with the astronaut, retrieval 0.87 -> 0.70). docs/lite-swap.md: a
+    # source's fringe.
+    fringe_bare: tuple[float, float] = (-50.0, -30.0)
+    fringe_mottled: tuple[float, float] = (0.65, 0.8)
+    fringe_cover: tuple[float, float] = (0.4, 0.6)
+    fringe_sigma: float = 0.15
+    fringe_shadow: float = 15.0
 
 
 @dataclass
@@ -502,7 +523,7 @@ class ClassicSwapper(CpuPart):
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
         if opts.skin_gate:
             warped_lab, src_skin = self._fill_forehead(
-                warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, brow_mask, size
+                warped_lab, target_lab, ext, lm_roi, src_skin, tgt_skin, brow_mask, size, track
             )
         if level.glasses is not None:  # the photo's frames, painted over: the camera's face
             warped_lab = self._under_glasses(
@@ -660,12 +681,19 @@ class ClassicSwapper(CpuPart):
         tgt_skin: blend.FloatImage,
         brows_band: npt.NDArray[np.uint8],
         size: float,
+        track: int,
     ) -> tuple[blend.FloatImage, blend.FloatImage]:
         """Where the source's forehead is not skin (a fringe, a cap) but the camera's is,
         show the camera's forehead in the swapped skin's tone (its pixels shifted by the
         low-pass colour change between the two faces' skin) instead of the source's hair:
-        no dark band above the brows. Returns the face and the source skin likelihood with
-        the filled forehead counted as skin (both changed in place)."""
+        no dark band above the brows. The fill goes as far as the camera's skin
+        likelihood, except where a photo's forehead is mostly hair or cap
+        (``options.fringe_cover``) and the camera's bare forehead reads as mottled skin
+        (``options.fringe_bare``, ``fringe_mottled``, per ``track``): that one is filled in
+        full, the fringe's darkness kept as a smooth shadow (``options.fringe_sigma``,
+        ``options.fringe_shadow``), so no brown blotches change shape every frame. Returns
+        the face and the source skin likelihood with the filled forehead counted as skin
+        (both changed in place)."""
         h, w = lab.shape[:2]
         # brows left to right, then back over the temples and forehead (mesh.extend_landmarks:
         # forehead points 68-73 left to right, temples 74 (left) and 75)
@@ -685,14 +713,36 @@ class ClassicSwapper(CpuPart):
         n = int(np.count_nonzero(inside))
         if n == 0 or np.count_nonzero(src_skin[sub][inside] < 0.55) < 0.05 * n:
             return lab, src_skin  # the source's forehead is skin (the gate takes stray hair)
+        opts = self.options
         s_skin, t_skin = src_skin[sub], tgt_skin[sub]
-        hair = (1.0 - blend.smoothstep(s_skin, 0.55, 0.95)) * t_skin
-        fill = cv2.GaussianBlur(zone.astype(np.float32) * (1 / 255), (0, 0), 0.02 * size) * hair
-        cur, own = lab[sub], target_lab[sub]
+        share = np.array([np.mean(s_skin[inside] < 0.55)], np.float32)
+        full = float(blend.smoothstep(share, *opts.fringe_cover)[0])  # a fringe or cap
         both = (s_skin > 0.6) & (t_skin > 0.5) & ~inside
+        if full > 0.0 and both.any():
+            light = target_lab[sub][..., 0]
+            lit = inside & (light > 100)
+            on_lit = t_skin[lit] if np.count_nonzero(lit) > 0.2 * n else t_skin[inside]
+            gap = np.median(light[inside]) - np.median(light[both])
+            raw = np.array([np.mean(on_lit), gap], np.float32)
+            even, bare = self._smoothed(track, raw, "forehead")[:, None]
+            full *= 1.0 - float(blend.smoothstep(even, *opts.fringe_mottled)[0])
+            full *= float(blend.smoothstep(bare, *opts.fringe_bare)[0])
+        else:
+            full = 0.0
+        # elsewhere the camera's skin likelihood, pixel by pixel (where it is hair, the
+        # alpha's skin gate leaves the camera's anyway)
+        camera = t_skin if full == 0.0 else t_skin + full * (1.0 - t_skin)
+        hair = (1.0 - blend.smoothstep(s_skin, 0.55, 0.95)) * camera
+        soft = cv2.GaussianBlur(zone.astype(np.float32) * (1 / 255), (0, 0), 0.02 * size)
+        fill = np.asarray(soft * hair, np.float32)
+        cur, own = lab[sub], target_lab[sub]
         shift = blend.masked_lowpass(cur - own, both.astype(np.float32), 0.12 * size)
+        filled = own + shift
+        if full > 0.0:  # the fringe's darkness, smooth: a shadow, not its strands
+            dark = blend.masked_lowpass(cur - filled, fill, opts.fringe_sigma * size)[..., 0]
+            filled[..., 0] += full * np.clip(dark, -opts.fringe_shadow, 0.0)
         # in place: both are this frame's own arrays
-        lab[sub] = cur + fill[..., None] * (own + shift - cur)
+        lab[sub] = cur + fill[..., None] * (filled - cur)
         np.maximum(s_skin, fill, out=s_skin)
         return lab, src_skin
 

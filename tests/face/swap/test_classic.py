@@ -905,3 +905,65 @@ def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(
         margin[name] = float(found @ sf.embedding - found @ face.embedding)
     assert beyond["off"] > 0.06 and beyond["on"] < 0.04, beyond
     assert margin["on"] >= margin["off"] - 0.01, margin
+
+
+def _forehead_blotches(camera: Frame, out: Frame, lm: np.ndarray) -> float:
+    """The share of the camera's forehead (brows to the mesh's forehead points, without the
+    brows and the camera's dark hair) where the output is darker than its own low pass
+    (sigma 0.1 face sizes) by more than 8 levels of 8-bit Lab lightness beyond the camera's
+    own such detail there: the brown blotches of a source's fringe."""
+    ext = mesh.extend_landmarks(lm)
+    up, _, size = mesh.face_frame(lm)
+    shape = camera.shape[:2]
+    poly = np.vstack([lm[17:27], ext[[75, 73, 72, 71, 70, 69, 68, 74]]])
+    brows = [
+        np.vstack([b - up * (0.02 * size), b[::-1] + up * (0.05 * size)])
+        for b in (lm[17:22], lm[22:27])
+    ]
+    cam, res = blend.to_lab(camera), blend.to_lab(out)
+    zone = (blend.polygon_mask(shape, [poly], convex=False) > 0) & ~(
+        blend.polygon_mask(shape, brows, convex=False) > 0
+    )
+    zone &= cam[..., 0] > 100
+    weight = zone.astype(np.float32)
+    detail = [
+        img[..., 0] - blend.masked_lowpass(img, weight, 0.1 * size)[..., 0] for img in (res, cam)
+    ]
+    return float(np.mean((detail[0] - detail[1])[zone] < -8))
+
+
+def test_a_source_fringe_leaves_no_blotches_on_a_lit_forehead(testdata, analyzer) -> None:
+    """liveportrait_d6 (frame 45, a performer with a shiny forehead) swapped with the
+    astronaut's portrait (a fringe to her brows): the camera's skin likelihood on the lit
+    forehead is mottled (its mean over the lit forehead 0.6), and where the forehead fill
+    followed it pixel by pixel the fringe came through its holes as brown blotches (10.6 %
+    of the forehead on this frame; filled in full, with the fringe's darkness as a smooth
+    shadow, 4.0 %)."""
+    src = load_face_image(testdata, "astronaut_eileen_collins.png")
+    sf = analyzer.analyze(src)[0]
+    frame = _clip_frame(testdata, "liveportrait_d6.mp4", 45)
+    lm = analyzer.analyze(frame)[0].landmarks
+    assert lm is not None
+    swapper = ClassicSwapper()
+    out = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
+    share = _forehead_blotches(frame, out, lm)
+    assert share < 0.05, share
+
+
+def test_a_camera_with_its_own_fringe_keeps_the_plain_forehead_fill(testdata, analyzer) -> None:
+    """The astronaut's portrait as the camera (her own fringe over the forehead: its skin
+    likelihood is low because it is hair, not shine; median lightness 90 levels under her
+    cheeks') swapped with Grace Hopper's (a cap): the full fill with the fringe's shadow is
+    for a bare, mottled forehead only, so the output is that of the plain fill (as far as
+    the camera's skin likelihood goes; filled in full, `livecam check`'s clip on this pair
+    fell from 69 to 68)."""
+    src = load_face_image(testdata, "grace_hopper_navy_portrait.jpg")
+    sf = analyzer.analyze(src)[0]
+    cam = load_face_image(testdata, "astronaut_eileen_collins.png")
+    lm = analyzer.analyze(cam)[0].landmarks
+    assert lm is not None
+    outs = []
+    for opts in (ClassicOptions(), ClassicOptions(fringe_cover=(2.0, 3.0))):  # 2nd: never
+        swapper = ClassicSwapper(options=opts)
+        outs.append(swap(swapper, cam, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
+    assert np.array_equal(outs[0], outs[1])
