@@ -7,7 +7,7 @@ same (h, w); masks are float32 in [0, 1] unless said otherwise.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -70,7 +70,25 @@ def apply_mean_std(
     mu_s, sd_s, mu_r, sd_r = stats
     ratio = np.clip(sd_r / np.maximum(sd_s, 1e-3), 1.0 / max_ratio, max_ratio)
     ratio[1:] = np.minimum(ratio[1:], 1.0)
-    return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
+    if src.ndim != 3 or not src.flags.c_contiguous:
+        return np.asarray((src - mu_s) * ratio + mu_r, np.float32)
+    # on rows of pixels: the same products as broadcasting the (C,) statistics, bit for bit,
+    # without numpy's inner loop of C values per pixel (several times slower on a face ROI)
+    h, w = src.shape[:2]
+    sub, mul, add = (np.tile(v, w) for v in (mu_s, ratio, mu_r))
+    rows = src.reshape(h, -1)
+    return np.asarray(((rows - sub) * mul + add).reshape(src.shape), np.float32)
+
+
+def per_channel(weight: npt.NDArray[Any], channels: int) -> FloatImage:
+    """A one-channel (h, w) ``weight`` as an (h, w, ``channels``) array, to multiply an
+    image of that many channels: the same products as ``weight[..., None] * image``, bit
+    for bit, but numpy runs that broadcast as an inner loop of ``channels`` values per
+    pixel, several times slower on a face ROI than a product of two whole arrays."""
+    if channels == 1 or weight.ndim != 2 or weight.dtype not in (np.float32, np.float64):
+        return np.asarray(weight[..., None])  # what cv2.merge cannot take: broadcast
+    merged: FloatImage = np.asarray(cv2.merge([np.ascontiguousarray(weight)] * channels))
+    return merged
 
 
 def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImage:
@@ -79,19 +97,27 @@ def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImag
     Computed at a reduced resolution (the result is smooth anyway), so its cost does not
     grow with sigma.
     """
+    return masked_lowpasses([img], mask, sigma)[0]
+
+
+def masked_lowpasses(imgs: list[FloatImage], mask: FloatImage, sigma: float) -> list[FloatImage]:
+    """``masked_lowpass`` of each of ``imgs`` (the same size) with one ``mask`` and
+    ``sigma``: the mask's share of the work done once."""
     h, w = mask.shape
     scale = max(1, int(sigma / 3))
     sw, sh = max(1, w // scale), max(1, h // scale)
     small_m = cv2.resize(mask, (sw, sh), interpolation=cv2.INTER_AREA)
-    small_i = cv2.resize(img, (sw, sh), interpolation=cv2.INTER_AREA)
     s = sigma / scale
-    num = cv2.GaussianBlur(small_i * small_m[..., None], (0, 0), s)
-    den = cv2.GaussianBlur(small_m, (0, 0), s)[..., None]
-    small = num / np.maximum(den, 1e-4)
-    out = np.asarray(cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR), np.float32)
-    if out.ndim == 2:
-        out = out[..., None]
-    return out
+    den = cv2.GaussianBlur(small_m, (0, 0), s)
+    outs = []
+    for img in imgs:
+        small_i = cv2.resize(img, (sw, sh), interpolation=cv2.INTER_AREA)
+        channels = 1 if small_i.ndim == 2 else small_i.shape[2]
+        num = cv2.GaussianBlur(small_i * per_channel(small_m, channels), (0, 0), s)
+        small = num / np.maximum(per_channel(den, channels), 1e-4)
+        out = np.asarray(cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR), np.float32)
+        outs.append(out[..., None] if out.ndim == 2 else out)
+    return outs
 
 
 def color_transfer_lab(
@@ -120,7 +146,8 @@ def color_transfer_lab(
     if mode == "lab" and local_strength > 0:
         m = region.astype(np.float32)
         sigma = max(2.0, face_size / 7.0)
-        diff = masked_lowpass(ref, m, sigma) - masked_lowpass(out, m, sigma)
+        low_ref, low_out = masked_lowpasses([ref, out], m, sigma)
+        diff = low_ref - low_out
         out += local_strength * diff
     return out
 
@@ -280,22 +307,33 @@ def skin_likelihood(
         model = skin_model(lab, sample)
     if model is None:
         return np.ones((h, w), np.float32)
-    mu = model[0].astype(np.float64)
-    inv = np.linalg.inv(model[1:].astype(np.float64)).astype(np.float32)
     small = lab
     if not full_size:
         small = np.asarray(
             cv2.resize(lab, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA),
             np.float32,
         )
-    d = small.reshape(-1, 3) - mu.astype(np.float32)
-    d2 = np.einsum("ij,jk,ik->i", d, inv, d).reshape(small.shape[:2])
+    d2 = skin_distance2(small, model)
     p = np.clip((hi - np.sqrt(d2)) / (hi - lo), 0.0, 1.0).astype(np.float32)
-    p = cv2.GaussianBlur(p, (0, 0), max(0.5, smooth if full_size else smooth / 2))
+    blurred = cv2.GaussianBlur(p, (0, 0), max(0.5, smooth if full_size else smooth / 2))
     if full_size:
-        return np.asarray(p, np.float32)
-    out: FloatImage = cv2.resize(p, (w, h), interpolation=cv2.INTER_LINEAR)
-    return out
+        return np.asarray(blurred, np.float32)
+    return np.asarray(cv2.resize(blurred, (w, h), interpolation=cv2.INTER_LINEAR), np.float32)
+
+
+def skin_distance2(lab: FloatImage, model: npt.NDArray[np.float32]) -> FloatImage:
+    """Each pixel's squared Mahalanobis distance in Lab to the ``skin_model`` ``model``:
+    d^T inv(cov) d, summed over (j, k) in that order in float32 on whole planes, which is
+    what ``np.einsum("ij,jk,ik->i", d, inv, d)`` over the pixels gives, bit for bit (that
+    einsum, and the (3,) mean broadcast over the pixels, run per pixel: 10x slower)."""
+    mu = model[0].astype(np.float64)
+    inv = np.linalg.inv(model[1:].astype(np.float64)).astype(np.float32)
+    d = [lab[..., c] - np.float32(mu[c]) for c in range(3)]
+    d2 = np.zeros(lab.shape[:2], np.float32)
+    for j in range(3):
+        for k in range(3):
+            d2 += (d[j] * inv[j, k]) * d[k]
+    return d2
 
 
 def smoothstep(x: FloatImage, lo: float, hi: float) -> FloatImage:
@@ -338,8 +376,7 @@ def polygon_mask(shape: tuple[int, int], polygons: list[Points], convex: bool) -
             cv2.fillConvexPoly(mask, cv2.convexHull(pts), 255, cv2.LINE_AA)
         else:
             cv2.fillPoly(mask, [pts], 255, cv2.LINE_AA)
-    mask[mask < 128] = 0
-    mask[mask >= 128] = 255
+    cv2.threshold(mask, 127, 255, cv2.THRESH_BINARY, dst=mask)  # under 128: 0, else 255
     return mask
 
 
@@ -347,7 +384,7 @@ def alpha_blend(dst: ByteImage, src: ByteImage, alpha: FloatImage) -> ByteImage:
     """``dst + alpha * (src - dst)``, rounded to uint8. Where alpha is 0 the result equals
     ``dst`` bit for bit."""
     d = dst.astype(np.float32)
-    out = d + alpha[..., None] * (src.astype(np.float32) - d)
+    out = d + per_channel(alpha, 1 if d.ndim == 2 else d.shape[2]) * (src.astype(np.float32) - d)
     blended: ByteImage = np.clip(out + 0.5, 0, 255).astype(np.uint8)
     return blended
 

@@ -640,7 +640,7 @@ class ClassicSwapper(CpuPart):
         # lab - (the share of the band taken out) x band, the band: lab minus its blur
         low = cv2.GaussianBlur(lab, (0, 0), max(amount, blend.DETAIL_SIGMA))
         taken = depth * np.float32(min(amount, 1.0))
-        return np.asarray(lab - taken[..., None] * (lab - low), np.float32)
+        return np.asarray(lab - blend.per_channel(taken, 3) * (lab - low), np.float32)
 
     def _detail_cut(
         self,
@@ -742,7 +742,7 @@ class ClassicSwapper(CpuPart):
             dark = blend.masked_lowpass(cur - filled, fill, opts.fringe_sigma * size)[..., 0]
             filled[..., 0] += full * np.clip(dark, -opts.fringe_shadow, 0.0)
         # in place: both are this frame's own arrays
-        lab[sub] = cur + fill[..., None] * (filled - cur)
+        lab[sub] = cur + blend.per_channel(fill, 3) * (filled - cur)
         np.maximum(s_skin, fill, out=s_skin)
         return lab, src_skin
 
@@ -776,12 +776,12 @@ class ClassicSwapper(CpuPart):
         x0, x1 = max(0, int(xs.min()) - pad), min(w, int(xs.max()) + pad + 1)
         sub = warped[y0:y1, x0:x1].astype(np.float32) * np.float32(1 / 255)
         soft = cv2.GaussianBlur(sub, (0, 0), max(1.0, _GLASSES_FEATHER * size))
-        soft = np.clip(soft * 1.5, 0.0, 1.0)[..., None]
+        soft = blend.per_channel(np.clip(soft * 1.5, 0.0, 1.0), 3)
         cur, own = lab[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]
         cam_skin = skin[y0:y1, x0:x1]
         around = (sub < 0.05) * cam_skin * src_skin[y0:y1, x0:x1]
         shift = blend.masked_lowpass(cur - own, around, 0.08 * size)
-        lab[y0:y1, x0:x1] = cur + soft * (own + shift * cam_skin[..., None] - cur)
+        lab[y0:y1, x0:x1] = cur + soft * (own + shift * blend.per_channel(cam_skin, 3) - cur)
         return lab
 
     def _own_eyes(
@@ -813,10 +813,10 @@ class ClassicSwapper(CpuPart):
         area = cv2.dilate(opening, disk)
         ring = (cv2.dilate(area, disk, iterations=2) > 0) & (area == 0)
         soft = cv2.GaussianBlur(area.astype(np.float32) * (1 / 255), (0, 0), grow / 2)
-        soft = np.clip(soft * 1.5, 0.0, 1.0)[..., None]
+        soft = blend.per_channel(np.clip(soft * 1.5, 0.0, 1.0), 3)
         cur, own = lab[y0:y1, x0:x1], target_lab[y0:y1, x0:x1]  # lab: this frame's own array
         shift = blend.masked_lowpass(cur - own, ring.astype(np.float32), 1.5 * grow)
-        own = own + shift * skin[y0:y1, x0:x1, None]
+        own = own + shift * blend.per_channel(skin[y0:y1, x0:x1], 3)
         lab[y0:y1, x0:x1] = cur + soft * (own - cur)
         return lab
 

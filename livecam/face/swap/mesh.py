@@ -259,11 +259,11 @@ def piecewise_affine_maps(
     for i, poly in enumerate(polys):
         cv2.fillConvexPoly(labels, poly, i + 1, cv2.LINE_8, shift=4)
         cv2.polylines(labels, [poly], True, i + 1, 1, cv2.LINE_8, shift=4)
-    coeff = table[labels]  # (sh, sw, 6)
+    c = [column[labels] for column in table.T]  # each coefficient per grid sample (sh, sw)
     xs = (np.arange(sw, dtype=np.float32) * step + off)[None, :]
     ys = (np.arange(sh, dtype=np.float32) * step + off)[:, None]
-    mx = coeff[..., 0] * xs + coeff[..., 1] * ys + coeff[..., 2]
-    my = coeff[..., 3] * xs + coeff[..., 4] * ys + coeff[..., 5]
+    mx = c[0] * xs + c[1] * ys + c[2]
+    my = c[3] * xs + c[4] * ys + c[5]
     if step > 1:
         big_w, big_h = sw * step, sh * step
         mx = cv2.resize(mx, (big_w, big_h), interpolation=cv2.INTER_LINEAR)[:h, :w]
