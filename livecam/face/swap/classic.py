@@ -29,7 +29,9 @@ axis-aligned region of the frame holding the whole mesh and its feather, so a
 
 When the source is prepared, an open mouth's gap running on past its 68-point corners (a
 broad smile) is painted over from the skin around it (``options.trim_corners``), so the
-warped lips end on the camera's mouth corners.
+warped lips end on the camera's mouth corners. Per tracked face the upper lip's outer points
+follow the camera picture's skin-to-lip edge from frame to frame (``options.lip_follow``),
+which the 68-point landmarker moves too little as the mouth opens.
 """
 
 from __future__ import annotations
@@ -173,6 +175,16 @@ class ClassicOptions:
     # (docs/lite-swap.md: the mouth; d13 with Biden's portrait: the mesh's mouth corners
     # 0.053 -> 0.048 eye distances from the camera's)
     trim_corners: bool = True
+    # the upper lip follows the camera picture: the 68-point landmarker moves the upper lip
+    # (points 49-53) less than the face does as the mouth opens (s32: the bench's mesh
+    # mouth opening 0.70 from the landmarks). Each frame the skin-to-lip colour edge (Lab
+    # a*) above each of those points is found on the camera frame and the point is moved by
+    # its height over the point minus that height's running mean per track (which moves
+    # this share of the way to each frame's: the landmarker's mean lip shape stays, the
+    # edge gives the motion; 0 = off), at most ``lip_most`` eye distances. An untracked
+    # face (a still) is left as it is. docs/lite-swap.md: the mouth.
+    lip_follow: float = 0.02
+    lip_most: float = 0.04
     # the forehead fill (skin gate only): where the camera's forehead is bare (its median
     # lightness at most ``fringe_bare[0]`` levels of 8-bit Lab below its skin's around
     # the forehead fills nothing, ``fringe_bare[1]`` and up all; d6 -11 to -16, the
@@ -352,12 +364,17 @@ class ClassicSwapper(CpuPart):
         return list(faces)
 
     def _smoothed(
-        self, track_id: int, raw: npt.NDArray[np.float32], name: str = "colour"
+        self,
+        track_id: int,
+        raw: npt.NDArray[np.float32],
+        name: str = "colour",
+        rate: float | None = None,
     ) -> npt.NDArray[np.float32]:
         """``raw`` statistics (of kind ``name``) of this frame, smoothed over the track's
-        earlier frames. A measurement equal to the last one (a repeated frame) leaves them
-        as they are."""
-        k = self.options.smoothing
+        earlier frames (moving ``rate`` of the way to each new frame's; default
+        ``options.smoothing``). A measurement equal to the last one (a repeated frame)
+        leaves them as they are."""
+        k = self.options.smoothing if rate is None else rate
         if track_id < 0 or k >= 1:
             return raw
         named = self._tracks.setdefault(track_id, {})
@@ -372,6 +389,9 @@ class ClassicSwapper(CpuPart):
 
     def _swap_one(self, frame: Frame, work: FaceWork, source: SourceModel) -> None:
         target_lm = mesh.check_landmarks(work.face.landmarks, "target landmarks")
+        track = work.face.track_id
+        if self.options.lip_follow > 0 and track >= 0:
+            target_lm = self._follow_upper_lip(frame, target_lm, track)
         ext_frame = self._target_mesh(target_lm, source)
         roi = _roi_around(ext_frame, frame.shape)
         if roi is None:
@@ -381,7 +401,6 @@ class ClassicSwapper(CpuPart):
         origin = np.array([x0, y0], np.float32)
         lm_roi = target_lm - origin
         ext = ext_frame - origin
-        track = work.face.track_id
         _, _, size = mesh.face_frame(target_lm)
         scale = self.work_scale(size, source)
         if scale < 1.0:  # work on the ROI shrunk to the source's detail, then scale back
@@ -401,6 +420,21 @@ class ClassicSwapper(CpuPart):
         work.crop = target
         work.output = colored
         work.mask = alpha
+
+    def _follow_upper_lip(self, frame: Frame, lm: Points, track: int) -> Points:
+        """``lm`` with its upper lip's outer points (49-53) moved along the face's up
+        direction by the camera's skin-to-lip edge height over them minus that height's
+        running mean on this track (``options.lip_follow``, ``options.lip_most``)."""
+        found = _upper_lip_edges(frame, lm)
+        if found is None:
+            return lm
+        heights, up, eye = found
+        mean = self._smoothed(track, heights, "lip", self.options.lip_follow)
+        most = self.options.lip_most
+        moved = lm.copy()
+        shift = np.clip(heights - mean, -most, most) * np.float32(eye)
+        moved[_UPPER_LIP] += shift[:, None] * up[None, :]
+        return moved
 
     def _restore_detail(
         self,
@@ -913,6 +947,56 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
         mouth.astype(np.uint8) * 255, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)
     )
     return np.asarray(cv2.dilate(opened, np.ones((3, 3), np.uint8)), np.uint8)
+
+
+# the upper lip's outer points (68-point indices) that follow the camera's skin-to-lip edge;
+# the edge is looked for from ``_LIP_SPAN[0]`` eye distances above each point to
+# ``_LIP_SPAN[1]`` below it, in ``_LIP_SAMPLES`` samples; with less redness (8-bit Lab a*)
+# between the skin above and the lip than ``_LIP_CONTRAST`` it is not measured
+_UPPER_LIP = np.arange(49, 54)
+_LIP_SPAN = (0.12, 0.06)
+_LIP_SAMPLES = 48
+_LIP_CONTRAST = 4.0
+
+
+def _upper_lip_edges(
+    frame: Frame, lm: Points
+) -> tuple[npt.NDArray[np.float32], Points, float] | None:
+    """The camera's skin-to-lip edge over each upper-lip point (``_UPPER_LIP``): its
+    height above the point in eye distances, with the face's up direction (unit, chin to
+    nose bridge) and the eye distance in pixels; None where a profile shows no edge (its
+    top already as red as the lip, or too little redness between them)."""
+    eye = float(np.linalg.norm(lm[45] - lm[36]))
+    up = lm[27] - lm[8]
+    norm = float(np.linalg.norm(up))
+    if eye < 1.0 or norm < 1.0:
+        return None
+    up = (up / norm).astype(np.float32)
+    t = np.linspace(0.0, 1.0, _LIP_SAMPLES, dtype=np.float32)
+    top = lm[_UPPER_LIP] + up * np.float32(_LIP_SPAN[0] * eye)
+    step = -up * np.float32((_LIP_SPAN[0] + _LIP_SPAN[1]) * eye)
+    pts = top[:, None, :] + t[None, :, None] * step[None, None, :]
+    samples = cv2.remap(
+        frame, pts[..., 0], pts[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+    red = cv2.cvtColor(np.asarray(samples, np.uint8), cv2.COLOR_BGR2LAB)[..., 1]
+    red = np.asarray(cv2.GaussianBlur(red.astype(np.float32), (5, 1), 1.0), np.float32)
+    quarter = _LIP_SAMPLES // 4
+    skin = red[:, :quarter].mean(axis=1)
+    lip = red[:, -quarter:].max(axis=1)
+    if np.any(lip - skin < _LIP_CONTRAST):
+        return None
+    threshold = (skin + lip) / 2
+    above = red > threshold[:, None]
+    first = above.argmax(axis=1)
+    if np.any(first == 0):
+        return None
+    rows = np.arange(len(first))
+    before, after = red[rows, first - 1], red[rows, first]
+    frac = (threshold - before) / np.maximum(after - before, 1e-6)
+    where = (first - 1 + frac) / (_LIP_SAMPLES - 1)
+    heights = _LIP_SPAN[0] - where * (_LIP_SPAN[0] + _LIP_SPAN[1])
+    return np.asarray(heights, np.float32), up, eye
 
 
 def _inner_box(lm_roi: Points, shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
