@@ -648,28 +648,39 @@ def test_a_big_face_on_a_crisp_camera_gets_back_the_detail_the_scaling_took(
 
 def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, obama) -> None:
     """liveportrait_d13 wears thin metal glasses (frame 30): swapped with the Obama
-    portrait, their frames' pixels (thin lines around the eyes, found here on the camera
-    frame alone) stay the camera's; without keeping them the swap paints skin over them.
-    The swapped face's fine detail there follows (the bench's d13 sharpness 0.24)."""
+    portrait, their frames (thin lines around the eyes, found here on the camera frame
+    alone) come through as the camera's crisp lines, on the swapped face's tone; without
+    keeping them the swap paints skin over them. The inner face's fine detail (the live
+    bench's sharpness) follows: 0.21 of the camera's without, 0.80 with (the frames are
+    most of the camera face's fine detail). Carried as the camera's finest detail only,
+    the glasses cost the recogniser little of the photo (margin +0.25 -> +0.21); the
+    camera's pixels pasted there brought its skin along and the output read as the
+    camera's face (-0.01)."""
     src, sf = obama
     frame = _clip_frame(testdata, "liveportrait_d13.mp4", 30)
-    face = analyzer.analyze(frame)[0]
+    face = analyzer.analyze(frame, with_embedding=True)[0]
     lm = face.landmarks
-    assert lm is not None
+    assert lm is not None and face.embedding is not None and sf.embedding is not None
     _, _, size = mesh.face_frame(lm)
-    # the rims under the eyes (a band below each eye) and the bridge: the camera's strong
-    # thin lines there (black-hat or top-hat of the lightness)
-    lightness = blend.to_lab(frame)[..., 0]
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (15, 15))
-    lines = np.maximum(
-        cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, kernel),
-        cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, kernel),
-    )
+
+    def lines(image: Frame) -> np.ndarray:
+        """The strong thin lines (black-hat or top-hat of the lightness)."""
+        lightness = blend.to_lab(image)[..., 0]
+        return np.asarray(
+            np.maximum(
+                cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, kernel),
+                cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, kernel),
+            )
+        )
+
+    # the rims under the eyes (a band below each eye) and the bridge
+    camera = lines(frame)
     bands = [
         np.vstack([eye[[0, 3]] + [[0, 0.1 * size]], eye[[3, 0]] + [[0, 0.3 * size]]])
         for eye in (lm[36:42], lm[42:48])
     ]
-    rims = (blend.polygon_mask(frame.shape[:2], bands, convex=True) > 0) & (lines > 30)
+    rims = (blend.polygon_mask(frame.shape[:2], bands, convex=True) > 0) & (camera > 30)
     bridge = (
         blend.polygon_mask(
             frame.shape[:2],
@@ -677,17 +688,32 @@ def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, 
             convex=True,
         )
         > 0
-    ) & (lines > 30)
+    ) & (camera > 30)
     assert rims.sum() > 100 and bridge.sum() > 20, (rims.sum(), bridge.sum())
-    kept = {}
+    box = _inner_face(frame.shape, lm)
+    kept, sharp, margin, outs = {}, {}, {}, {}
     for keep in (False, True):
         swapper = ClassicSwapper(ClassicSettings(keep_glasses=keep))
         model = swapper.prepare_landmarks(src, sf.landmarks)
-        out = swap(swapper, frame, [lm], model)
-        same = np.abs(out.astype(int) - frame.astype(int)).max(axis=2) <= 12
-        kept[keep] = (float(same[rims].mean()), float(same[bridge].mean()))
-    assert kept[True][0] > 0.6 and kept[True][1] > 0.9, kept
+        out = outs[keep] = swap(swapper, frame, [lm], model)
+        share = lines(out) / np.maximum(camera, 1.0)
+        kept[keep] = (float(np.median(share[rims])), float(np.median(share[bridge])))
+        sharp[keep] = _fine_energy(out, box) / _fine_energy(frame, box)
+        found = _face_at(analyzer, out, face).embedding
+        assert found is not None
+        margin[keep] = float(found @ sf.embedding - found @ face.embedding)
+    assert kept[True][0] > 0.55 and kept[True][1] > 0.55, kept
     assert kept[False][0] < 0.3 and kept[False][1] < 0.3, kept
+    assert sharp[False] < 0.3 and sharp[True] > 0.7, sharp
+    assert margin[True] > margin[False] - 0.05, margin
+    # the tone under the frames is the swapped face's (their neighbourhood, low-passed)
+    near = cv2.dilate((rims | bridge).astype(np.uint8), np.ones((7, 7), np.uint8)) > 0
+    low = [
+        cv2.GaussianBlur(cv2.cvtColor(outs[k], cv2.COLOR_BGR2GRAY).astype(np.float32), (0, 0), 4)
+        for k in (False, True)
+    ]
+    tone = float(np.abs(low[1] - low[0])[near].mean())
+    assert tone < 2.0, tone
 
 
 @pytest.mark.parametrize(
