@@ -126,7 +126,7 @@ def color_transfer_lab(
     region: npt.NDArray[np.bool_],
     mode: ColorMode,
     face_size: float,
-    local_strength: float = 1.0,
+    local_strength: float | FloatImage = 1.0,
     stats: npt.NDArray[np.float32] | None = None,
 ) -> FloatImage:
     """Colour-match the warped source face ``src`` to the target ``ref`` (Lab, same ROI).
@@ -134,7 +134,9 @@ def color_transfer_lab(
     ``lab``: per-channel mean/std transfer in Lab, then local illumination matching: the
     low-frequency difference (masked Gaussian, sigma about 1/7 of the face size) between
     target and source is added, so the target's shading (three-quarter light) carries over
-    while the source's detail stays. ``rct``: Reinhard mean/std transfer in Lab only.
+    while the source's detail stays (``local_strength`` of it: one share, one per pixel,
+    shape (H, W), or one per pixel and channel, (H, W, 3)). ``rct``: Reinhard mean/std
+    transfer in Lab only.
     ``none``: returns ``src`` unchanged. ``stats``: the mean/std statistics to use
     (``transfer_stats`` over ``region``, e.g. smoothed over frames); None measures them.
     """
@@ -143,12 +145,16 @@ def color_transfer_lab(
     if stats is None:
         stats = transfer_stats(src, region, ref, region)
     out = apply_mean_std(src, stats)
-    if mode == "lab" and local_strength > 0:
+    if mode == "lab" and np.any(np.asarray(local_strength) > 0):
         m = region.astype(np.float32)
         sigma = max(2.0, face_size / 7.0)
         low_ref, low_out = masked_lowpasses([ref, out], m, sigma)
         diff = low_ref - low_out
-        out += local_strength * diff
+        if isinstance(local_strength, np.ndarray):
+            diff *= local_strength if local_strength.ndim == 3 else local_strength[..., None]
+        else:
+            diff *= local_strength
+        out += diff
     return out
 
 

@@ -159,6 +159,21 @@ class ClassicOptions:
     # camera's keeps some of its own tone at the edge (matched in full, the stills bench's
     # codait onto Obama read as Obama: retrieval 97.1 -> 94.1 %)
     seam_cap: float = 15.0
+    # a turned head (``_turn``: none below ``turned[0]``, fully from ``turned[1]``; s32 turns
+    # 0.21-0.29, s29 up to 0.15, d6 and d13 at most 0.10): the photo's narrower frontal jaw
+    # ends inside the camera's near cheek, so the camera's skin runs on past the mask's edge
+    # there, where the photo's own shading (a lit cheekbone over the camera's blush) made a
+    # tone step. Its local light matching (``local_light``) is raised, on the lightness only
+    # (the colour channels took a blue cap brim's tint), to ``turned_light`` at the hull's
+    # edge, fading (smoothstep) to ``local_light`` ``turned_light_depth`` face sizes inside,
+    # and the seam's match reaches ``turned_seam_match`` face sizes in (s32's seam 1.76 /
+    # 1.94 -> 1.36 / 1.38). Not on a frontal face: there the same raised d6's seam (1.34 ->
+    # 1.59); from a turn of 0.10 s29's retrieval at 12 % of 720p fell 0.97 -> 0.93
+    # (docs/lite-swap.md: a turned head's near cheek).
+    turned: tuple[float, float] = (0.15, 0.20)
+    turned_light: float = 1.0
+    turned_light_depth: float = 0.8
+    turned_seam_match: float = 0.5
     # a turned head: on its far side the camera's jaw line (landmarks 0-16) is the head's
     # silhouette, so there the mesh's jaw stays the camera's (not moved toward the source's
     # wider frontal jaw) and the mask ends just beyond it (fading from 1 at ``far_soft[1]``
@@ -540,6 +555,8 @@ class ClassicSwapper(CpuPart):
             else np.concatenate([stats.ravel(), skin_model.ravel()])
         )
         smooth = self._smoothed(track, raw)
+        dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
+        turned = _turn(lm_roi, opts.turned)[0] if opts.turned[1] > 0 else 0.0
         if self.config.color != "none":
             warped_lab = blend.color_transfer_lab(
                 warped_lab,
@@ -547,10 +564,9 @@ class ClassicSwapper(CpuPart):
                 region,
                 self.config.color,
                 size,
-                opts.local_light,
+                self._local_light(dist, size, turned),
                 stats=smooth[:12].reshape(4, 3),
             )
-        dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
         if opts.camera_look > 0 or opts.camera_detail > 0:  # after the colour transfer:
             # its contrast scales detail
             look_inner = None
@@ -580,7 +596,10 @@ class ClassicSwapper(CpuPart):
         if opts.seam_match > 0:
             # the camera's side gated: its hair or background with a middling skin
             # likelihood pulled the edge grey (s32's near cheek)
-            warped_lab = self._match_seam(warped_lab, target_lab, dist, src_skin * cam_skin, size)
+            depth = opts.seam_match + turned * max(0.0, opts.turned_seam_match - opts.seam_match)
+            warped_lab = self._match_seam(
+                warped_lab, target_lab, dist, src_skin * cam_skin, size, depth
+            )
         colored = blend.from_lab(warped_lab)
         alpha = blend.feather_mask(hull, opts.feather * size, keep_out, dist=dist)
         if opts.skin_gate:
@@ -595,6 +614,24 @@ class ClassicSwapper(CpuPart):
                 alpha *= cut
         return colored, np.clip(alpha, 0.0, 1.0, out=alpha)
 
+    def _local_light(
+        self, dist: blend.FloatImage, size: float, turned: float
+    ) -> float | blend.FloatImage:
+        """The local light matching's strength: ``options.local_light``, or on a head
+        turned ``turned`` (0..1, ``_turn``) per pixel and channel (H, W, 3): the lightness's
+        raised towards ``options.turned_light`` at the hull's edge (``dist``: each pixel's
+        distance from it), fading to ``local_light`` ``options.turned_light_depth`` face
+        sizes inside; the colour channels' left at ``local_light`` (a blue cap brim or a
+        teal shirt at the edge would tint the face)."""
+        opts = self.options
+        raise_by = turned * (opts.turned_light - opts.local_light)
+        if raise_by <= 0:
+            return opts.local_light
+        t = np.clip(dist * (1.0 / max(opts.turned_light_depth * size, 1e-3)), 0.0, 1.0)
+        light = np.full((*dist.shape, 3), opts.local_light, np.float32)
+        light[..., 0] += raise_by * (1.0 - t * t * (3.0 - 2.0 * t))
+        return light
+
     def _match_seam(
         self,
         lab: blend.FloatImage,
@@ -602,13 +639,15 @@ class ClassicSwapper(CpuPart):
         dist: blend.FloatImage,
         skin: blend.FloatImage,
         size: float,
+        depth: float,
     ) -> blend.FloatImage:
         """``lab`` (the swapped face) with its low-frequency lightness made the camera's at
         the mask's edge: the difference camera minus face, measured on the feather ring
         (the outer ``options.feather`` of the hull; ``dist``: each pixel's distance from the
         hull's edge) weighted by ``skin`` (both faces' skin: no hair, no background),
         low-passed (``options.seam_sigma``) and added in full at the hull's edge, fading
-        (smoothstep) to nothing ``options.seam_match`` face sizes inside, at most
+        (smoothstep) to nothing ``depth`` face sizes inside (``options.seam_match``, more
+        on a turned head), at most
         ``options.seam_cap``: a narrow-band membrane, as a Poisson blend's, that leaves the
         inner face alone. The correction is made on a grid of half the low pass's sigma and
         scaled up. Changed in place (this frame's own array)."""
@@ -625,8 +664,8 @@ class ClassicSwapper(CpuPart):
         den = cv2.GaussianBlur(
             cv2.resize(weight, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma
         )
-        depth = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
-        t = np.clip(depth * (1.0 / max(opts.seam_match * size, 1e-3)), 0.0, 1.0)
+        inside = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
+        t = np.clip(inside * (1.0 / max(depth * size, 1e-3)), 0.0, 1.0)
         fix = (1.0 - t * t * (3.0 - 2.0 * t)) * num / np.maximum(den, 1e-4)
         np.clip(fix, -opts.seam_cap, opts.seam_cap, out=fix)
         lab[..., 0] += cv2.resize(fix, (w, h), interpolation=cv2.INTER_LINEAR)

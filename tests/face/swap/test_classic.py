@@ -957,7 +957,9 @@ def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(
     changes the picture only within a few pixels of its jaw line, 0.03 eye distances (before:
     the source's wider frontal jaw and the mask's feather pasted a blurred rim of skin over
     the background, 0.075 eye distances out), and the output is as much Obama to the
-    recogniser (margin 0.258 before, 0.253 after)."""
+    recogniser (margin 0.258 before, 0.253 after; the near cheek's light matching,
+    ``ClassicOptions.turned``, off in both: it costs this frame margin of its own, test
+    below)."""
     src, sf = obama
     frame = _clip_frame(testdata, "liveportrait_s32.mp4", 40)
     face = analyzer.analyze(frame, with_embedding=True)[0]
@@ -966,7 +968,7 @@ def test_a_turned_heads_far_cheek_ends_on_the_cameras_jaw_line(
     assert sf.embedding is not None and face.embedding is not None
     beyond, margin = {}, {}
     for name, turn in (("off", (0.15, 0.0)), ("on", ClassicOptions().far_turn)):
-        swapper = ClassicSwapper(options=ClassicOptions(far_turn=turn))
+        swapper = ClassicSwapper(options=ClassicOptions(far_turn=turn, turned=(0.0, 0.0)))
         out = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
         beyond[name] = _beyond_contour(frame, out, lm)
         found = analyzer.analyze(out, with_embedding=True)[0].embedding
@@ -1035,6 +1037,42 @@ def test_a_camera_with_its_own_fringe_keeps_the_plain_forehead_fill(testdata, an
     for opts in (ClassicOptions(), ClassicOptions(fringe_cover=(2.0, 3.0))):  # 2nd: never
         swapper = ClassicSwapper(options=opts)
         outs.append(swap(swapper, cam, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
+    assert np.array_equal(outs[0], outs[1])
+
+
+def test_a_turned_heads_near_cheek_meets_the_cameras_skin_without_a_tone_step(
+    testdata: Path, analyzer: FaceAnalyzer, obama: tuple[np.ndarray, Face]
+) -> None:
+    """liveportrait_s32 (frame 10, the head turned: the photo's narrower frontal jaw ends
+    inside the camera's near cheek, where the photo's lit cheekbone met the camera's blush)
+    swapped with the Obama portrait: the seam figure (``seam_steps``, the output's step over
+    the camera's) is far lower with the turned head's light matching raised towards the
+    mask's edge (``ClassicOptions.turned``: 2.08 -> 0.85, margin 0.162 -> 0.161), and it stays
+    Obama to the recogniser; on a frontal face (liveportrait_s29, frame 45) nothing changes."""
+    src, sf = obama
+    assert sf.landmarks is not None and sf.embedding is not None
+    frame = _clip_frame(testdata, "liveportrait_s32.mp4", 10)
+    face = analyzer.analyze(frame, with_embedding=True)[0]
+    assert face.landmarks is not None and face.embedding is not None
+    seam, margin = {}, {}
+    for name, turned in (("off", (0.0, 0.0)), ("on", ClassicOptions().turned)):
+        swapper = ClassicSwapper(options=ClassicOptions(turned=turned))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        out = swap(swapper, frame, [face.landmarks], model)
+        camera_step, out_step = seam_steps(frame, out, face.bbox)
+        seam[name] = out_step / camera_step
+        found = analyzer.analyze(out, with_embedding=True)[0].embedding
+        assert found is not None
+        margin[name] = float(found @ sf.embedding - found @ face.embedding)
+    assert seam["off"] > 1.7 and seam["on"] < 1.2, seam
+    assert margin["on"] > 0.1 and margin["on"] >= margin["off"] - 0.02, margin
+    frontal = _clip_frame(testdata, "liveportrait_s29.mp4", 45)
+    lm = analyzer.analyze(frontal)[0].landmarks
+    assert lm is not None
+    outs = []
+    for turned in ((0.0, 0.0), ClassicOptions().turned):
+        swapper = ClassicSwapper(options=ClassicOptions(turned=turned))
+        outs.append(swap(swapper, frontal, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
     assert np.array_equal(outs[0], outs[1])
 
 
