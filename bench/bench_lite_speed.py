@@ -1,16 +1,18 @@
 """The lite swap's CPU cost per frame, and whether two checkouts give the same output.
 
     python bench/bench_lite_speed.py [--against /path/to/checkout] [--rounds 3]
-        [--scenes synth1,synth4,d6web,s32own] [--frames 60]
+        [--scenes synth1,synth4,d6web,s32own] [--frames 60] [--size 1280x720]
 
 Each scene's frames go one packet at a time through a fresh ``build_swap_stage`` of the
 lite preset (OpenCV on one thread): ``synth1``/``synth4`` the synthetic face motion clip of
 ``livecam bench`` at 1280x720 (1 or 4 faces, the bench's own source photo), ``d6web``
 ``liveportrait_d6.mp4`` placed at 12 % of a 1280x720 frame and ``s32own``
 ``liveportrait_s32.mp4`` at its own 1280x720 (both with the Obama portrait of the test
-data). Per frame, the CPU time (``time.process_time``: the machine is shared, wall time is
-noise) of the stage's ``prepare`` (detect, track, landmarks: "track") and ``process``
-(swap and paste: "swap"), and a SHA-256 of every output frame.
+data); ``--size`` gives the synthetic scenes another frame size (1920x1080: what a 1080p
+camera costs per frame outside the face). Per frame, the CPU time (``time.process_time``:
+the machine is shared, wall time is noise) of the stage's ``prepare`` (detect, track,
+landmarks: "track") and ``process`` (swap and paste: "swap"), and a SHA-256 of every
+output frame.
 
 With ``--against``, this checkout and that one run alternately ``--rounds`` times each (a
 child process per run, ``PYTHONPATH`` set to the checkout), and the medians of the runs'
@@ -69,8 +71,10 @@ def clip(name: str, count: int) -> Iterator[np.ndarray]:
         cap.release()
 
 
-def scene(name: str, count: int, tmp: Path) -> tuple[list[np.ndarray], Path]:
-    """The frames of a scene and its source photo."""
+def scene(
+    name: str, count: int, tmp: Path, size: tuple[int, int] = SIZE
+) -> tuple[list[np.ndarray], Path]:
+    """The frames of a scene and its source photo (``size``: the synthetic scenes')."""
     from livecam.config.schema import SourceConfig
     from livecam.sources.synthetic.multi_face import portrait_grid
     from livecam.sources.synthetic.pattern import SyntheticSource
@@ -83,10 +87,10 @@ def scene(name: str, count: int, tmp: Path) -> tuple[list[np.ndarray], Path]:
             motion = target
             if faces > 1:
                 motion = tmp / f"faces{faces}.png"
-                cv2.imwrite(str(motion), portrait_grid([target, face], faces, SIZE))
+                cv2.imwrite(str(motion), portrait_grid([target, face], faces, size))
             photo = tmp / f"source{face.suffix}"
             photo.write_bytes(face.read_bytes())
-            cfg = SourceConfig(spec="synthetic", face_motion=str(motion), size=SIZE, fps=60.0)
+            cfg = SourceConfig(spec="synthetic", face_motion=str(motion), size=size, fps=60.0)
             source = SyntheticSource(cfg)
             source.open()
             try:
@@ -109,14 +113,14 @@ def scene(name: str, count: int, tmp: Path) -> tuple[list[np.ndarray], Path]:
     raise SystemExit(f"unknown scene {name!r}: one of {', '.join(SCENES)}")
 
 
-def run_scene(name: str, count: int) -> dict[str, Any]:
+def run_scene(name: str, count: int, size: tuple[int, int] = SIZE) -> dict[str, Any]:
     from livecam.config.schema import SwapConfig
     from livecam.face.source.photo import SourceFaceCache
     from livecam.face.swap_stage import build_swap_stage
     from livecam.types import FramePacket
 
     with tempfile.TemporaryDirectory() as tmp:
-        frames, photo = scene(name, count, Path(tmp))
+        frames, photo = scene(name, count, Path(tmp), size)
         stage = build_swap_stage(
             SwapConfig.of(face=str(photo), preset="lite", select="all"), SourceFaceCache(None)
         )
@@ -174,7 +178,9 @@ def _recording(swap: Any, calls: list[tuple[Any, Any, Any]]) -> Any:
     return call
 
 
-def per_face(against: Path, scenes: list[str], count: int, rounds: int) -> None:
+def per_face(
+    against: Path, scenes: list[str], count: int, rounds: int, size: tuple[int, int] = SIZE
+) -> None:
     import livecam.face.swap.classic  # this checkout's, imported first
     from livecam.config.schema import SwapConfig
     from livecam.face.source.photo import SourceFaceCache
@@ -187,7 +193,7 @@ def per_face(against: Path, scenes: list[str], count: int, rounds: int) -> None:
     print(f"classic swapper per face, CPU ms (median): {against} against {REPO}")
     for name in scenes:
         with tempfile.TemporaryDirectory() as tmp:
-            frames, photo = scene(name, count, Path(tmp))
+            frames, photo = scene(name, count, Path(tmp), size)
             stage = build_swap_stage(
                 SwapConfig.of(face=str(photo), preset="lite", select="all"), SourceFaceCache(None)
             )
@@ -226,16 +232,18 @@ def per_face(against: Path, scenes: list[str], count: int, rounds: int) -> None:
         )
 
 
-def child(scenes: list[str], count: int) -> None:
+def child(scenes: list[str], count: int, size: tuple[int, int]) -> None:
     cv2.setNumThreads(1)
-    out = {name: run_scene(name, count) for name in scenes}
+    out = {name: run_scene(name, count, size) for name in scenes}
     print(json.dumps(out))
 
 
-def run_child(checkout: Path, scenes: list[str], count: int) -> dict[str, Any]:
+def run_child(
+    checkout: Path, scenes: list[str], count: int, size: tuple[int, int]
+) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--frames", str(count)]
-    cmd += ["--scenes", ",".join(scenes)]
+    cmd += ["--scenes", ",".join(scenes), "--size", f"{size[0]}x{size[1]}"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"{checkout}: {done.stderr.strip().splitlines()[-1:]}")
@@ -249,23 +257,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--scenes", default=",".join(SCENES))
     p.add_argument("--frames", type=int, default=60)
+    p.add_argument("--size", default="1280x720", help="the synthetic scenes' frame, WxH")
     p.add_argument("--per-face", action="store_true", help="the classic swapper alone")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     scenes = [s for s in args.scenes.split(",") if s]
+    try:
+        w, h = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        sys.exit(f"--size {args.size!r}: give width x height, e.g. 1920x1080")
+    size = (w, h)
     if args.per_face:
         if args.against is None:
             sys.exit("--per-face compares two checkouts: give --against")
-        per_face(args.against.resolve(), scenes, args.frames, args.rounds)
+        per_face(args.against.resolve(), scenes, args.frames, args.rounds, size)
         return 0
     if args.child:
-        child(scenes, args.frames)
+        child(scenes, args.frames, size)
         return 0
     checkouts = [REPO] if args.against is None else [args.against.resolve(), REPO]
     runs: dict[Path, list[dict[str, Any]]] = {c: [] for c in checkouts}
     for r in range(args.rounds):
         for c in checkouts:
-            runs[c].append(run_child(c, scenes, args.frames))
+            runs[c].append(run_child(c, scenes, args.frames, size))
             line = " ".join(
                 f"{s} {runs[c][-1][s]['track_ms']:.2f}/{runs[c][-1][s]['swap_ms']:.2f}"
                 for s in scenes

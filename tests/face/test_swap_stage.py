@@ -310,6 +310,19 @@ def test_built_and_warmed_on_one_thread_used_on_another(build_swap_stage) -> Non
     assert [len(p.faces) for p in packets] == [1, 1, 1]
 
 
+def _d13(testdata: Path, n: int) -> list[np.ndarray]:
+    """The first ``n`` frames of liveportrait_d13 (a talking head turning), halved to
+    360x640."""
+    cap = cv2.VideoCapture(str(testdata / "video" / "liveportrait_d13.mp4"))
+    frames = []
+    for _ in range(n):
+        ok, frame = cap.read()
+        assert ok
+        frames.append(np.ascontiguousarray(cv2.resize(frame, (360, 640)), np.uint8))
+    cap.release()
+    return frames
+
+
 def test_a_repeated_camera_frame_gives_the_same_output(
     testdata: Path, build_swap_stage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,13 +331,7 @@ def test_a_repeated_camera_frame_gives_the_same_output(
     repeat's output is exactly the output of the frame it repeats, and no face is pasted
     anew for it, so nothing on screen moves where the camera's picture did not (whatever
     a part smooths over time)."""
-    cap = cv2.VideoCapture(str(testdata / "video" / "liveportrait_d13.mp4"))
-    frames = []
-    for _ in range(9):
-        ok, frame = cap.read()
-        assert ok
-        frames.append(np.ascontiguousarray(cv2.resize(frame, (360, 640)), np.uint8))
-    cap.release()
+    frames = _d13(testdata, 9)
     stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="lite"))
     stage.warmup(360, 640)
     pasted: list[int] = []  # face records the real blender pastes, per call
@@ -351,4 +358,30 @@ def test_a_repeated_camera_frame_gives_the_same_output(
     assert not np.array_equal(pair[0].frame, again.frame)  # a new frame, swapped anew
     np.testing.assert_array_equal(pair[1].frame, pair[0].frame)
     assert pair[1].faces_swapped == 1
+    stage.close()
+
+
+def test_a_swapped_frame_costs_one_full_frame_copy(testdata: Path, build_swap_stage) -> None:
+    """Frames 0-2 of liveportrait_d13 (halved to 360x640) through the lite stage, then
+    frame 2 again: each camera frame comes back untouched and its output is a new array
+    (the blender's copy, the only full-frame copy); what the stage keeps for exact repeats
+    is those very arrays, not two more copies (1.5 ms a 1080p frame), the tracker's
+    snapshot for held repeats looks into the camera frame (no copy), and the repeat still
+    gets the last output's pixels."""
+    frames = _d13(testdata, 3)
+    stage = build_swap_stage(SwapConfig(face=str(ASSETS / "grace_hopper.jpg"), preset="lite"))
+    stage.warmup(360, 640)
+    last = stage.repeats.last
+    for packet, camera in zip(_packets([f.copy() for f in frames]), frames, strict=True):
+        given = packet.frame
+        stage.process([packet])
+        assert packet.faces_swapped == 1 and not np.shares_memory(packet.frame, given)
+        np.testing.assert_array_equal(given, camera)  # the camera frame is not pasted on
+        assert last._input is given and last._output is packet.frame
+        snapshot = stage._tracker._held._snapshot
+        assert snapshot is not None and np.shares_memory(snapshot.thumb, given)
+    again = FramePacket(frames[2].copy(), seq=3, t_capture_ns=round(3e9 / 30))
+    stage.process([again])
+    assert again.faces_swapped == 1 and again.frame is not packet.frame  # a copy of it
+    np.testing.assert_array_equal(again.frame, packet.frame)
     stage.close()

@@ -225,6 +225,7 @@ def detail_gain(
     share: float = 1.0,
     where: FloatImage | None = None,
     most: float = 1.0,
+    ref_energy: float | None = None,
 ) -> float:
     """The gain (0..``most``) on ``src``'s finest band (``src`` minus its Gaussian blur of sigma
     ``DETAIL_SIGMA``) that gives blur + gain x band ``share`` times ``ref``'s fine-detail
@@ -235,12 +236,16 @@ def detail_gain(
     damped: the middle frequencies (the shape of the features, wrinkles) stay. The fine
     detail is linear in the gain, so its energy is a quadratic in it. ``where`` (0..1,
     same size): how much of the damping each pixel takes (the rest keeps its band).
-    ``most`` above 1 lets a softer ``src`` have its band raised (at most that gain)."""
+    ``most`` above 1 lets a softer ``src`` have its band raised (at most that gain).
+    ``ref_energy``: ``detail_energy(ref, region)`` when the caller has it already (the same
+    number without its blur)."""
     sub = _region_box(region)
     if sub is None:
         return 1.0
     inside = region[sub]
-    target = share * float(np.mean(np.square(fine_detail(_crop(ref, sub))[inside])))
+    if ref_energy is None:
+        ref_energy = float(np.mean(np.square(fine_detail(_crop(ref, sub))[inside])))
+    target = share * ref_energy
     s = _crop(src, sub)
     low = np.asarray(cv2.GaussianBlur(s, (0, 0), DETAIL_SIGMA), np.float32)
     band = np.asarray(s - low, np.float32)

@@ -775,7 +775,7 @@ class ClassicSwapper(CpuPart):
         k = ratio + (k - ratio) * float(
             blend.smoothstep(np.array([ratio], np.float32), *opts.detail_knee)[0]
         )
-        gain = blend.detail_gain(face, camera, inner, k, depth)
+        gain = blend.detail_gain(face, camera, inner, k, depth, ref_energy=ref)
         cut = 1.0 - gain
         if gain <= 0.0:  # the band alone is not enough: a Gaussian blur of sigma >= 1
             cut = max(1.0, blend.blur_to_match(face, camera, inner, k))

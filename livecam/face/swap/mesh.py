@@ -256,9 +256,10 @@ def piecewise_affine_maps(
     small = (dst_pts - off) / step
     # Fill each triangle slightly grown so the grid samples at triangle edges get a label.
     polys = np.round(small[tris] * 16).astype(np.int32)  # (T, 3, 2), 4 fractional bits
-    for i, poly in enumerate(polys):
-        cv2.fillConvexPoly(labels, poly, i + 1, cv2.LINE_8, shift=4)
-        cv2.polylines(labels, [poly], True, i + 1, 1, cv2.LINE_8, shift=4)
+    fill, lines, line8 = cv2.fillConvexPoly, cv2.polylines, cv2.LINE_8  # ~150 calls each
+    for label, poly in enumerate(list(polys), 1):
+        fill(labels, poly, label, line8, 4)  # shift=4, positional: 0.32 -> 0.24 ms a face
+        lines(labels, (poly,), True, label, 1, line8, 4)
     c = [column[labels] for column in table.T]  # each coefficient per grid sample (sh, sw)
     xs = (np.arange(sw, dtype=np.float32) * step + off)[None, :]
     ys = (np.arange(sh, dtype=np.float32) * step + off)[:, None]
