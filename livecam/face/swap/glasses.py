@@ -3,10 +3,14 @@ the classic swap keeps their frames over the swapped face.
 
 A frame is a thin line (a black-hat or top-hat of the lightness, a structuring element of
 about 5 % of the eye-to-chin distance) that stands far above the face's own fine detail
-(the cheeks' median). The face wears glasses when such a line runs across its nose bridge
-(between the inner eye corners, from the brows down to the bridge): a bare nose bridge has
-none. The frames are then those lines around the eyes, brows and eye openings left out (the
-camera's brows and eyes are not glasses; the eyes are the camera's in the default eye mode).
+(the cheeks' median). The face wears glasses when one such line runs across its nose bridge
+(between the inner eye corners, from the brows down to the bridge), unbroken: a bare nose
+bridge has none (its lines are pieces: the nose's shaded side, the ends of eyeliner and
+lids, which together may span a row of it but leave gaps). Faces smaller than
+``_MIN_SIZE`` px eye to chin are not looked at: their frames would be a pixel, and a
+blurred face's shadows read as lines. The frames are then those lines around the eyes,
+brows and eye openings left out (the camera's brows and eyes are not glasses; the eyes are
+the camera's in the default eye mode).
 
 The source photo's own glasses (``photo_glasses``, with ``swap.classic.drop_photo_glasses``)
 are found once when it is prepared, with a wider element (thick plastic rims) and colour
@@ -29,6 +33,7 @@ _LINE = 0.05  # the structuring element's size, share of the eye-to-chin distanc
 _ABOVE_SKIN = 6.0  # a frame's line is this many times the cheeks' median thin-line value
 _FLOOR = 10.0  # and at least this (Lab lightness, 8-bit scaling)
 _LENGTH = 0.12  # a frame's piece spans at least this share of the eye-to-chin distance
+_MIN_SIZE = 48.0  # smaller faces (eye-to-chin, px) are not looked at
 
 
 def thin_lines(lightness: FloatImage, size: float) -> FloatImage:
@@ -52,12 +57,15 @@ def _box(points: Points, pad: float, shape: tuple[int, int]) -> tuple[int, int, 
 def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage]:
     """(bridge, frames) of the camera face with 68 landmarks ``lm`` in ``lightness`` (its
     Lab L, any ROI holding the face): ``bridge`` is the share of the nose bridge's width
-    that one thin line crosses (near 1 with glasses, under 0.4 on the bare test faces);
+    that one thin line crosses unbroken (near 1 with glasses, under 0.5 on the bare test
+    faces; 0 on a face under ``_MIN_SIZE``);
     ``frames`` (0..1, ``lightness``'s size) the thin lines around the eyes, brows and eye
     openings left out, softened by a pixel."""
     shape = lightness.shape[:2]
     frames = np.zeros(shape, np.float32)
     up, _, size = mesh.face_frame(lm)
+    if size < _MIN_SIZE:
+        return 0.0, frames
     # the zone glasses can cover: temple to temple, from under the brows to the nose's middle
     zone_pts = np.vstack(
         [
@@ -88,7 +96,7 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     by0 = int((lm[21, 1] + lm[22, 1]) / 2 - y0)
     by1 = int(lm[28, 1] - y0)
     bridge = tall[max(0, by0) : max(0, by1) + 1, max(0, bx0) : max(0, bx1) + 1]
-    cover = float(bridge.mean(axis=1).max()) if bridge.size else 0.0
+    cover = _longest_run(np.asarray(bridge, np.uint8)) / bridge.shape[1] if bridge.size else 0.0
     zone = blend.polygon_mask(sub_shape, [zone_pts - origin], convex=False)
     grow = max(1.0, 0.03 * size)
     brows = [
@@ -111,6 +119,13 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     keep = cv2.dilate(keep, np.ones((3, 3), np.uint8)).astype(np.float32)
     frames[y0:y1, x0:x1] = cv2.GaussianBlur(keep, (0, 0), 0.7)
     return cover, np.clip(frames * 1.5, 0.0, 1.0)
+
+
+def _longest_run(hit: npt.NDArray[np.uint8]) -> int:
+    """The longest run of consecutive non-zero pixels in any row of ``hit``."""
+    edges = np.diff(np.pad((hit > 0).astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    starts, ends = np.nonzero(edges == 1), np.nonzero(edges == -1)
+    return int((ends[1] - starts[1]).max()) if starts[1].size else 0
 
 
 # the source photo's own glasses (``photo_glasses``): a frame is a line in a structuring
