@@ -11,7 +11,8 @@ inside the face and, on a soft camera, its finest band damped to the camera pict
 detail (``options.camera_look``, ``options.camera_detail``: no crisp portrait pasted on a
 soft webcam picture); towards the mask's edge its lightness at
 low frequency is brought to the camera skin's it meets (``options.seam_match``: no tone step at
-the seam, the inner face untouched); by default the eyes are the camera's
+the seam, the inner face untouched), and its colour a little deeper (``options.edge_sigma``);
+by default the eyes are the camera's
 own (iris, gaze, lid edges) in the swapped skin's tone (``swap.classic.eyes``). Its own
 mask follows the mesh outline with a feather and is gated by skin outside the inner face
 (no source fringe, no paste over the target's hair), and leaves out the target's inner
@@ -174,6 +175,20 @@ class ClassicOptions:
     turned_light: float = 1.0
     turned_light_depth: float = 0.8
     turned_seam_match: float = 0.5
+    # the seam match above moves the lightness only, on the feather ring: a colour step
+    # stayed (along s29's jaw the face came out 2-3 levels bluer than the camera, b of Lab).
+    # So the face's colour (a and b of Lab) at low frequency (a masked Gaussian of
+    # ``edge_sigma`` face sizes over both faces' skin within 1.5 x ``edge_depth`` of the
+    # hull's edge) is moved towards the camera's, by at most ``edge_cap`` levels (d13's
+    # camera skin at the ring is 7 levels off the photo's: moved all the way, its seam rose
+    # 1.39 -> 1.52), in full at the edge, fading (smoothstep) to nothing ``edge_depth`` face
+    # sizes inside; in full on a face turned less than ``turned[0]``, fading out as the
+    # turned head's own matching fades in (on s32 both together moved the step into the
+    # near cheek). The lightness is left (any of it matched that deep cost s29 its
+    # recognition at 12 % of 720p: retrieval 0.97 -> 0.93). Docs/lite-swap.md: the seam.
+    edge_sigma: float = 0.07
+    edge_depth: float = 0.5
+    edge_cap: float = 3.0
     # a turned head: on its far side the camera's jaw line (landmarks 0-16) is the head's
     # silhouette, so there the mesh's jaw stays the camera's (not moved toward the source's
     # wider frontal jaw) and the mask ends just beyond it (fading from 1 at ``far_soft[1]``
@@ -593,6 +608,10 @@ class ClassicSwapper(CpuPart):
         if self.config.eyes == "own":
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size)
         cam_skin = blend.smoothstep(tgt_skin, 0.2, 0.6)  # the camera's skin, as the gate reads it
+        if opts.edge_sigma > 0 and turned < 1.0:
+            warped_lab = self._match_edge(
+                warped_lab, target_lab, dist, src_skin * cam_skin, size, 1.0 - turned
+            )
         if opts.seam_match > 0:
             # the camera's side gated: its hair or background with a middling skin
             # likelihood pulled the edge grey (s32's near cheek)
@@ -631,6 +650,49 @@ class ClassicSwapper(CpuPart):
         light = np.full((*dist.shape, 3), opts.local_light, np.float32)
         light[..., 0] += raise_by * (1.0 - t * t * (3.0 - 2.0 * t))
         return light
+
+    def _match_edge(
+        self,
+        lab: blend.FloatImage,
+        target_lab: blend.FloatImage,
+        dist: blend.FloatImage,
+        skin: blend.FloatImage,
+        size: float,
+        strength: float,
+    ) -> blend.FloatImage:
+        """``lab`` (the swapped face) with its colour (a and b) at low frequency moved towards
+        the camera's (``target_lab``) near the mask's edge: both masked-Gaussian low-passed
+        (``options.edge_sigma`` face sizes) over ``skin`` (both faces' skin) within 1.5 x
+        ``options.edge_depth`` face sizes of the hull's edge (``dist``: each pixel's distance
+        from it), the difference (its length capped at ``options.edge_cap``) added, times
+        ``strength``, in full at the edge, fading (smoothstep) to nothing ``edge_depth``
+        inside. The difference is taken, capped and faded on a grid of a third of the low
+        pass's sigma and scaled up. Changed in place."""
+        opts = self.options
+        depth = opts.edge_depth * size
+        weight = ((dist > 0) & (dist < 1.5 * depth)).astype(np.float32) * skin
+        if float(weight.sum()) < 1.0:
+            return lab
+        h, w = dist.shape
+        k = max(1, int(opts.edge_sigma * size / 3))  # frame pixels per grid pixel
+        grid = (max(1, w // k), max(1, h // k))
+        sigma = opts.edge_sigma * size / k
+        # whole planes (a strided two-channel view costs numpy several times more); the
+        # lightness's share is dropped on the grid
+        gap = cv2.multiply(cv2.subtract(target_lab, lab), cv2.merge([weight] * 3))
+        num = cv2.GaussianBlur(cv2.resize(gap, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma)
+        num[..., 0] = 0.0
+        den = cv2.GaussianBlur(
+            cv2.resize(weight, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma
+        )
+        diff = num / np.maximum(den, 1e-4)[..., None]
+        mag = np.sqrt((diff * diff).sum(axis=2, keepdims=True))
+        inside = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
+        t = np.clip(inside * (1.0 / max(depth, 1e-3)), 0.0, 1.0)
+        fade = strength * (1.0 - t * t * (3.0 - 2.0 * t))
+        fix = diff * (fade[..., None] * np.minimum(1.0, opts.edge_cap / np.maximum(mag, 1e-6)))
+        lab += cv2.resize(fix, (w, h), interpolation=cv2.INTER_LINEAR)  # the lightness + 0
+        return lab
 
     def _match_seam(
         self,

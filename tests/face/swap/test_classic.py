@@ -760,7 +760,8 @@ def test_the_swapped_face_meets_the_cameras_skin_without_a_tone_step(testdata, a
     matched = ClassicOptions().seam_match
     seam, outs, margin = {}, {}, {}
     for match in (0.0, matched):
-        swapper = ClassicSwapper(options=ClassicOptions(seam_match=match))
+        # the finer edge match (``edge_sigma``) off: it meets the same step
+        swapper = ClassicSwapper(options=ClassicOptions(seam_match=match, edge_sigma=0.0))
         out = outs[match] = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
         camera_step, out_step = seam_steps(frame, out, face.bbox)
         seam[match] = out_step / camera_step
@@ -1082,6 +1083,58 @@ def test_a_turned_heads_near_cheek_meets_the_cameras_skin_without_a_tone_step(
     for turned in ((0.0, 0.0), ClassicOptions().turned):
         swapper = ClassicSwapper(options=ClassicOptions(turned=turned))
         outs.append(swap(swapper, frontal, [lm], swapper.prepare_landmarks(src, sf.landmarks)))
+    assert np.array_equal(outs[0], outs[1])
+
+
+def test_a_faces_edge_takes_the_cameras_skin_colour(
+    testdata: Path, analyzer: FaceAnalyzer, obama: tuple[np.ndarray, Face]
+) -> None:
+    """liveportrait_s29 (frame 40, turned less than a turned head's light matching takes)
+    swapped with the astronaut's portrait: along the jaw the photo's skin came out bluer
+    than the camera's (b of Lab), a colour step the seam match (lightness only) leaves. With
+    the face's colour at low frequency matched to the camera's towards the mask's edge
+    (``edge_sigma``, at most ``edge_cap`` levels), the colour step just inside the jaw line
+    and the seam figure (``seam_steps``) are lower, and the face is no less the astronaut to
+    the recogniser. A fully turned head (liveportrait_s32, frame 10, Obama) is left to its
+    own matching: the same pixels."""
+    src = load_face_image(testdata, "astronaut_eileen_collins.png")
+    sf = analyzer.analyze(src, with_embedding=True)[0]
+    frame = _clip_frame(testdata, "liveportrait_s29.mp4", 40)
+    face = analyzer.analyze(frame, with_embedding=True)[0]
+    lm = face.landmarks
+    assert lm is not None and face.embedding is not None
+    assert sf.landmarks is not None and sf.embedding is not None
+    _, _, size = mesh.face_frame(lm)
+    jaw = np.zeros(frame.shape[:2], np.uint8)
+    cv2.polylines(jaw, [np.round(lm[4:13]).astype(np.int32)], False, 255, 1)
+    off_line = cv2.distanceTransform(255 - jaw, cv2.DIST_L2, 3)
+    inside = blend.polygon_mask(frame.shape[:2], [lm[4:13]], convex=True) > 0
+    band = inside & (off_line > 0.02 * size) & (off_line < 0.08 * size)  # just inside the jaw
+    seam, step, margin = {}, {}, {}
+    for sigma in (0.0, ClassicOptions().edge_sigma):
+        swapper = ClassicSwapper(options=ClassicOptions(edge_sigma=sigma))
+        out = swap(swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks))
+        camera_step, out_step = seam_steps(frame, out, face.bbox)
+        seam[sigma] = out_step / camera_step
+        colour = (blend.to_lab(out) - blend.to_lab(frame))[band][:, 1:].mean(axis=0)
+        step[sigma] = float(np.hypot(*colour))
+        found = analyzer.analyze(out, with_embedding=True)[0].embedding
+        assert found is not None
+        margin[sigma] = float(found @ sf.embedding - found @ face.embedding)
+    (off, on), (step_off, step_on) = seam.values(), step.values()
+    assert off > 1.45 and on < 0.93 * off, seam
+    assert step_off > 2.3 and step_on < 0.9 * step_off, step
+    margin_off, margin_on = margin.values()
+    assert margin_on >= margin_off - 0.01, margin
+    photo, pf = obama
+    turned = _clip_frame(testdata, "liveportrait_s32.mp4", 10)
+    lm_turned = analyzer.analyze(turned)[0].landmarks
+    assert lm_turned is not None and pf.landmarks is not None
+    outs = []
+    for sigma in (0.0, ClassicOptions().edge_sigma):
+        swapper = ClassicSwapper(options=ClassicOptions(edge_sigma=sigma))
+        model = swapper.prepare_landmarks(photo, pf.landmarks)
+        outs.append(swap(swapper, turned, [lm_turned], model))
     assert np.array_equal(outs[0], outs[1])
 
 
