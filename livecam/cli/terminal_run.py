@@ -81,6 +81,18 @@ class StatusPrinter:
             elif self._ticks % 5 == 1:
                 print(line, file=sys.stderr, flush=True)
 
+    def final(self, line: str) -> None:
+        """The run's last status line, once the stream has stopped: off a terminal only
+        every 5th tick is printed, and a short run can end before one carries the swap
+        check's reading."""
+        if self.quiet:
+            return
+        with self._lock:
+            if self.tty:
+                print("\r" + line[:200].ljust(120), end="", file=sys.stderr, flush=True)
+            else:
+                print(line, file=sys.stderr, flush=True)
+
 
 def run_pipeline(
     cfg: Config, quiet: bool = False, commands: bool = False, hotkeys: bool = False
@@ -121,11 +133,14 @@ def run_pipeline(
         if received:
             raise StopSignal(received[0])
 
-    def print_status() -> None:
-        line = app.snapshot(recent=True).status_line()
+    def status_line(recent: bool) -> str:
+        line = app.snapshot(recent=recent).status_line()
         if app.obs is not None:  # first: the line is cut at the terminal's width
             line = f"{app.obs.state.status_text()} | {line}"
-        printer.status(line)
+        return line
+
+    def print_status() -> None:
+        printer.status(status_line(recent=True))
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -172,6 +187,7 @@ def run_pipeline(
         hung = app.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    printer.final(status_line(recent=False))  # the whole run's figures
     if printer.tty and not quiet:
         print(file=sys.stderr)
     if hung:
