@@ -8,10 +8,10 @@ Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [
 on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut, Grace Hopper
 (her cap) and Obama, a portrait with glasses, a head turn, the d13 clip's performer in thin
 metal glasses with ``--keep-glasses``, Grace Hopper's portrait and its glasses on d6 with
-``--drop-photo-glasses``): camera | output, 2x crops around the face, one ``clip_*.jpg``
-each. ``--cases NAME,...``: only these of them. ``--before CHECKOUT``: the output of that
-checkout too (run in a subprocess with its ``livecam``): camera | before | after, as
-``before_after_clip_*.jpg``.
+``--drop-photo-glasses``, a crisp photo a little sharper than the d6 clip): camera |
+output, 2x crops around the face, one ``clip_*.jpg`` each. ``--cases NAME,...``: only
+these of them. ``--before CHECKOUT``: the output of that checkout too (run in a subprocess
+with its ``livecam``): camera | before | after, as ``before_after_clip_*.jpg``.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ CLIP_CASES = [
     ("head_turn", "video/liveportrait_s32.mp4", 40, "own", "obama_official_portrait_2012.jpg"),
     ("d13_glasses", "video/liveportrait_d13.mp4", 30, "own", "obama_official_portrait_2012.jpg"),
     ("photo_glasses", "video/liveportrait_d6.mp4", 60, "own", "grace_hopper_navy_portrait.jpg"),
+    ("d6_biden_standing", "video/liveportrait_d6.mp4", 30, "own", "biden_standing_2010.jpg"),
 ]
 # settings a case's output is made with (by name, ``SwapConfig.of``; a checkout without
 # them makes its panel with the defaults), and how its panel says so

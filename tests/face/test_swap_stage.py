@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -22,10 +23,12 @@ from scenes import (
 )
 
 from livecam.app import App
+from livecam.benchmark.live_face import high_frequency_energy, inner_face_box
 from livecam.cli.main import main as cli_main
 from livecam.config.schema import Config, SourceConfig, SwapConfig
 from livecam.errors import ConfigError, FaceSourceError, ModelError
 from livecam.face.identity.metrics import embedding_distance
+from livecam.face.landmarks.measures import largest_face
 from livecam.face.source.photo import SourceFaceCache
 from livecam.face.swap_stage import FaceSwapStage
 from livecam.face.swap_stage import build_swap_stage as build
@@ -385,3 +388,32 @@ def test_a_swapped_frame_costs_one_full_frame_copy(testdata: Path, build_swap_st
     assert again.faces_swapped == 1 and again.frame is not packet.frame  # a copy of it
     np.testing.assert_array_equal(again.frame, packet.frame)
     stage.close()
+
+
+def test_a_photo_a_little_sharper_than_a_soft_camera_takes_its_softness(
+    testdata: Path, build_swap_stage: Callable[[SwapConfig], FaceSwapStage]
+) -> None:
+    """liveportrait_d6 (a soft, compressed talking head; its first 4 frames) swapped with
+    biden_standing_2010.jpg, a crisp photo only a little sharper than the camera: over the
+    inner face (the live bench's box and measure) the output's fine detail is at most 1.25
+    times the camera's, the issue's goal (1.18 on average; 1.31 when only a photo more
+    than 1.4 times as sharp had its finest band damped: ``ClassicOptions.detail_knee``)."""
+    cap = cv2.VideoCapture(str(testdata / "video" / "liveportrait_d6.mp4"))
+    frames = []
+    for _ in range(4):
+        ok, frame = cap.read()
+        assert ok
+        frames.append(np.ascontiguousarray(frame, np.uint8))
+    cap.release()
+    cfg = SwapConfig.of(face=str(faces_dir(testdata) / "biden_standing_2010.jpg"), preset="lite")
+    stage = build_swap_stage(cfg)
+    ratios = []
+    for camera, packet in zip(frames, _packets([f.copy() for f in frames]), strict=True):
+        (out,) = stage.process([packet])
+        assert out.faces_swapped == 1
+        face = largest_face(out.faces)
+        assert face is not None
+        box = inner_face_box(face)
+        ratios.append(high_frequency_energy(out.frame, box) / high_frequency_energy(camera, box))
+    stage.close()
+    assert float(np.mean(ratios)) <= 1.25, ratios

@@ -138,10 +138,13 @@ class ClassicOptions:
     # photo as the camera 15-90; on a sharp camera it cost `livecam check` 4 points of
     # strength), only a face more than ``detail_knee[0]`` times as sharp (fully from
     # ``detail_knee[1]``), and fading in over ``detail_edge`` face sizes from the mask's
-    # edge (the seam stays where it was). docs/lite-swap.md: the camera look.
+    # edge (the seam stays where it was). The knee from 1.05 (fully from 1.3): from 1.4
+    # (to 1.7) a crisp photo a little sharper than the camera was left alone and read
+    # sharper than the soft video (d6 with biden_standing_2010.jpg: the bench's sharpness
+    # 1.37 / 1.24, now 1.24 / 1.17). docs/lite-swap.md: the camera look.
     camera_detail: float = 0.97
     detail_soft: tuple[float, float] = (8.0, 12.0)
-    detail_knee: tuple[float, float] = (1.4, 1.7)
+    detail_knee: tuple[float, float] = (1.05, 1.3)
     detail_edge: float = 0.15
     # a face swapped on its ROI shrunk to ``max_work_size`` loses most of its finest band in
     # the shrinking and scaling back (a crisp 720p camera's big face came out at 0.3-0.8 of
