@@ -128,6 +128,8 @@ def color_transfer_lab(
     face_size: float,
     local_strength: float | FloatImage = 1.0,
     stats: npt.NDArray[np.float32] | None = None,
+    broad: FloatImage | None = None,
+    broad_scale: float = 2.5,
 ) -> FloatImage:
     """Colour-match the warped source face ``src`` to the target ``ref`` (Lab, same ROI).
 
@@ -135,8 +137,10 @@ def color_transfer_lab(
     low-frequency difference (masked Gaussian, sigma about 1/7 of the face size) between
     target and source is added, so the target's shading (three-quarter light) carries over
     while the source's detail stays (``local_strength`` of it: one share, one per pixel,
-    shape (H, W), or one per pixel and channel, (H, W, 3)). ``rct``: Reinhard mean/std
-    transfer in Lab only.
+    shape (H, W), or one per pixel and channel, (H, W, 3)). ``broad`` (H, W; 0..1): per
+    pixel, that share of the difference is taken at a ``broad_scale`` times wider sigma
+    instead (the light's direction, not the shape of the features under it). ``rct``:
+    Reinhard mean/std transfer in Lab only.
     ``none``: returns ``src`` unchanged. ``stats``: the mean/std statistics to use
     (``transfer_stats`` over ``region``, e.g. smoothed over frames); None measures them.
     """
@@ -150,6 +154,10 @@ def color_transfer_lab(
         sigma = max(2.0, face_size / 7.0)
         low_ref, low_out = masked_lowpasses([ref, out], m, sigma)
         diff = low_ref - low_out
+        if broad is not None:
+            wide_ref, wide_out = masked_lowpasses([ref, out], m, sigma * broad_scale)
+            share = per_channel(broad, 3)
+            diff += share * ((wide_ref - wide_out) - diff)
         if isinstance(local_strength, np.ndarray):
             diff *= local_strength if local_strength.ndim == 3 else local_strength[..., None]
         else:

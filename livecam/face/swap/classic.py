@@ -7,9 +7,10 @@ target's mesh (piecewise affine, one remap over the face ROI): the camera face's
 landmarks for everything that carries expression (brows, lids, lips), the source's shape
 blended in only on the jaw line and nose (``mesh.blend_shape``), so the swapped face
 speaks, blinks and frowns with the streamer. It is colour- and light-matched to the target
-inside the face and, on a soft camera, its finest band damped to the camera picture's fine
-detail (``options.camera_look``, ``options.camera_detail``: no crisp portrait pasted on a
-soft webcam picture); towards the mask's edge its lightness at
+inside the face (deep inside at a wider scale, ``options.inner_light_scale``) and, on a
+soft camera, its finest band damped to the camera picture's fine detail
+(``options.camera_look``, ``options.camera_detail``: no crisp portrait pasted on a soft
+webcam picture); towards the mask's edge its lightness at
 low frequency is brought to the camera skin's it meets (``options.seam_match``: no tone step at
 the seam, the inner face untouched), and its colour a little deeper (``options.edge_sigma``);
 by default the eyes are the camera's
@@ -107,6 +108,20 @@ class ClassicOptions:
 
     feather: float = 0.10  # feather width, fraction of the eye-to-chin distance
     local_light: float = 0.5  # strength of the local illumination matching (lab mode)
+    # ... and deep inside the face (brows, eyes, nose, lips) the camera's light is taken at
+    # ``inner_light_scale`` times that low pass's sigma: its direction stays, but not the
+    # shape of the camera's brow, eye sockets and nose at the narrower scale, which the
+    # judge read as the camera person on weak pairs (the astronaut on d6 at 12 % of 720p,
+    # her frames with your brows raised: retrieval 0.87 -> 0.97). Up to
+    # ``inner_light_depth[0]`` face sizes inside the 68-point face (its outline and the
+    # camera's own mouth) the narrow match, by ``inner_light_depth[1]`` the wide one
+    # (smoothstep; from the outline itself d6's seam rose 1.37 -> 1.43, from 0.1 face
+    # sizes with biden_standing_2010 1.54 -> 1.61); on a face turned
+    # less than ``turned[0]``, fading out as it turns to ``turned[1]`` (a turned head's near
+    # cheek keeps the narrow match: s18's seam rose 1.02 -> 1.16, s32's 1.38 -> 1.44). 1 = off.
+    # docs/lite-swap.md: the weakest pair.
+    inner_light_scale: float = 2.5
+    inner_light_depth: tuple[float, float] = (0.15, 0.3)
     # move the target's jaw line and nose toward the source's face shape (0..1; brows, lids
     # and lips always stay the camera's: mesh.SHAPE_WEIGHTS)
     shape_weight: float = 0.6
@@ -476,8 +491,10 @@ class ClassicSwapper(CpuPart):
         mean = self._smoothed(track, heights, "lip", self.options.lip_follow)
         most = self.options.lip_most
         moved = lm.copy()
-        shift = np.clip(heights - mean, -most, most) * np.float32(eye)
-        moved[_UPPER_LIP] += shift[:, None] * up[None, :]
+        # the lip moves as one: its five points by their mean (one by one, the edge's
+        # noise on a closed mouth, +-0.02 eye distances on d6, bent the lip)
+        shift = np.clip(float(np.mean(heights - mean)), -most, most) * eye
+        moved[_UPPER_LIP] += np.float32(shift) * up
         return moved
 
     def _restore_detail(
@@ -584,6 +601,8 @@ class ClassicSwapper(CpuPart):
                 size,
                 self._local_light(dist, size, turned),
                 stats=smooth[:12].reshape(4, 3),
+                broad=self._inner_light(region, size, turned),
+                broad_scale=opts.inner_light_scale,
             )
         if opts.camera_look > 0 or opts.camera_detail > 0:  # after the colour transfer:
             # its contrast scales detail
@@ -653,6 +672,24 @@ class ClassicSwapper(CpuPart):
         light = np.full((*dist.shape, 3), opts.local_light, np.float32)
         light[..., 0] += raise_by * (1.0 - t * t * (3.0 - 2.0 * t))
         return light
+
+    def _inner_light(
+        self, region: npt.NDArray[np.bool_], size: float, turned: float
+    ) -> blend.FloatImage | None:
+        """Per pixel, the share of the local light matching taken at the wide scale
+        (``options.inner_light_scale``): 0 up to ``options.inner_light_depth[0]`` face sizes
+        inside ``region`` (the 68-point face less the camera's own mouth), ``1 - turned``
+        from ``inner_light_depth[1]`` (smoothstep); None when off or on a head turned in
+        full (``turned``: 0..1, ``_turn``)."""
+        opts = self.options
+        if opts.inner_light_scale <= 1.0 or turned >= 1.0 or not region.any():
+            return None
+        inside = np.asarray(
+            cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 3), np.float32
+        )
+        near, far = (d * size for d in opts.inner_light_depth)
+        t = np.clip((inside - near) * (1.0 / max(far - near, 1e-3)), 0.0, 1.0)
+        return np.asarray((1.0 - turned) * (t * t * (3.0 - 2.0 * t)), np.float32)
 
     def _match_edge(
         self,

@@ -653,7 +653,8 @@ def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, 
     keeping them the swap paints skin over them. The inner face's fine detail (the live
     bench's sharpness) follows: 0.21 of the camera's without, 0.80 with (the frames are
     most of the camera face's fine detail). Carried as the camera's finest detail only,
-    the glasses cost the recogniser little of the photo (margin +0.25 -> +0.21); the
+    the glasses cost the recogniser little of the photo (margin +0.25 -> +0.20; -> +0.21
+    before the inner face's light was matched at a wider scale); the
     camera's pixels pasted there brought its skin along and the output read as the
     camera's face (-0.01)."""
     src, sf = obama
@@ -705,7 +706,7 @@ def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, 
     assert kept[True][0] > 0.55 and kept[True][1] > 0.55, kept
     assert kept[False][0] < 0.3 and kept[False][1] < 0.3, kept
     assert sharp[False] < 0.3 and sharp[True] > 0.7, sharp
-    assert margin[True] > margin[False] - 0.05, margin
+    assert margin[True] > margin[False] - 0.06, margin
     # the tone under the frames is the swapped face's (their neighbourhood, low-passed)
     near = cv2.dilate((rims | bridge).astype(np.uint8), np.ones((7, 7), np.uint8)) > 0
     low = [
@@ -1210,3 +1211,41 @@ def test_the_colour_work_per_face_runs_on_whole_planes_and_gives_the_same_bits(
     )
     was = cv2.resize(p, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
     assert np.array_equal(blend.skin_likelihood(cam, None, size / 30, model=skin), was)
+
+
+def test_the_inner_face_takes_the_cameras_light_but_not_its_shape(testdata, analyzer) -> None:
+    """liveportrait_d6 raises her brows and widens her eyes (frames 30-48): swapped with the
+    astronaut's portrait (the weakest pair of the test portraits on d6), the recogniser (the
+    lite preset's MobileFaceNet, the live bench's judge) found the output nearly as close to
+    the performer as to the astronaut. With the camera's light matched at a wider scale
+    deep inside the face (``inner_light_scale``: its direction, not the shape of the
+    performer's brow, eye sockets and nose under it), the margin cos(out, photo) -
+    cos(out, camera) is higher on each of those frames; along the jaw (the seam) the output
+    hardly changes, inside (brows, nose) it does."""
+    src = load_face_image(testdata, "astronaut_eileen_collins.png")
+    sf = analyzer.analyze(src, with_embedding=True)[0]
+    assert sf.landmarks is not None and sf.embedding is not None
+    gains, jaw, inner = [], [], []
+    for index in (30, 32, 46, 48):
+        frame = _clip_frame(testdata, "liveportrait_d6.mp4", index)
+        face = analyzer.analyze(frame, with_embedding=True)[0]
+        lm = face.landmarks
+        assert lm is not None and face.embedding is not None
+        margin, outs = {}, {}
+        for scale in (1.0, ClassicOptions().inner_light_scale):
+            swapper = ClassicSwapper(options=ClassicOptions(inner_light_scale=scale))
+            out = outs[scale] = swap(
+                swapper, frame, [lm], swapper.prepare_landmarks(src, sf.landmarks)
+            )
+            found = analyzer.analyze(out, with_embedding=True)[0].embedding
+            assert found is not None
+            margin[scale] = float(found @ sf.embedding - found @ face.embedding)
+        off, on = margin.values()
+        gains.append(on - off)
+        change = np.abs(np.subtract(*outs.values(), dtype=np.float32)).max(axis=2)
+        for points, into in ((range(17), jaw), ((19, 24, 28, 29, 31, 35), inner)):
+            for k in points:
+                x, y = np.round(lm[k]).astype(int)
+                into.append(float(change[y - 2 : y + 3, x - 2 : x + 3].mean()))
+    assert min(gains) > 0.001 and np.mean(gains) > 0.002, gains
+    assert np.mean(jaw) < 0.2 * np.mean(inner), (np.mean(jaw), np.mean(inner))
