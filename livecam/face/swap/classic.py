@@ -161,6 +161,13 @@ class ClassicOptions:
     detail_soft: tuple[float, float] = (8.0, 12.0)
     detail_knee: tuple[float, float] = (1.05, 1.3)
     detail_edge: float = 0.15
+    # the photo's pyramid level drawn on a face smaller than its own (the pyramid halves, so
+    # up to 2x smaller) is first blurred by this times 0.5 * sqrt(shrink^2 - 1) (0 = off):
+    # the bilinear warp takes one sample per target pixel, and a finer photo aliased into
+    # grain the photo does not have (the Obama portrait, its 201 px face level drawn on a
+    # crisp camera's 126 px face at 12 % of 720p: 1.63x the camera's fine detail, 1.14x
+    # so filtered; docs/lite-swap.md: the camera look)
+    anti_alias: float = 1.0
     # a face swapped on its ROI shrunk to ``max_work_size`` loses most of its finest band in
     # the shrinking and scaling back (a crisp 720p camera's big face came out at 0.3-0.8 of
     # the camera's fine detail); scaled back, that band is raised (at most this gain; 1 =
@@ -549,8 +556,9 @@ class ClassicSwapper(CpuPart):
         mx, my, hull = mesh.piecewise_affine_maps(
             level.points, ext, source.triangles, shape, step=opts.map_step, boundary=source.boundary
         )
+        patch = _antialiased(level, size, opts.anti_alias)
         warped = np.asarray(
-            cv2.remap(level.patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
+            cv2.remap(patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             np.uint8,
         )
         src_skin = cv2.remap(
@@ -1036,6 +1044,17 @@ class ClassicSwapper(CpuPart):
 # the camera's face where the photo's glasses were fades in over a Gaussian of this share
 # of the face (a narrow edge drew the lower rims' line on the swapped cheeks)
 _GLASSES_FEATHER = 0.025
+
+
+def _antialiased(level: _Level, size: float, amount: float) -> Frame:
+    """``level``'s photo patch, to be drawn on a face of eye-to-chin ``size`` px: blurred
+    by ``amount`` x 0.5 * sqrt(shrink^2 - 1) where its own face is larger (its finer detail
+    would alias in the bilinear warp), else as it is."""
+    shrink = level.face_size / max(size, 1.0)
+    sigma = amount * 0.5 * float(np.sqrt(max(shrink * shrink - 1.0, 0.0)))
+    if sigma < 0.2:
+        return level.patch
+    return np.asarray(cv2.GaussianBlur(level.patch, (0, 0), sigma), np.uint8)
 
 
 def _grey(image: Frame) -> blend.FloatImage:
