@@ -7,7 +7,7 @@ Usage: python bench/make_before_after.py [--testdata PATH] [--out docs/images] [
 ``--clips``: instead, the lite swap stage (tracking from the clip's first frame, as live)
 on the talking-head cases of ``CLIP_CASES`` (the d6 clip with the astronaut, Grace Hopper
 (her cap) and Obama, a portrait with glasses, a head turn, the d13 clip's performer in thin
-metal glasses with ``--keep-glasses``, Grace Hopper's portrait and its glasses on d6 with
+metal glasses (kept by default), Grace Hopper's portrait and its glasses on d6 with
 ``--drop-photo-glasses``, a crisp photo a little sharper than the d6 clip): camera |
 output, 2x crops around the face, one ``clip_*.jpg`` each. ``--cases NAME,...``: only
 these of them. ``--before CHECKOUT``: the output of that checkout too (run in a subprocess
@@ -103,7 +103,6 @@ CLIP_CASES = [
 # settings a case's output is made with (by name, ``SwapConfig.of``; a checkout without
 # them makes its panel with the defaults), and how its panel says so
 CASE_SETTINGS: dict[str, tuple[dict[str, object], str]] = {
-    "d13_glasses": ({"keep_glasses": True}, "--keep-glasses"),
     "photo_glasses": ({"drop_photo_glasses": True}, "--drop-photo-glasses"),
 }
 

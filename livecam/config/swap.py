@@ -215,10 +215,12 @@ class ClassicSettings(Validated):
         help="feather or seamless (Poisson cloning, slower) (default {default})",
     )
     keep_glasses: bool = setting(
-        False,
+        True,
         option="--keep-glasses",
-        help="keep your own glasses' frames over the swapped face (classic swap; the "
-        "output then looks less like the photo to a face recogniser)",
+        negatable=True,
+        help="keep your own glasses' frames over the swapped face (classic swap; default "
+        "on: --no-keep-glasses paints skin over them, and the output then looks a little "
+        "more like the photo to a face recogniser)",
     )
     drop_photo_glasses: bool = setting(
         False,

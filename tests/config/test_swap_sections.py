@@ -27,7 +27,7 @@ select = "reference"
 reference = "them.jpg"
 map = ["a.jpg=b.jpg"]
 eyes = "source"
-keep_glasses = true
+keep_glasses = false
 identity_weight = 0.7
 masks = ["box", "region"]
 mask_blur = 0.5
@@ -48,7 +48,7 @@ reference = "them.jpg"
 map = ["a.jpg=b.jpg"]
 [swap.classic]
 eyes = "source"
-keep_glasses = true
+keep_glasses = false
 [swap.neural]
 identity_weight = 0.7
 [swap.masks]
@@ -75,7 +75,7 @@ def test_a_flat_swap_table_loads_with_one_warning_line_and_the_same_settings(
     assert old == new
     assert old.swap.detect.detect_size == 800 and old.swap.select.select == "reference"
     assert old.swap.masks.masks == ("box", "region") and old.swap.reuse.reuse is False
-    assert old.swap.classic.keep_glasses is True
+    assert old.swap.classic.keep_glasses is False
     assert old.swap.select.reference == str(tmp_path / "them.jpg")  # paths from its folder
     [record] = caplog.records
     line = record.getMessage()
@@ -95,7 +95,7 @@ def test_a_saved_config_has_the_sections_and_loads_back_without_a_warning(
     old.save(tmp_path / "saved.toml")
     text = (tmp_path / "saved.toml").read_text()
     assert "[swap.detect]" in text and "[swap.reuse]" in text
-    assert "keep_glasses = true" in text.split("[swap.classic]")[1].split("[")[0]
+    assert "keep_glasses = false" in text.split("[swap.classic]")[1].split("[")[0]
     with caplog.at_level(logging.WARNING):
         assert Config.load(tmp_path / "saved.toml") == old
     assert not caplog.records
@@ -120,7 +120,7 @@ def test_the_command_line_flags_set_the_sections_fields() -> None:
             "all",
             "--eyes",
             "source",
-            "--keep-glasses",
+            "--no-keep-glasses",
             "--mask-blur",
             "0.5",
             "--mask",
@@ -138,7 +138,7 @@ def test_the_command_line_flags_set_the_sections_fields() -> None:
         detect_size=800,
         select="all",
         eyes="source",
-        keep_glasses=True,
+        keep_glasses=False,
         mask_blur=0.5,
         masks=("box",),
         provider="cpu",
@@ -147,9 +147,9 @@ def test_the_command_line_flags_set_the_sections_fields() -> None:
     )
     assert swap.detect.detect_size == 800 and swap.neural.pixel_boost == 2
     assert swap.runtime.provider == "cpu" and swap.reuse.reuse is False
-    assert swap.classic.keep_glasses is True
+    assert swap.classic.keep_glasses is False
     default = config_from_args(build_parser().parse_args(["run", "--face", "me.jpg"])).swap
-    assert default.classic.keep_glasses is False
+    assert default.classic.keep_glasses is True
 
 
 def test_every_setting_name_is_unique_and_finds_its_section() -> None:
