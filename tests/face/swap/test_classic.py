@@ -1291,7 +1291,9 @@ def test_the_inner_face_takes_the_cameras_light_but_not_its_shape(testdata, anal
     src = load_face_image(testdata, "astronaut_eileen_collins.png")
     sf = analyzer.analyze(src, with_embedding=True)[0]
     assert sf.landmarks is not None and sf.embedding is not None
-    gains, jaw, inner = [], [], []
+    gains: list[float] = []
+    jaw: list[float] = []
+    inner: list[float] = []
     for index in (30, 32, 46, 48):
         frame = _clip_frame(testdata, "liveportrait_d6.mp4", index)
         face = analyzer.analyze(frame, with_embedding=True)[0]
