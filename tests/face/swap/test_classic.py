@@ -20,7 +20,7 @@ from livecam.face.parts import Blender, Swapper
 from livecam.face.paste import colour as blend
 from livecam.face.paste.blenders import RoiBlender
 from livecam.face.source.analysis import FaceAnalyzer
-from livecam.face.swap import mesh
+from livecam.face.swap import glasses, mesh
 from livecam.face.swap.classic import ClassicOptions, ClassicSwapper, SourceModel
 from livecam.types import Face, FaceWork, Frame, FrameContext
 from livecam.userfiles.images import load_image_bgr
@@ -505,6 +505,48 @@ def test_the_same_camera_frame_twice_gives_the_same_output(testdata, analyzer, o
     for seq in range(swapper.options.track_ttl + 1):
         _swap_tracked(swapper, frames[0], faces[0], model, 2, 10 + seq)
     assert swapper.tracked == (2,)
+
+
+@pytest.mark.parametrize(
+    ("name", "searched"), [("liveportrait_d6.mp4", 2), ("liveportrait_d13.mp4", 8)]
+)
+def test_a_bare_face_is_searched_for_glasses_a_quarter_as_often(
+    testdata: Path,
+    analyzer: FaceAnalyzer,
+    obama: tuple[np.ndarray, Face],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    searched: int,
+) -> None:
+    """Eight tracked frames: the bare face of liveportrait_d6 is searched for glasses on the
+    first and the fifth (``glasses_recheck``), and comes out the very same pixels as when
+    searched on every frame; the glasses of liveportrait_d13 are searched for on every
+    frame (they are kept, and their frames move with the face)."""
+    src, sf = obama
+    frames = [_clip_frame(testdata, name, 40 + 2 * i) for i in range(8)]
+    faces = [analyzer.analyze(f)[0] for f in frames]
+    real = glasses.camera_glasses
+    calls: list[int] = []
+
+    def counted(lightness: np.ndarray, lm: np.ndarray) -> tuple[float, np.ndarray]:
+        calls.append(1)
+        return real(lightness, lm)
+
+    monkeypatch.setattr(glasses, "camera_glasses", counted)
+    outs: dict[int, list[Frame]] = {}
+    searches: dict[int, int] = {}
+    for recheck in (1, ClassicOptions().glasses_recheck):
+        calls.clear()
+        swapper = ClassicSwapper(options=ClassicOptions(glasses_recheck=recheck))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        outs[recheck] = [
+            _swap_tracked(swapper, f, face, model, 1, i)[0]
+            for i, (f, face) in enumerate(zip(frames, faces))
+        ]
+        searches[recheck] = len(calls)
+    assert searches == {1: 8, ClassicOptions().glasses_recheck: searched}, searches
+    for every, fewer in zip(*outs.values()):
+        assert np.array_equal(every, fewer)
 
 
 def test_colour_statistics_are_smoothed_per_track(testdata, analyzer, obama) -> None:
