@@ -533,6 +533,7 @@ def test_a_bare_face_is_searched_for_glasses_a_quarter_as_often(
         return real(lightness, lm)
 
     monkeypatch.setattr(glasses, "camera_glasses", counted)
+    assert sf.landmarks is not None
     outs: dict[int, list[Frame]] = {}
     searches: dict[int, int] = {}
     for recheck in (1, ClassicOptions().glasses_recheck):
