@@ -7,6 +7,7 @@ same (h, w); masks are float32 in [0, 1] unless said otherwise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 import cv2
@@ -18,6 +19,9 @@ ByteImage = npt.NDArray[np.uint8]
 Points = npt.NDArray[np.float32]
 
 ColorMode = Literal["lab", "rct", "none"]
+ShareOnGrid = Callable[[FloatImage], FloatImage]
+"""Given how much of each cell of a low pass's grid its mask covers (0..1), a share (0..1)
+per cell."""
 
 
 def to_lab(bgr: ByteImage) -> FloatImage:
@@ -100,12 +104,19 @@ def masked_lowpass(img: FloatImage, mask: FloatImage, sigma: float) -> FloatImag
     return masked_lowpasses([img], mask, sigma)[0]
 
 
+def _grid(shape: tuple[int, ...], sigma: float) -> tuple[int, int, int]:
+    """(width, height, scale): the reduced grid a low pass of ``sigma`` px over an image of
+    ``shape`` is computed on (``scale`` px of the image a cell; sigma / scale about 3)."""
+    h, w = shape[:2]
+    scale = max(1, int(sigma / 3))
+    return max(1, w // scale), max(1, h // scale), scale
+
+
 def masked_lowpasses(imgs: list[FloatImage], mask: FloatImage, sigma: float) -> list[FloatImage]:
     """``masked_lowpass`` of each of ``imgs`` (the same size) with one ``mask`` and
     ``sigma``: the mask's share of the work done once."""
     h, w = mask.shape
-    scale = max(1, int(sigma / 3))
-    sw, sh = max(1, w // scale), max(1, h // scale)
+    sw, sh, scale = _grid(mask.shape, sigma)
     small_m = cv2.resize(mask, (sw, sh), interpolation=cv2.INTER_AREA)
     s = sigma / scale
     den = cv2.GaussianBlur(small_m, (0, 0), s)
@@ -120,6 +131,38 @@ def masked_lowpasses(imgs: list[FloatImage], mask: FloatImage, sigma: float) -> 
     return outs
 
 
+def lowpass_difference(
+    ref: FloatImage,
+    src: FloatImage,
+    mask: FloatImage,
+    sigma: float,
+    broad: ShareOnGrid | None = None,
+    broad_scale: float = 2.5,
+) -> FloatImage:
+    """``masked_lowpass(ref) - masked_lowpass(src)`` (both (h, w, 3), one ``mask`` and
+    ``sigma``), where ``broad`` says so (its share per cell of the low pass's grid, given
+    the mask's cover of each) taken at ``broad_scale`` times the sigma instead. The
+    difference is low-passed, not the two images (the same, but half the scaling), and one
+    reduced grid serves both sigmas: the wide low pass is the narrow one's normalised
+    convolution blurred on by the Gaussian that composes with it (sigma *
+    sqrt(broad_scale^2 - 1)); the two are mixed there and scaled back once."""
+    h, w = mask.shape
+    sw, sh, scale = _grid(mask.shape, sigma)
+    s = sigma / scale
+    small_m = cv2.resize(mask, (sw, sh), interpolation=cv2.INTER_AREA)
+    weight = per_channel(small_m, 3)
+    den = cv2.GaussianBlur(small_m, (0, 0), s)
+    gap = cv2.resize(cv2.subtract(ref, src), (sw, sh), interpolation=cv2.INTER_AREA)
+    num = cv2.GaussianBlur(gap * weight, (0, 0), s)
+    diff = num / np.maximum(per_channel(den, 3), 1e-4)
+    if broad is not None and broad_scale > 1.0:
+        more = s * math.sqrt(broad_scale * broad_scale - 1.0)
+        wide_den = cv2.GaussianBlur(den, (0, 0), more)
+        wide = cv2.GaussianBlur(num, (0, 0), more) / np.maximum(per_channel(wide_den, 3), 1e-4)
+        diff += per_channel(broad(np.asarray(small_m, np.float32)), 3) * (wide - diff)
+    return np.asarray(cv2.resize(diff, (w, h), interpolation=cv2.INTER_LINEAR), np.float32)
+
+
 def color_transfer_lab(
     src: FloatImage,
     ref: FloatImage,
@@ -128,7 +171,7 @@ def color_transfer_lab(
     face_size: float,
     local_strength: float | FloatImage = 1.0,
     stats: npt.NDArray[np.float32] | None = None,
-    broad: FloatImage | None = None,
+    broad: ShareOnGrid | None = None,
     broad_scale: float = 2.5,
 ) -> FloatImage:
     """Colour-match the warped source face ``src`` to the target ``ref`` (Lab, same ROI).
@@ -137,9 +180,10 @@ def color_transfer_lab(
     low-frequency difference (masked Gaussian, sigma about 1/7 of the face size) between
     target and source is added, so the target's shading (three-quarter light) carries over
     while the source's detail stays (``local_strength`` of it: one share, one per pixel,
-    shape (H, W), or one per pixel and channel, (H, W, 3)). ``broad`` (H, W; 0..1): per
-    pixel, that share of the difference is taken at a ``broad_scale`` times wider sigma
-    instead (the light's direction, not the shape of the features under it). ``rct``:
+    shape (H, W), or one per pixel and channel, (H, W, 3)). ``broad`` (0..1 on the low
+    pass's grid, ``lowpass_difference``): per pixel, that share of the difference is taken
+    at a ``broad_scale`` times wider sigma instead (the light's direction, not the shape of
+    the features under it). ``rct``:
     Reinhard mean/std transfer in Lab only.
     ``none``: returns ``src`` unchanged. ``stats``: the mean/std statistics to use
     (``transfer_stats`` over ``region``, e.g. smoothed over frames); None measures them.
@@ -152,12 +196,7 @@ def color_transfer_lab(
     if mode == "lab" and np.any(np.asarray(local_strength) > 0):
         m = region.astype(np.float32)
         sigma = max(2.0, face_size / 7.0)
-        low_ref, low_out = masked_lowpasses([ref, out], m, sigma)
-        diff = low_ref - low_out
-        if broad is not None:
-            wide_ref, wide_out = masked_lowpasses([ref, out], m, sigma * broad_scale)
-            share = per_channel(broad, 3)
-            diff += share * ((wide_ref - wide_out) - diff)
+        diff = lowpass_difference(ref, out, m, sigma, broad, broad_scale)
         if isinstance(local_strength, np.ndarray):
             diff *= local_strength if local_strength.ndim == 3 else local_strength[..., None]
         else:
@@ -353,6 +392,18 @@ def skin_distance2(lab: FloatImage, model: npt.NDArray[np.float32]) -> FloatImag
         for k in range(3):
             d2 += (d[j] * inv[j, k]) * d[k]
     return d2
+
+
+def median(values: FloatImage) -> np.float32:
+    """``np.median`` of a non-empty 1-D float32 array, bit for bit (the middle value, or
+    the two middle values' float32 mean), from one ``np.partition``: a quarter of
+    ``np.median``'s cost on the few hundred pixels a face's region holds."""
+    n = values.size
+    k = n // 2
+    if n % 2:
+        return np.float32(np.partition(values, k)[k])
+    part = np.partition(values, (k - 1, k))
+    return np.float32((part[k - 1] + part[k]) / np.float32(2))
 
 
 def smoothstep(x: FloatImage, lo: float, hi: float) -> FloatImage:

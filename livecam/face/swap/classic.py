@@ -316,10 +316,27 @@ class ClassicSwapper(CpuPart):
         # camera look's blur) -> its statistics
         self._tracks: dict[int, dict[str, _TrackStats]] = {}
         self._calls = 0
+        # (id of a photo level, sigma) -> (the level, its patch so blurred: _antialiased)
+        self._blurred: dict[tuple[int, float], tuple[_Level, Frame]] = {}
 
     def reset(self) -> None:
         """Forget every track's smoothed statistics (a new stream, a new source)."""
         self._tracks.clear()
+        self._blurred.clear()
+
+    def _antialiased(self, level: _Level, sigma: float) -> Frame:
+        """``level``'s photo patch blurred by ``sigma`` px (``_alias_sigma``; 0: as it is),
+        reused while the same blur is asked of the same level."""
+        if sigma <= 0.0:
+            return level.patch
+        kept = self._blurred.get((id(level), sigma))
+        if kept is not None and kept[0] is level:
+            return kept[1]
+        patch = np.asarray(cv2.GaussianBlur(level.patch, (0, 0), sigma), np.uint8)
+        if len(self._blurred) >= _ALIAS_KEPT:
+            self._blurred.clear()
+        self._blurred[(id(level), sigma)] = (level, patch)
+        return patch
 
     @property
     def tracked(self) -> tuple[int, ...]:
@@ -580,7 +597,7 @@ class ClassicSwapper(CpuPart):
         mx, my, hull = mesh.piecewise_affine_maps(
             level.points, ext, source.triangles, shape, step=opts.map_step, boundary=source.boundary
         )
-        patch = _antialiased(level, size, opts.anti_alias)
+        patch = self._antialiased(level, _alias_sigma(level, size, opts.anti_alias))
         warped = np.asarray(
             cv2.remap(patch, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             np.uint8,
@@ -708,21 +725,30 @@ class ClassicSwapper(CpuPart):
 
     def _inner_light(
         self, region: npt.NDArray[np.bool_], size: float, turned: float
-    ) -> blend.FloatImage | None:
-        """Per pixel, the share of the local light matching taken at the wide scale
-        (``options.inner_light_scale``): 0 up to ``options.inner_light_depth[0]`` face sizes
-        inside ``region`` (the 68-point face less the camera's own mouth), ``1 - turned``
-        from ``inner_light_depth[1]`` (smoothstep); None when off or on a head turned in
-        full (``turned``: 0..1, ``_turn``)."""
+    ) -> blend.ShareOnGrid | None:
+        """Per cell of the light matching's grid, the share of it taken at the wide scale
+        (``options.inner_light_scale``): 0 up to ``options.inner_light_depth[0]`` face
+        sizes inside ``region`` (the 68-point face less the camera's own mouth), ``1 -
+        turned`` from ``inner_light_depth[1]`` (smoothstep); None when off or on a head
+        turned in full (``turned``: 0..1, ``_turn``). The depth is measured on the grid
+        itself (the cells ``region`` covers half or more, from their centres, a cell's half
+        taken off): the share is only read there."""
         opts = self.options
         if opts.inner_light_scale <= 1.0 or turned >= 1.0 or not region.any():
             return None
-        inside = np.asarray(
-            cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 3), np.float32
-        )
         near, far = (d * size for d in opts.inner_light_depth)
-        t = np.clip((inside - near) * (1.0 / max(far - near, 1e-3)), 0.0, 1.0)
-        return np.asarray((1.0 - turned) * (t * t * (3.0 - 2.0 * t)), np.float32)
+        width = region.shape[1]
+
+        def on_grid(cover: blend.FloatImage) -> blend.FloatImage:
+            cell = width / cover.shape[1]
+            inside = np.asarray(
+                cv2.distanceTransform((cover >= 0.5).astype(np.uint8), cv2.DIST_L2, 3),
+                np.float32,
+            )
+            t = np.clip((inside * cell - 0.5 * cell - near) / max(far - near, 1e-3), 0.0, 1.0)
+            return np.asarray((1.0 - turned) * (t * t * (3.0 - 2.0 * t)), np.float32)
+
+        return on_grid
 
     def _match_edge(
         self,
@@ -810,7 +836,7 @@ class ClassicSwapper(CpuPart):
         self, target: Frame, lm_roi: Points, track: int
     ) -> tuple[float, npt.NDArray[np.float32] | None]:
         """(worn, frames): the camera face's own glasses frames in ``target`` (the face ROI,
-        ``lm_roi`` its landmarks; ``glasses.camera_glasses``, 0..1 at ``target``'s size) and
+        ``lm_roi`` its landmarks; ``glasses.frame_lines``, 0..1 at ``target``'s size) and
         how surely it wears them (0..1: no line across its nose bridge gives 0, smoothed
         over the track's frames so that a frame that misses the bridge does not drop them);
         (0, None) when it wears none."""
@@ -831,12 +857,15 @@ class ClassicSwapper(CpuPart):
         if k < 1.0:
             dsize = (max(2, round(w * k)), max(2, round(h * k)))
             small = np.asarray(cv2.resize(target, dsize, interpolation=cv2.INTER_AREA), np.uint8)
-        lightness = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
         scale = np.array([small.shape[1] / w, small.shape[0] / h], np.float32)
-        cover, frames = glasses.camera_glasses(lightness, lm_roi * scale)
+        found = glasses.camera_lines(small, lm_roi * scale)
+        cover = 0.0 if found is None else found.cover
         seen = float(self._smoothed(track, np.array([cover], np.float32), "glasses")[0])
         worn = float(blend.smoothstep(np.array([seen], np.float32), 0.5, 0.8)[0])
-        if worn <= 0.0 or not frames.any():
+        if worn <= 0.0 or found is None:  # a bare face: its lines are not sorted into frames
+            return 0.0, None
+        frames = glasses.frame_lines(found, lm_roi * scale)
+        if not frames.any():
             return 0.0, None
         if k < 1.0:
             frames = np.asarray(cv2.resize(frames, (w, h)), np.float32)  # bilinear
@@ -987,7 +1016,7 @@ class ClassicSwapper(CpuPart):
             light = target_lab[sub][..., 0]
             lit = inside & (light > 100)
             on_lit = t_skin[lit] if np.count_nonzero(lit) > 0.2 * n else t_skin[inside]
-            gap = np.median(light[inside]) - np.median(light[both])
+            gap = blend.median(light[inside]) - blend.median(light[both])
             raw = np.array([np.mean(on_lit), gap], np.float32)
             even, bare = self._smoothed(track, raw, "forehead")[:, None]
             full *= 1.0 - float(blend.smoothstep(even, *opts.fringe_mottled)[0])
@@ -1092,15 +1121,18 @@ class ClassicSwapper(CpuPart):
 _GLASSES_FEATHER = 0.025
 
 
-def _antialiased(level: _Level, size: float, amount: float) -> Frame:
-    """``level``'s photo patch, to be drawn on a face of eye-to-chin ``size`` px: blurred
-    by ``amount`` x 0.5 * sqrt(shrink^2 - 1) where its own face is larger (its finer detail
-    would alias in the bilinear warp), else as it is."""
+_ALIAS_STEP = 0.05  # the anti-alias blur's sigma in steps of this (px): a blurred patch is
+# reused while a face's size holds (0.2-0.25 ms a face at 12 % of 720p)
+_ALIAS_KEPT = 32  # blurred patches kept (a few faces, a few sizes each)
+
+
+def _alias_sigma(level: _Level, size: float, amount: float) -> float:
+    """The blur (px) of ``level``'s photo patch drawn on a face of eye-to-chin ``size`` px:
+    ``amount`` x 0.5 * sqrt(shrink^2 - 1) where its own face is larger (its finer detail
+    would alias in the bilinear warp), in steps of ``_ALIAS_STEP``; 0 where it is not."""
     shrink = level.face_size / max(size, 1.0)
     sigma = amount * 0.5 * float(np.sqrt(max(shrink * shrink - 1.0, 0.0)))
-    if sigma < 0.2:
-        return level.patch
-    return np.asarray(cv2.GaussianBlur(level.patch, (0, 0), sigma), np.uint8)
+    return 0.0 if sigma < 0.2 else round(sigma / _ALIAS_STEP) * _ALIAS_STEP
 
 
 def _grey(image: Frame) -> blend.FloatImage:
@@ -1183,7 +1215,7 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
     mouth = inner.copy()
     if np.count_nonzero(lips) >= 10:
         lab = blend.to_lab(patch)
-        lip_l, lip_a = (float(np.median(lab[..., c][lips])) for c in (0, 1))
+        lip_l, lip_a = (float(blend.median(lab[..., c][lips])) for c in (0, 1))
         odd = (lab[..., 1] < lip_a - 10) | (lab[..., 0] < lip_l - 45)
         mouth |= outer & odd
     opened = cv2.morphologyEx(
@@ -1281,7 +1313,7 @@ def _trim_mouth_corners(patch: Frame, pts: Points) -> Frame:
     cheeks = blend.polygon_mask(shape, mesh.skin_sample_polygons(pts[:68]), convex=False) > 0
     if np.count_nonzero(cheeks) < 10:
         return patch
-    dark = lab[..., 0] < float(np.median(lab[..., 0][cheeks])) - _TRIM_DARK
+    dark = lab[..., 0] < float(blend.median(lab[..., 0][cheeks])) - _TRIM_DARK
     along = pts[54] - pts[48]
     width = float(np.linalg.norm(along)) or 1.0
     along /= width

@@ -19,12 +19,15 @@ too (amber rims), so that the classic swap can paint them out.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 import numpy.typing as npt
 
 from livecam.face.paste import colour as blend
 from livecam.face.swap import mesh
+from livecam.types import Frame
 
 FloatImage = npt.NDArray[np.float32]
 Points = npt.NDArray[np.float32]
@@ -54,18 +57,27 @@ def _box(points: Points, pad: float, shape: tuple[int, int]) -> tuple[int, int, 
     return x0, y0, min(x1, w), min(y1, h)
 
 
-def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage]:
-    """(bridge, frames) of the camera face with 68 landmarks ``lm`` in ``lightness`` (its
-    Lab L, any ROI holding the face): ``bridge`` is the share of the nose bridge's width
-    that one thin line crosses unbroken (near 1 with glasses, under 0.5 on the bare test
-    faces; 0 on a face under ``_MIN_SIZE``);
-    ``frames`` (0..1, ``lightness``'s size) the thin lines around the eyes, brows and eye
-    openings left out, softened by a pixel."""
-    shape = lightness.shape[:2]
-    frames = np.zeros(shape, np.float32)
+@dataclass(frozen=True)
+class CameraLines:
+    """The thin lines of the camera face in the zone glasses can cover (``camera_lines``)."""
+
+    cover: float  # the share of the nose bridge's width one line crosses unbroken
+    hit: npt.NDArray[np.uint8]  # 1 where a line stands above the cheeks' detail (the box)
+    box: tuple[int, int, int, int]  # (x0, y0, x1, y1) of the zone, in the image
+    zone: Points  # the zone's polygon, in the image
+    shape: tuple[int, int]  # the image's (height, width)
+
+
+def camera_lines(image: Frame, lm: Points) -> CameraLines | None:
+    """The thin lines of the camera face with 68 landmarks ``lm`` in ``image`` (BGR, any
+    ROI holding the face) and how much of its nose bridge one of them crosses unbroken
+    (``cover``: near 1 with glasses, under 0.5 on the bare test faces); None on a face under
+    ``_MIN_SIZE`` or with no zone or cheeks to read. Only the zone's box is converted to
+    lightness."""
+    shape = (image.shape[0], image.shape[1])
     up, _, size = mesh.face_frame(lm)
     if size < _MIN_SIZE:
-        return 0.0, frames
+        return None
     # the zone glasses can cover: temple to temple, from under the brows to the nose's middle
     zone_pts = np.vstack(
         [
@@ -77,16 +89,16 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     ).astype(np.float32)
     x0, y0, x1, y1 = _box(zone_pts, 2, shape)
     if x1 - x0 < 8 or y1 - y0 < 8:
-        return 0.0, frames
+        return None
     origin = np.array([x0, y0], np.float32)
-    sub_shape = (y1 - y0, x1 - x0)
-    lines = thin_lines(np.ascontiguousarray(lightness[y0:y1, x0:x1]), size)
+    lab = cv2.cvtColor(np.ascontiguousarray(image[y0:y1, x0:x1]), cv2.COLOR_BGR2LAB)
+    lines = thin_lines(np.ascontiguousarray(lab[..., 0], np.float32), size)
     cheeks = blend.polygon_mask(
-        sub_shape, [p - origin for p in mesh.skin_sample_polygons(lm)], convex=False
+        (y1 - y0, x1 - x0), [p - origin for p in mesh.skin_sample_polygons(lm)], convex=False
     )
     if cv2.countNonZero(cheeks) < 10:
-        return 0.0, frames
-    threshold = max(_FLOOR, _ABOVE_SKIN * float(np.median(lines[cheeks > 0])))
+        return None
+    threshold = max(_FLOOR, _ABOVE_SKIN * float(blend.median(lines[cheeks > 0])))
     hit = (lines > threshold).astype(np.uint8)
     reach = max(1, int(0.02 * size))  # a slanted or curved line spans a few rows
     tall = cv2.dilate(hit, np.ones((2 * reach + 1, 1), np.uint8))
@@ -97,7 +109,19 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     by1 = int(lm[28, 1] - y0)
     bridge = tall[max(0, by0) : max(0, by1) + 1, max(0, bx0) : max(0, bx1) + 1]
     cover = _longest_run(np.asarray(bridge, np.uint8)) / bridge.shape[1] if bridge.size else 0.0
-    zone = blend.polygon_mask(sub_shape, [zone_pts - origin], convex=False)
+    return CameraLines(cover, hit, (x0, y0, x1, y1), zone_pts, shape)
+
+
+def frame_lines(found: CameraLines, lm: Points) -> FloatImage:
+    """The glasses' frames among ``found``'s lines (``lm``: the face's 68 landmarks, as
+    given to ``camera_lines``): the long lines of the zone around the eyes, brows and eye
+    openings left out, softened by a pixel (0..1, the image's size)."""
+    frames = np.zeros(found.shape, np.float32)
+    up, _, size = mesh.face_frame(lm)
+    x0, y0, x1, y1 = found.box
+    origin = np.array([x0, y0], np.float32)
+    sub_shape = (y1 - y0, x1 - x0)
+    zone = blend.polygon_mask(sub_shape, [found.zone - origin], convex=False)
     grow = max(1.0, 0.03 * size)
     brows = [
         np.vstack([b + up * grow, b[::-1] - up * grow]) - origin for b in (lm[17:22], lm[22:27])
@@ -109,7 +133,7 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     g = max(1, int(grow))
     near_eyes = np.asarray(cv2.dilate(eyes, np.ones((2 * g + 1, 2 * g + 1), np.uint8)), np.uint8)
     out = np.maximum(out, near_eyes)
-    keep = (hit * (zone > 0) * (out == 0)).astype(np.uint8)
+    keep = (found.hit * (zone > 0) * (out == 0)).astype(np.uint8)
     # a frame is a long line: specks (a mole, a lash, a shadow's edge) are left out
     _, labels, stats, _ = cv2.connectedComponentsWithStats(keep, connectivity=8)
     longest = np.maximum(stats[:, cv2.CC_STAT_WIDTH], stats[:, cv2.CC_STAT_HEIGHT])
@@ -118,14 +142,16 @@ def camera_glasses(lightness: FloatImage, lm: Points) -> tuple[float, FloatImage
     keep = long_enough[labels].astype(np.uint8)
     keep = cv2.dilate(keep, np.ones((3, 3), np.uint8)).astype(np.float32)
     frames[y0:y1, x0:x1] = cv2.GaussianBlur(keep, (0, 0), 0.7)
-    return cover, np.clip(frames * 1.5, 0.0, 1.0)
+    return np.asarray(np.clip(frames * 1.5, 0.0, 1.0), np.float32)
 
 
 def _longest_run(hit: npt.NDArray[np.uint8]) -> int:
-    """The longest run of consecutive non-zero pixels in any row of ``hit``."""
-    edges = np.diff(np.pad((hit > 0).astype(np.int8), ((0, 0), (1, 1))), axis=1)
-    starts, ends = np.nonzero(edges == 1), np.nonzero(edges == -1)
-    return int((ends[1] - starts[1]).max()) if starts[1].size else 0
+    """The longest run of consecutive non-zero pixels in any row of ``hit``: per row, the
+    count so far less its value at the last zero."""
+    on = hit > 0
+    count = np.cumsum(on, axis=1, dtype=np.int32)
+    since = np.maximum.accumulate(np.where(on, 0, count), axis=1)
+    return int((count - since).max()) if on.size else 0
 
 
 # the source photo's own glasses (``photo_glasses``): a frame is a line in a structuring

@@ -525,14 +525,14 @@ def test_a_bare_face_is_searched_for_glasses_a_quarter_as_often(
     src, sf = obama
     frames = [_clip_frame(testdata, name, 40 + 2 * i) for i in range(8)]
     faces = [analyzer.analyze(f)[0] for f in frames]
-    real = glasses.camera_glasses
+    real = glasses.camera_lines
     calls: list[int] = []
 
-    def counted(lightness: np.ndarray, lm: np.ndarray) -> tuple[float, np.ndarray]:
+    def counted(image: np.ndarray, lm: np.ndarray) -> glasses.CameraLines | None:
         calls.append(1)
-        return real(lightness, lm)
+        return real(image, lm)
 
-    monkeypatch.setattr(glasses, "camera_glasses", counted)
+    monkeypatch.setattr(glasses, "camera_lines", counted)
     assert sf.landmarks is not None
     outs: dict[int, list[Frame]] = {}
     searches: dict[int, int] = {}
@@ -714,6 +714,33 @@ def test_a_photo_drawn_smaller_than_its_own_face_brings_no_aliased_grain(
         out = swap(swapper, camera, [lm], model)
         ratios.append(_fine_energy(out, box) / _fine_energy(camera, box))
     assert ratios[0] > 1.05 and 0.85 <= ratios[1] <= 1.0, ratios
+
+
+def test_a_blurred_photo_level_is_reused_only_for_its_own_blur(
+    obama: tuple[np.ndarray, Face],
+) -> None:
+    """One swapper draws the Obama portrait onto itself shrunk to 0.52, 0.62, then 0.52
+    again (its 201 px level blurred by 0.8, 0.65, 0.8 px): each output is the very same as a
+    fresh swapper's at that size (a blurred level kept and reused, never another size's),
+    and the two sizes' outputs differ."""
+    img, face = obama
+    assert face.landmarks is not None
+    cases = []
+    for k in (0.52, 0.62):
+        camera = np.asarray(
+            cv2.resize(img, None, fx=k, fy=k, interpolation=cv2.INTER_AREA), np.uint8
+        )
+        cases.append((camera, (face.landmarks * k).astype(np.float32)))
+    kept = ClassicSwapper()
+    model = kept.prepare_landmarks(img, face.landmarks)
+    outs = [swap(kept, camera, [lm], model) for camera, lm in (cases[0], cases[1], cases[0])]
+    fresh = []
+    for camera, lm in cases:
+        swapper = ClassicSwapper()
+        fresh.append(swap(swapper, camera, [lm], swapper.prepare_landmarks(img, face.landmarks)))
+    assert np.array_equal(outs[0], fresh[0]) and np.array_equal(outs[2], fresh[0])
+    assert np.array_equal(outs[1], fresh[1])
+    assert outs[0].shape != outs[1].shape or not np.array_equal(outs[0], outs[1])
 
 
 def test_the_cameras_own_glasses_stay_over_the_swapped_face(testdata, analyzer, obama) -> None:
