@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import cv2
 import platformdirs
 
 from livecam.config.schema import Config, OutputConfig
@@ -248,6 +249,10 @@ class App:
         self.frame_size: tuple[int, int] | None = None
         #: whether tracking runs beside the swap (``pipeline.overlap``), once started
         self.overlap = False
+        #: the threads OpenCV's own operations may use (``pipeline.opencv_threads``), once
+        #: started; restored to what it was (``_opencv_before``) when stopped
+        self.opencv_threads = cv2.getNumThreads()
+        self._opencv_before: int | None = None
         #: the invisible mark's payload of this run (a new session id at each start)
         self.payload: Payload | None = None
         #: the link to OBS Studio (``obs.enabled``), once started: its ``state``
@@ -520,6 +525,11 @@ class App:
             blanked = lambda: controls.state.blank  # noqa: E731 - read on the link's thread
             self.obs = ObsLink(cfg.obs, self.telemetry, self._stop, fps, blanked=blanked)
             self._workers.insert(0, self.obs)
+        self._opencv_before = cv2.getNumThreads()
+        self.opencv_threads = cfg.pipeline.opencv_threads or (
+            self._opencv_before if uses_accelerator(inference.stages) else 1
+        )
+        cv2.setNumThreads(self.opencv_threads)
         for worker in self._workers:
             if worker is not capture:
                 worker.start()
@@ -576,6 +586,9 @@ class App:
         if self._gpu is not None:
             self._gpu.close()
         self._no_face.unsubscribe()
+        if self._opencv_before is not None:  # the process's OpenCV as it was
+            cv2.setNumThreads(self._opencv_before)
+            self._opencv_before = None
         return hung
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
+from livecam.runtime.providers import Providers
 from livecam.sinks.null import NullSink
 from livecam.types import Frame, FramePacket, PlainStage
 
@@ -18,7 +19,7 @@ class PassStage(PlainStage):
 
     name = "pass"
     required = False
-    providers = None
+    providers: Providers | None = None  # the models it runs (none)
 
     def __init__(self) -> None:
         self.closed = False

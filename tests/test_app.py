@@ -28,6 +28,7 @@ from livecam.cli.main import main as cli_main
 from livecam.cli.terminal_run import exit_status
 from livecam.config.schema import Config, SourceConfig
 from livecam.errors import StartupError
+from livecam.runtime.providers import Providers
 from livecam.sinks import make_sink
 from livecam.sinks.null import NullSink
 from livecam.sources.synthetic.pattern import SyntheticSource
@@ -67,6 +68,51 @@ class Recorder(PassStage):
     def process(self, batch: list[FramePacket]) -> list[FramePacket]:
         self.hashes += [hashlib.sha1(p.frame.tobytes()).hexdigest() for p in batch]
         return batch
+
+
+class ThreadProbe(PassStage):
+    """A stage that notes how many threads OpenCV may use while it processes; its models
+    run on ``used`` (the providers a stage reports)."""
+
+    name = "probe"
+
+    def __init__(self, used: tuple[str, ...] = ("cpu",)) -> None:
+        super().__init__()
+        self.providers = Providers(used, used)
+        self.seen: list[int] = []
+
+    def process(self, batch: list[FramePacket]) -> list[FramePacket]:
+        self.seen.append(cv2.getNumThreads())
+        return batch
+
+
+@pytest.mark.parametrize(
+    ("used", "configured", "expected"),
+    [(("cpu",), None, 1), (("cuda", "cpu"), None, 3), (("cpu",), 2, 2)],
+)
+def test_opencv_runs_on_one_thread_while_every_model_runs_on_the_cpu(
+    used: tuple[str, ...], configured: int | None, expected: int
+) -> None:
+    """OpenCV's pool set to 3 threads before the start: while the stream runs, its
+    operations get 1 thread when every model runs on the CPU, the 3 they had beside a GPU,
+    ``pipeline.opencv_threads`` when given, and the stats say so; stopped, the 3 again."""
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(3)
+    try:
+        cfg = config(
+            source={"spec": "synthetic", "size": [160, 120], "fps": 120},
+            output={"sinks": ["null"]},
+            pipeline={"stages": ["passthrough"], "opencv_threads": configured},
+            run={"frames": 10},
+        )
+        probe = ThreadProbe(used)
+        app = App(cfg, stages=[probe])
+        run_to_end(app)
+        assert probe.seen and set(probe.seen) == {expected}, probe.seen
+        assert app.opencv_threads == expected
+        assert cv2.getNumThreads() == 3
+    finally:
+        cv2.setNumThreads(before)
 
 
 def test_frames_reach_the_virtual_camera_unchanged_in_order(vcam: RecordingStore) -> None:

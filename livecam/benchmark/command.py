@@ -83,6 +83,13 @@ def add_bench_options(p: argparse.ArgumentParser, presets: list[str]) -> None:
         "on when a model runs on a GPU)",
     )
     p.add_argument(
+        "--opencv-threads",
+        type=int,
+        metavar="N",
+        help="threads OpenCV's own operations may use (pipeline.opencv_threads; default: 1 "
+        "when every model runs on the CPU)",
+    )
+    p.add_argument(
         "--memory",
         choices=get_args(MemoryStrategy),
         help="low: exact-size CUDA arena capped per session, one face per swapper call; "
@@ -156,6 +163,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         fp16=args.fp16,
         cache=args.cache,
         overlap=args.overlap,
+        opencv_threads=args.opencv_threads,
         memory=args.memory,
         provider=args.provider,
         source=args.source,
@@ -189,7 +197,10 @@ def format_table(r: dict[str, Any]) -> str:
         ("clip", f"{r['source']}, {w}x{h}, {r['frames_captured']} frames, {r['mode']} mode"),
         ("swapper / fp16 / cache", f"{r['swapper']} / {r['fp16'] or 'n/a'} / {r['cache']}"),
         ("reused faces", f"{r['faces_reused']} ({r['reuse_hit_rate']:.0%} of those swapped)"),
-        ("overlap / memory", f"{'on' if r['overlap'] else 'off'} / {r['memory']}"),
+        (
+            "overlap / memory / OpenCV threads",
+            f"{'on' if r['overlap'] else 'off'} / {r['memory']} / {r['opencv_threads']}",
+        ),
         ("fps out", f"{r['fps_out']:.1f} ({r['frames_out']} frames, {r['dropped']} dropped)"),
         (
             "latency p50 / p99",

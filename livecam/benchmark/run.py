@@ -54,6 +54,7 @@ class BenchOptions:
     fp16: bool | None = None  # None: the preset's own swapper file
     cache: bool | None = None  # swap.reuse: reuse the swapped face (None: as configured)
     overlap: bool | None = None  # pipeline.overlap (None: as configured)
+    opencv_threads: int | None = None  # pipeline.opencv_threads (None: as configured)
     memory: str | None = None  # swap.memory (None: as configured)
     provider: str = "auto"
     source: str | None = None  # a video file instead of the synthetic clip
@@ -116,7 +117,11 @@ def bench_config(opts: BenchOptions, face: Path, motion: Path | None) -> Config:
                 "capacity": max(8, opts.batch),
             },
             "output": {"sinks": ["null"]},
-            "pipeline": {"stages": ["swap"], "overlap": opts.overlap},
+            "pipeline": {
+                "stages": ["swap"],
+                "overlap": opts.overlap,
+                "opencv_threads": opts.opencv_threads,
+            },
             "swap": SwapConfig.of(**swap),
             "run": {"frames": opts.frames},
         }
@@ -257,6 +262,7 @@ def _figures(
         "fp16": opts.fp16,
         "cache": _cache(cfg, stage),
         "overlap": app.overlap,
+        "opencv_threads": app.opencv_threads,
         "memory": cfg.swap.runtime.memory,
         "fps_out": round(snap.fps_out, 2),
         "frames_out": snap.frames_out,

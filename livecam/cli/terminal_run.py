@@ -198,6 +198,7 @@ def run_pipeline(
     summary["signal"] = signal.Signals(received[0]).name if received else None
     summary["errors"] = ([app.failure] if app.failure else []) + app.crashes
     summary["overlap"] = app.overlap  # tracking beside the swap (pipeline.overlap)
+    summary["opencv_threads"] = app.opencv_threads  # pipeline.opencv_threads, as applied
     if app.quality is not None:  # the quality level and every step of the ladder
         summary["quality"] = app.quality.summary()
     if cfg.run.stats_json:

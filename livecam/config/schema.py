@@ -345,6 +345,18 @@ class PipelineConfig(Validated):
         "second thread (default: when a model runs on a GPU)",
         applies_with="swap",
     )
+    # how many threads OpenCV's own operations may use; None: 1 where every model runs on
+    # the CPU (the capture, the stages and the output already share the cores: OpenCV's
+    # pool split each small face step and waited on the busy other core), else OpenCV's
+    # default
+    opencv_threads: int | None = setting(
+        None,
+        option="--opencv-threads",
+        metavar="N",
+        range=(1, 256),
+        help="threads OpenCV's own operations may use (default: 1 when every model runs on "
+        "the CPU, else OpenCV's default)",
+    )
     # facebox stage: path to face_detection_yunet_2023mar.onnx
     yunet_model: str | None = setting(
         None,
