@@ -1,6 +1,7 @@
 """The lite swap's CPU cost per frame, and whether two checkouts give the same output.
 
     python bench/bench_lite_speed.py [--against /path/to/checkout] [--rounds 3]
+        [--per-face [--own-defaults]]
         [--scenes synth1,synth4,d6web,s32own] [--frames 60] [--size 1280x720]
 
 Each scene's frames go one packet at a time through a fresh ``build_swap_stage`` of the
@@ -23,7 +24,9 @@ process. Each scene's frames go once through this checkout's stage, recording wh
 swapper is given; then the two checkouts' ``ClassicSwapper.swap`` run those calls
 alternately, ``--rounds`` times over, on the same prepared source. Printed: the median CPU
 ms per face of each, their ratio, and whether every output and mask was the same bit for
-bit.
+bit. Both swappers get this checkout's settings, unless ``--own-defaults``: each its own
+checkout's default settings and options (what a user of each gets; a changed default, a
+part turned on by default, counts).
 """
 
 from __future__ import annotations
@@ -152,20 +155,26 @@ def run_scene(name: str, count: int, size: tuple[int, int] = SIZE) -> dict[str, 
     }
 
 
-def _classic_of(checkout: Path) -> Any:
-    """``ClassicSwapper`` of another checkout, imported beside this one's modules."""
+def _classic_of(checkout: Path) -> tuple[Any, Any]:
+    """``ClassicSwapper`` of another checkout, imported beside this one's modules, and a
+    swapper of it with that checkout's own defaults (settings and options)."""
     import importlib
 
     saved = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] == "livecam"}
     sys.path.insert(0, str(checkout))
     try:
-        cls = importlib.import_module("livecam.face.swap.classic").ClassicSwapper
+        module = importlib.import_module("livecam.face.swap.classic")
+        cls = module.ClassicSwapper
+        own = cls(
+            importlib.import_module("livecam.config.swap").ClassicSettings(),
+            module.ClassicOptions(),
+        )
     finally:
         sys.path.remove(str(checkout))
         for m in [m for m in sys.modules if m.split(".")[0] == "livecam"]:
             del sys.modules[m]
         sys.modules.update(saved)
-    return cls
+    return cls, own
 
 
 def _recording(swap: Any, calls: list[tuple[Any, Any, Any]]) -> Any:
@@ -179,7 +188,12 @@ def _recording(swap: Any, calls: list[tuple[Any, Any, Any]]) -> Any:
 
 
 def per_face(
-    against: Path, scenes: list[str], count: int, rounds: int, size: tuple[int, int] = SIZE
+    against: Path,
+    scenes: list[str],
+    count: int,
+    rounds: int,
+    size: tuple[int, int] = SIZE,
+    own_defaults: bool = False,
 ) -> None:
     import livecam.face.swap.classic  # this checkout's, imported first
     from livecam.config.schema import SwapConfig
@@ -188,9 +202,10 @@ def per_face(
     from livecam.types import FaceWork, FramePacket
 
     cv2.setNumThreads(1)
-    old_cls = _classic_of(against)
+    old_cls, old_own = _classic_of(against)
     new_cls = livecam.face.swap.classic.ClassicSwapper
-    print(f"classic swapper per face, CPU ms (median): {against} against {REPO}")
+    settings = "each with its own defaults" if own_defaults else "this checkout's settings"
+    print(f"classic swapper per face, CPU ms (median): {against} against {REPO} ({settings})")
     for name in scenes:
         with tempfile.TemporaryDirectory() as tmp:
             frames, photo = scene(name, count, Path(tmp), size)
@@ -204,6 +219,11 @@ def per_face(
             stage.process([FramePacket(frame.copy(), seq=seq, t_capture_ns=seq * 16_666_667)])
         stage.close()
         pair = [cls(swapper.config, swapper.options) for cls in (old_cls, new_cls)]
+        if own_defaults:  # what a user of each checkout gets (a changed default counts)
+            pair = [
+                type(old_own)(old_own.config, old_own.options),
+                new_cls(type(swapper.config)(), type(swapper.options)()),
+            ]
         times: list[list[float]] = [[], []]
         same = True
         for _ in range(rounds):
@@ -259,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frames", type=int, default=60)
     p.add_argument("--size", default="1280x720", help="the synthetic scenes' frame, WxH")
     p.add_argument("--per-face", action="store_true", help="the classic swapper alone")
+    p.add_argument(
+        "--own-defaults",
+        action="store_true",
+        help="with --per-face: each checkout's swapper with its own default settings",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     scenes = [s for s in args.scenes.split(",") if s]
@@ -270,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_face:
         if args.against is None:
             sys.exit("--per-face compares two checkouts: give --against")
-        per_face(args.against.resolve(), scenes, args.frames, args.rounds, size)
+        per_face(args.against.resolve(), scenes, args.frames, args.rounds, size, args.own_defaults)
         return 0
     if args.child:
         child(scenes, args.frames, size)
