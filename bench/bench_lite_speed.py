@@ -1,7 +1,7 @@
 """The lite swap's CPU cost per frame, and whether two checkouts give the same output.
 
     python bench/bench_lite_speed.py [--against /path/to/checkout] [--rounds 3]
-        [--per-face [--own-defaults]]
+        [--per-face [--own-defaults] [--opencv-threads N] [--wall]]
         [--scenes synth1,synth4,d6web,s32own] [--frames 60] [--size 1280x720]
 
 Each scene's frames go one packet at a time through a fresh ``build_swap_stage`` of the
@@ -26,7 +26,8 @@ alternately, ``--rounds`` times over, on the same prepared source. Printed: the 
 ms per face of each, their ratio, and whether every output and mask was the same bit for
 bit. Both swappers get this checkout's settings, unless ``--own-defaults``: each its own
 checkout's default settings and options (what a user of each gets; a changed default, a
-part turned on by default, counts).
+part turned on by default, counts). ``--opencv-threads N`` gives OpenCV N threads (1 by
+default) and ``--wall`` times wall clock instead of CPU (what N threads gain or lose).
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ def per_face(
     rounds: int,
     size: tuple[int, int] = SIZE,
     own_defaults: bool = False,
+    threads: int = 1,
+    wall: bool = False,
 ) -> None:
     import livecam.face.swap.classic  # this checkout's, imported first
     from livecam.config.schema import SwapConfig
@@ -201,11 +204,16 @@ def per_face(
     from livecam.face.swap_stage import build_swap_stage
     from livecam.types import FaceWork, FramePacket
 
-    cv2.setNumThreads(1)
+    cv2.setNumThreads(threads)
+    clock = time.perf_counter if wall else time.process_time
     old_cls, old_own = _classic_of(against)
     new_cls = livecam.face.swap.classic.ClassicSwapper
     settings = "each with its own defaults" if own_defaults else "this checkout's settings"
-    print(f"classic swapper per face, CPU ms (median): {against} against {REPO} ({settings})")
+    kind = "wall" if wall else "CPU"
+    print(
+        f"classic swapper per face, {kind} ms (median), OpenCV on {threads} thread(s): "
+        f"{against} against {REPO} ({settings})"
+    )
     for name in scenes:
         with tempfile.TemporaryDirectory() as tmp:
             frames, photo = scene(name, count, Path(tmp), size)
@@ -234,9 +242,9 @@ def per_face(
                         FaceWork(w.frame_index, w.seq, w.face, source_index=w.source_index)
                         for w in works
                     ]
-                    t0 = time.process_time()
+                    t0 = clock()
                     done = sw.swap(ctx, fresh, sources)
-                    times[i].append((time.process_time() - t0) * 1000 / max(1, len(works)))
+                    times[i].append((clock() - t0) * 1000 / max(1, len(works)))
                     outs.append([(d.output, d.mask) for d in done])
                 same &= all(
                     (a is None and b is None)
@@ -280,6 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", default="1280x720", help="the synthetic scenes' frame, WxH")
     p.add_argument("--per-face", action="store_true", help="the classic swapper alone")
     p.add_argument(
+        "--opencv-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --per-face: OpenCV's threads (default 1)",
+    )
+    p.add_argument("--wall", action="store_true", help="with --per-face: wall time, not CPU")
+    p.add_argument(
         "--own-defaults",
         action="store_true",
         help="with --per-face: each checkout's swapper with its own default settings",
@@ -295,7 +311,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_face:
         if args.against is None:
             sys.exit("--per-face compares two checkouts: give --against")
-        per_face(args.against.resolve(), scenes, args.frames, args.rounds, size, args.own_defaults)
+        if args.opencv_threads < 1:
+            sys.exit(f"--opencv-threads {args.opencv_threads}: give 1 or more")
+        per_face(
+            args.against.resolve(),
+            scenes,
+            args.frames,
+            args.rounds,
+            size,
+            args.own_defaults,
+            args.opencv_threads,
+            args.wall,
+        )
         return 0
     if args.child:
         child(scenes, args.frames, size)
