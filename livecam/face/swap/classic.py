@@ -42,7 +42,7 @@ which the 68-point landmarker moves too little as the mouth opens.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,7 @@ from livecam.face.landmarks.measures import dlib68_measures
 from livecam.face.parts import CpuPart
 from livecam.face.paste import colour as blend
 from livecam.face.swap import glasses, mesh
-from livecam.types import FaceWork, Frame, FrameContext, RunReport, validate_frame
+from livecam.types import Face, FaceWork, Frame, FrameContext, RunReport, validate_frame
 
 if TYPE_CHECKING:
     from livecam.face.source.photo import SourceFace
@@ -284,6 +284,14 @@ class ClassicOptions:
     # glasses put on mid-stream are found within that many frames
     glasses_idle: float = 0.3
     glasses_recheck: int = 4
+    # a tracked face's colour and skin statistics, the camera look's two amounts and the
+    # forehead's two are measured on every ``measure_every``-th frame of its track (the
+    # tracks in turn, so that several faces share the cost over the frames; 1 = every
+    # frame); on the frames between, the smoothed values move on towards the last
+    # measurement as if it were new (``smoothing`` already averages over about three
+    # frames: they lag by a frame more). The measuring was most of the camera look's cost
+    # and of the colour statistics' (docs/lite-swap.md: what the additions cost)
+    measure_every: int = 3
 
 
 @dataclass
@@ -316,6 +324,12 @@ class ClassicSwapper(CpuPart):
         # camera look's blur) -> its statistics
         self._tracks: dict[int, dict[str, _TrackStats]] = {}
         self._calls = 0
+        # track id -> its face's landmarks at its last frame, how many frames of it were
+        # swapped (less one; repeats not counted); of the face being swapped: whether it
+        # repeats its track's last landmarks, whether its statistics are measured (``_visit``)
+        self._landmarks: dict[int, Points] = {}
+        self._visits: dict[int, int] = {}
+        self._still, self._due = False, True
         # (id of a photo level, sigma) -> (the level, its patch so blurred: _antialiased)
         self._blurred: dict[tuple[int, float], tuple[_Level, Frame]] = {}
 
@@ -323,6 +337,8 @@ class ClassicSwapper(CpuPart):
         """Forget every track's smoothed statistics (a new stream, a new source)."""
         self._tracks.clear()
         self._blurred.clear()
+        self._landmarks.clear()
+        self._visits.clear()
 
     def _antialiased(self, level: _Level, sigma: float) -> Frame:
         """``level``'s photo patch blurred by ``sigma`` px (``_alias_sigma``; 0: as it is),
@@ -456,7 +472,27 @@ class ClassicSwapper(CpuPart):
         ]
         for t in stale:
             del self._tracks[t]
+        for t in set(self._visits) - set(self._tracks):
+            del self._visits[t], self._landmarks[t]
         return list(faces)
+
+    def _visit(self, face: Face) -> None:
+        """Note a face about to be swapped: whether it has its track's last landmarks (a
+        repeated camera frame, or a bridged fit: its measured statistics then stay as they
+        are) and whether its track measures them on this frame (every
+        ``options.measure_every``-th of its own frames, the tracks in turn); ``_measured``
+        reads both."""
+        track, lm = face.track_id, face.landmarks
+        self._still, self._due = False, True
+        if track < 0 or lm is None:
+            return
+        last = self._landmarks.get(track)
+        self._landmarks[track] = lm.copy()
+        self._still = last is not None and np.array_equal(last, lm)
+        if not self._still:
+            self._visits[track] = self._visits.get(track, -1) + 1
+        every = max(1, self.options.measure_every)
+        self._due = (self._visits[track] + track) % every == 0
 
     def _smoothed(
         self,
@@ -464,11 +500,14 @@ class ClassicSwapper(CpuPart):
         raw: npt.NDArray[np.float32],
         name: str = "colour",
         rate: float | None = None,
+        *,
+        again: bool = False,
     ) -> npt.NDArray[np.float32]:
         """``raw`` statistics (of kind ``name``) of this frame, smoothed over the track's
         earlier frames (moving ``rate`` of the way to each new frame's; default
         ``options.smoothing``). A measurement equal to the last one (a repeated frame)
-        leaves them as they are."""
+        leaves them as they are, unless ``again`` (the last one given again on a call
+        that does not measure: ``_measured``)."""
         k = self.options.smoothing if rate is None else rate
         if track_id < 0 or k >= 1:
             return raw
@@ -476,14 +515,32 @@ class ClassicSwapper(CpuPart):
         st = named.get(name)
         if st is None or st.raw.shape != raw.shape:
             st = named[name] = _TrackStats(raw, raw.copy(), self._calls)
-        elif not np.array_equal(st.raw, raw):
+        elif again or not np.array_equal(st.raw, raw):
             st.value = (st.value + np.float32(k) * (raw - st.value)).astype(np.float32)
             st.raw = raw
         st.seen = self._calls
         return st.value
 
+    def _measured(
+        self, track_id: int, name: str, measure: Callable[[], npt.NDArray[np.float32]]
+    ) -> npt.NDArray[np.float32]:
+        """``_smoothed(track_id, measure(), name)`` on the calls this track measures
+        ``name`` (every ``options.measure_every``-th, the tracks in turn; always for an
+        untracked face and for a track's first); on the others the smoothed value moves
+        on towards the track's last measurement, ``measure`` not called. A face with its
+        track's last landmarks (``_visit``: a repeated camera frame) leaves the value as it
+        is, so a repeated frame gives the very same output."""
+        st = self._tracks.get(track_id, {}).get(name) if track_id >= 0 else None
+        if st is not None and self._still:  # the same picture again
+            st.seen = self._calls
+            return st.value
+        if st is None or self._due:
+            return self._smoothed(track_id, measure(), name)
+        return self._smoothed(track_id, st.raw, name, again=True)
+
     def _swap_one(self, frame: Frame, work: FaceWork, source: SourceModel) -> None:
         target_lm = mesh.check_landmarks(work.face.landmarks, "target landmarks")
+        self._visit(work.face)
         track = work.face.track_id
         if self.options.lip_follow > 0 and track >= 0:
             target_lm = self._follow_upper_lip(frame, target_lm, track)
@@ -631,14 +688,15 @@ class ClassicSwapper(CpuPart):
         sample = blend.polygon_mask(shape, mesh.skin_sample_polygons(lm_roi), convex=False) > 0
         target_lab = blend.to_lab(target)
         warped_lab = blend.to_lab(warped)
-        skin_model = blend.skin_model(target_lab, sample)
-        stats = blend.transfer_stats(warped_lab, region, target_lab, region)
-        raw = (
-            stats.ravel()
-            if skin_model is None
-            else np.concatenate([stats.ravel(), skin_model.ravel()])
-        )
-        smooth = self._smoothed(track, raw)
+
+        def colour_stats() -> npt.NDArray[np.float32]:
+            stats = blend.transfer_stats(warped_lab, region, target_lab, region)
+            skin_model = blend.skin_model(target_lab, sample)
+            if skin_model is None:
+                return np.asarray(stats.ravel(), np.float32)
+            return np.concatenate([stats.ravel(), skin_model.ravel()])
+
+        smooth = self._measured(track, "colour", colour_stats)
         dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)  # from the edge
         turned = _turn(lm_roi, opts.turned)[0] if opts.turned[1] > 0 else 0.0
         if self.config.color != "none":
@@ -680,17 +738,15 @@ class ClassicSwapper(CpuPart):
             lid = opts.eye_lid + glasses_worn * (opts.glasses_eye_lid - opts.eye_lid)
             warped_lab = self._own_eyes(warped_lab, target_lab, lm_roi, tgt_skin, size, lid)
         cam_skin = blend.smoothstep(tgt_skin, 0.2, 0.6)  # the camera's skin, as the gate reads it
-        if opts.edge_sigma > 0 and turned < 1.0:
-            warped_lab = self._match_edge(
-                warped_lab, target_lab, dist, src_skin * cam_skin, size, 1.0 - turned
-            )
+        # the seam's depth: the camera's side gated (its hair or background with a middling
+        # skin likelihood pulled the edge grey: s32's near cheek); the edge's colour fades
+        # out as the turned head's own matching fades in
+        depth = 0.0
         if opts.seam_match > 0:
-            # the camera's side gated: its hair or background with a middling skin
-            # likelihood pulled the edge grey (s32's near cheek)
             depth = opts.seam_match + turned * max(0.0, opts.turned_seam_match - opts.seam_match)
-            warped_lab = self._match_seam(
-                warped_lab, target_lab, dist, src_skin * cam_skin, size, depth
-            )
+        warped_lab = self._match_ring(
+            warped_lab, target_lab, dist, src_skin * cam_skin, size, 1.0 - turned, depth
+        )
         colored = blend.from_lab(warped_lab)
         alpha = blend.feather_mask(hull, opts.feather * size, keep_out, dist=dist)
         if opts.skin_gate:
@@ -750,7 +806,7 @@ class ClassicSwapper(CpuPart):
 
         return on_grid
 
-    def _match_edge(
+    def _match_ring(
         self,
         lab: blend.FloatImage,
         target_lab: blend.FloatImage,
@@ -758,78 +814,72 @@ class ClassicSwapper(CpuPart):
         skin: blend.FloatImage,
         size: float,
         strength: float,
-    ) -> blend.FloatImage:
-        """``lab`` (the swapped face) with its colour (a and b) at low frequency moved towards
-        the camera's (``target_lab``) near the mask's edge: both masked-Gaussian low-passed
-        (``options.edge_sigma`` face sizes) over ``skin`` (both faces' skin) within 1.5 x
-        ``options.edge_depth`` face sizes of the hull's edge (``dist``: each pixel's distance
-        from it), the difference (its length capped at ``options.edge_cap``) added, times
-        ``strength``, in full at the edge, fading (smoothstep) to nothing ``edge_depth``
-        inside. The difference is taken, capped and faded on a grid of a third of the low
-        pass's sigma and scaled up. Changed in place."""
-        opts = self.options
-        depth = opts.edge_depth * size
-        weight = ((dist > 0) & (dist < 1.5 * depth)).astype(np.float32) * skin
-        if float(weight.sum()) < 1.0:
-            return lab
-        h, w = dist.shape
-        k = max(1, int(opts.edge_sigma * size / 3))  # frame pixels per grid pixel
-        grid = (max(1, w // k), max(1, h // k))
-        sigma = opts.edge_sigma * size / k
-        # whole planes (a strided two-channel view costs numpy several times more); the
-        # lightness's share is dropped on the grid
-        gap = cv2.multiply(cv2.subtract(target_lab, lab), cv2.merge([weight] * 3))
-        num = cv2.GaussianBlur(cv2.resize(gap, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma)
-        num[..., 0] = 0.0
-        den = cv2.GaussianBlur(
-            cv2.resize(weight, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma
-        )
-        diff = num / np.maximum(den, 1e-4)[..., None]
-        mag = np.sqrt((diff * diff).sum(axis=2, keepdims=True))
-        inside = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
-        t = np.clip(inside * (1.0 / max(depth, 1e-3)), 0.0, 1.0)
-        fade = strength * (1.0 - t * t * (3.0 - 2.0 * t))
-        fix = diff * (fade[..., None] * np.minimum(1.0, opts.edge_cap / np.maximum(mag, 1e-6)))
-        lab += cv2.resize(fix, (w, h), interpolation=cv2.INTER_LINEAR)  # the lightness + 0
-        return lab
-
-    def _match_seam(
-        self,
-        lab: blend.FloatImage,
-        target_lab: blend.FloatImage,
-        dist: blend.FloatImage,
-        skin: blend.FloatImage,
-        size: float,
         depth: float,
     ) -> blend.FloatImage:
-        """``lab`` (the swapped face) with its low-frequency lightness made the camera's at
-        the mask's edge: the difference camera minus face, measured on the feather ring
-        (the outer ``options.feather`` of the hull; ``dist``: each pixel's distance from the
-        hull's edge) weighted by ``skin`` (both faces' skin: no hair, no background),
-        low-passed (``options.seam_sigma``) and added in full at the hull's edge, fading
-        (smoothstep) to nothing ``depth`` face sizes inside (``options.seam_match``, more
-        on a turned head), at most
-        ``options.seam_cap``: a narrow-band membrane, as a Poisson blend's, that leaves the
-        inner face alone. The correction is made on a grid of half the low pass's sigma and
-        scaled up. Changed in place (this frame's own array)."""
+        """``lab`` (the swapped face) brought to the camera's (``target_lab``) at low
+        frequency near the mask's edge (``dist``: each pixel's distance from the hull's
+        edge), both measured over ``skin`` (both faces' skin: no hair, no background):
+
+        - the seam (``depth`` > 0): its lightness made the camera's, the difference camera
+          minus face measured on the feather ring (the outer ``options.feather`` of the
+          hull), low-passed (``options.seam_sigma``) and added in full at the hull's edge,
+          fading (smoothstep) to nothing ``depth`` face sizes inside (``options.seam_match``,
+          more on a turned head), at most ``options.seam_cap``: a narrow-band membrane, as a
+          Poisson blend's, that leaves the inner face alone;
+        - the edge's colour (``strength`` > 0): its a and b moved towards the camera's, both
+          low-passed (``options.edge_sigma`` face sizes) within 1.5 x ``options.edge_depth``
+          face sizes of the hull's edge, the difference (its length capped at
+          ``options.edge_cap``) added times ``strength``, in full at the edge, fading to
+          nothing ``edge_depth`` inside.
+
+        One pass for both: the difference is taken once, weighted by each one's ring,
+        reduced to one grid (a third of the edge's sigma or half the seam's, the finer),
+        low-passed and faded there, and the correction scaled up and added once. Changed in
+        place (this frame's own array)."""
         opts = self.options
-        weight = ((dist > 0) & (dist < opts.feather * size)) * skin
-        if float(weight.sum()) < 1.0:
+        edge_depth = opts.edge_depth * size
+        none = np.zeros(dist.shape, np.float32)
+        w_edge = none
+        if strength > 0 and opts.edge_sigma > 0:
+            w_edge = _ring(dist, 1.5 * edge_depth, skin)
+        w_seam = none
+        if depth > 0:
+            w_seam = _ring(dist, opts.feather * size, skin)
+        edge, seam = float(w_edge.sum()) >= 1.0, float(w_seam.sum()) >= 1.0
+        if not (edge or seam):
             return lab
-        h, w = dist.shape
-        k = max(1, round(opts.seam_sigma * size / 2))  # frame pixels per grid pixel
-        grid = (max(1, w // k), max(1, h // k))
-        sigma = opts.seam_sigma * size / k
-        gap = (target_lab[..., 0] - lab[..., 0]) * weight
-        num = cv2.GaussianBlur(cv2.resize(gap, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma)
-        den = cv2.GaussianBlur(
-            cv2.resize(weight, grid, interpolation=cv2.INTER_AREA), (0, 0), sigma
-        )
-        inside = cv2.resize(dist, grid, interpolation=cv2.INTER_AREA)
-        t = np.clip(inside * (1.0 / max(depth * size, 1e-3)), 0.0, 1.0)
-        fix = (1.0 - t * t * (3.0 - 2.0 * t)) * num / np.maximum(den, 1e-4)
-        np.clip(fix, -opts.seam_cap, opts.seam_cap, out=fix)
-        lab[..., 0] += cv2.resize(fix, (w, h), interpolation=cv2.INTER_LINEAR)
+        cells = []  # frame pixels per grid cell
+        if edge:
+            cells.append(max(1, int(opts.edge_sigma * size / 3)))
+        if seam:
+            cells.append(max(1, round(opts.seam_sigma * size / 2)))
+        k = min(cells)
+        # whole planes (a strided channel costs numpy several times more): the lightness's
+        # difference weighted by the seam's ring, the colour's by the edge's; on the grid
+        # one plane at a time (OpenCV's two-channel paths are its slowest)
+        gap = cv2.multiply(cv2.subtract(target_lab, lab), cv2.merge([w_seam, w_edge, w_edge]))
+        num = cv2.split(blend.to_grid(np.asarray(gap, np.float32), k))
+        inside = blend.to_grid(dist, k)
+        fix = [np.zeros(inside.shape, np.float32)] * 3
+        if seam:
+            sigma = opts.seam_sigma * size / k
+            low = cv2.GaussianBlur(num[0], (0, 0), sigma)
+            weight = cv2.GaussianBlur(blend.to_grid(w_seam, k), (0, 0), sigma)
+            t = np.clip(inside * (1.0 / max(depth * size, 1e-3)), 0.0, 1.0)
+            step = (1.0 - t * t * (3.0 - 2.0 * t)) * low / np.maximum(weight, 1e-4)
+            fix[0] = np.clip(step, -opts.seam_cap, opts.seam_cap)
+        if edge:
+            sigma = opts.edge_sigma * size / k
+            weight = np.maximum(cv2.GaussianBlur(blend.to_grid(w_edge, k), (0, 0), sigma), 1e-4)
+            a, b = (
+                np.asarray(cv2.GaussianBlur(plane, (0, 0), sigma) / weight, np.float32)
+                for plane in num[1:]
+            )
+            t = np.clip(inside * (1.0 / max(edge_depth, 1e-3)), 0.0, 1.0)
+            fade = strength * (1.0 - t * t * (3.0 - 2.0 * t))
+            gain = fade * np.minimum(1.0, opts.edge_cap / np.maximum(cv2.magnitude(a, b), 1e-6))
+            fix[1], fix[2] = a * gain, b * gain
+        lab += blend.from_grid(np.asarray(cv2.merge(fix), np.float32), k, lab.shape)
         return lab
 
     def _camera_glasses(
@@ -914,21 +964,35 @@ class ClassicSwapper(CpuPart):
         opts = self.options
         sigma = 0.0
         if opts.camera_look > 0:
-            raw = np.array(
-                [blend.blur_to_match(lab[..., 0], target_lab[..., 0], skin, opts.camera_look)],
-                np.float32,
+            sigma = float(
+                self._measured(
+                    track,
+                    "look",
+                    lambda: np.array(
+                        [
+                            blend.blur_to_match(
+                                lab[..., 0], target_lab[..., 0], skin, opts.camera_look
+                            )
+                        ],
+                        np.float32,
+                    ),
+                )[0]
             )
-            sigma = float(self._smoothed(track, raw, "look")[0])
         if sigma >= 0.3:
             lab = np.asarray(cv2.GaussianBlur(lab, (0, 0), sigma), np.float32)
         if inner is None:
             return lab
         # the damping fades in from the mask's edge (``dist``) over ``detail_edge`` face sizes
         depth = np.clip(dist * np.float32(1.0 / max(opts.detail_edge * size, 1e-3)), 0.0, 1.0)
-        cut = np.array(
-            [self._detail_cut(lab[..., 0], target_lab[..., 0], inner, depth)], np.float32
+        amount = float(
+            self._measured(
+                track,
+                "detail",
+                lambda: np.array(
+                    [self._detail_cut(lab[..., 0], target_lab[..., 0], inner, depth)], np.float32
+                ),
+            )[0]
         )
-        amount = float(self._smoothed(track, cut, "detail")[0])
         if amount < 0.01:
             return lab
         # lab - (the share of the band taken out) x band, the band: lab minus its blur
@@ -1013,12 +1077,15 @@ class ClassicSwapper(CpuPart):
         full = float(blend.smoothstep(share, *opts.fringe_cover)[0])  # a fringe or cap
         both = (s_skin > 0.6) & (t_skin > 0.5) & ~inside
         if full > 0.0 and both.any():
-            light = target_lab[sub][..., 0]
-            lit = inside & (light > 100)
-            on_lit = t_skin[lit] if np.count_nonzero(lit) > 0.2 * n else t_skin[inside]
-            gap = blend.median(light[inside]) - blend.median(light[both])
-            raw = np.array([np.mean(on_lit), gap], np.float32)
-            even, bare = self._smoothed(track, raw, "forehead")[:, None]
+
+            def forehead() -> npt.NDArray[np.float32]:  # how even, how bare
+                light = target_lab[sub][..., 0]
+                lit = inside & (light > 100)
+                on_lit = t_skin[lit] if np.count_nonzero(lit) > 0.2 * n else t_skin[inside]
+                gap = blend.median(light[inside]) - blend.median(light[both])
+                return np.array([np.mean(on_lit), gap], np.float32)
+
+            even, bare = self._measured(track, "forehead", forehead)[:, None]
             full *= 1.0 - float(blend.smoothstep(even, *opts.fringe_mottled)[0])
             full *= float(blend.smoothstep(bare, *opts.fringe_bare)[0])
         else:
@@ -1135,6 +1202,15 @@ def _alias_sigma(level: _Level, size: float, amount: float) -> float:
     return 0.0 if sigma < 0.2 else round(sigma / _ALIAS_STEP) * _ALIAS_STEP
 
 
+def _ring(dist: blend.FloatImage, width: float, weight: blend.FloatImage) -> blend.FloatImage:
+    """``weight`` where 0 < ``dist`` < ``width``, else 0 (float32; ``dist`` is float32):
+    the mask and the product as OpenCV's thresholds and multiply, not numpy's five passes."""
+    below = float(np.nextafter(np.float32(width), np.float32(0)))  # < width: <= the float before
+    _, ring = cv2.threshold(dist, below, 1.0, cv2.THRESH_BINARY_INV)
+    _, inside = cv2.threshold(dist, 0.0, 1.0, cv2.THRESH_BINARY)
+    return np.asarray(cv2.multiply(cv2.multiply(ring, inside), weight), np.float32)
+
+
 def _grey(image: Frame) -> blend.FloatImage:
     return np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), np.float32)
 
@@ -1231,6 +1307,7 @@ def _mouth_interior(patch: Frame, pts: Points) -> npt.NDArray[np.uint8]:
 _UPPER_LIP = np.arange(49, 54)
 _LIP_SPAN = (0.12, 0.06)
 _LIP_SAMPLES = 48
+_LIP_ALONG = np.linspace(0.0, 1.0, _LIP_SAMPLES, dtype=np.float32)[None, :, None]
 _LIP_CONTRAST = 4.0
 
 
@@ -1247,10 +1324,9 @@ def _upper_lip_edges(
     if eye < 1.0 or norm < 1.0:
         return None
     up = (up / norm).astype(np.float32)
-    t = np.linspace(0.0, 1.0, _LIP_SAMPLES, dtype=np.float32)
     top = lm[_UPPER_LIP] + up * np.float32(_LIP_SPAN[0] * eye)
     step = -up * np.float32((_LIP_SPAN[0] + _LIP_SPAN[1]) * eye)
-    pts = top[:, None, :] + t[None, :, None] * step[None, None, :]
+    pts = top[:, None, :] + _LIP_ALONG * step[None, None, :]
     samples = cv2.remap(
         frame, pts[..., 0], pts[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
     )

@@ -231,6 +231,20 @@ def affine_table(src_pts: Points, dst_pts: Points, tris: Triangles) -> npt.NDArr
     return np.stack([m00, m01, t0, m10, m11, t1], axis=1).astype(np.float32)
 
 
+def _per_label(
+    table: npt.NDArray[np.float32], labels: npt.NDArray[np.uint8 | np.uint16]
+) -> list[npt.NDArray[np.float32]]:
+    """Each column of ``table`` (a row per label) at each of ``labels``: a lookup table
+    per column where the labels fit one (a quarter of numpy's indexing's cost)."""
+    if labels.dtype != np.uint8:
+        return [column[labels] for column in table.T]
+    lut = np.zeros((256, table.shape[1]), np.float32)
+    lut[: len(table)] = table
+    return [
+        np.asarray(cv2.LUT(labels, np.ascontiguousarray(column)), np.float32) for column in lut.T
+    ]
+
+
 def piecewise_affine_maps(
     src_pts: Points,
     dst_pts: Points,
@@ -260,15 +274,19 @@ def piecewise_affine_maps(
     for label, poly in enumerate(list(polys), 1):
         fill(labels, poly, label, line8, 4)  # shift=4, positional: 0.32 -> 0.24 ms a face
         lines(labels, (poly,), True, label, 1, line8, 4)
-    c = [column[labels] for column in table.T]  # each coefficient per grid sample (sh, sw)
+    c = _per_label(table, labels)  # each coefficient per grid sample (sh, sw)
     xs = (np.arange(sw, dtype=np.float32) * step + off)[None, :]
     ys = (np.arange(sh, dtype=np.float32) * step + off)[:, None]
     mx = c[0] * xs + c[1] * ys + c[2]
     my = c[3] * xs + c[4] * ys + c[5]
     if step > 1:
         big_w, big_h = sw * step, sh * step
-        mx = cv2.resize(mx, (big_w, big_h), interpolation=cv2.INTER_LINEAR)[:h, :w]
-        my = cv2.resize(my, (big_w, big_h), interpolation=cv2.INTER_LINEAR)[:h, :w]
+        mx = np.asarray(cv2.resize(mx, (big_w, big_h), interpolation=cv2.INTER_LINEAR), np.float32)[
+            :h, :w
+        ]
+        my = np.asarray(cv2.resize(my, (big_w, big_h), interpolation=cv2.INTER_LINEAR), np.float32)[
+            :h, :w
+        ]
     coverage = np.zeros((h, w), np.uint8)
     if boundary is not None and len(boundary) >= 3:
         poly = np.round(dst_pts[boundary] * 16).astype(np.int32)
