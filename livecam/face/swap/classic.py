@@ -324,10 +324,11 @@ class ClassicSwapper(CpuPart):
         # camera look's blur) -> its statistics
         self._tracks: dict[int, dict[str, _TrackStats]] = {}
         self._calls = 0
-        # track id -> its face's landmarks at its last frame, how many frames of it were
-        # swapped (less one; repeats not counted); of the face being swapped: whether it
-        # repeats its track's last landmarks, whether its statistics are measured (``_visit``)
-        self._landmarks: dict[int, Points] = {}
+        # track id -> its face's landmarks and ROI pixels at its last frame, how many frames
+        # of it were swapped (less one; repeats not counted); of the face being swapped:
+        # whether it repeats its track's last face, whether its statistics are measured
+        # (``_visit``)
+        self._landmarks: dict[int, tuple[Points, Frame]] = {}
         self._visits: dict[int, int] = {}
         self._still, self._due = False, True
         # (id of a photo level, sigma) -> (the level, its patch so blurred: _antialiased)
@@ -476,19 +477,24 @@ class ClassicSwapper(CpuPart):
             del self._visits[t], self._landmarks[t]
         return list(faces)
 
-    def _visit(self, face: Face) -> None:
-        """Note a face about to be swapped: whether it has its track's last landmarks (a
-        repeated camera frame, or a bridged fit: its measured statistics then stay as they
-        are) and whether its track measures them on this frame (every
-        ``options.measure_every``-th of its own frames, the tracks in turn); ``_measured``
-        reads both."""
+    def _visit(self, face: Face, target: Frame) -> None:
+        """Note a face about to be swapped on ``target`` (its ROI of the camera frame):
+        whether it is its track's last face again, the same landmarks on the same pixels (a
+        repeated camera frame: its measured statistics then stay as they are), and whether
+        its track measures them on this frame (every ``options.measure_every``-th of its own
+        frames, the tracks in turn); ``_measured`` reads both."""
         track, lm = face.track_id, face.landmarks
         self._still, self._due = False, True
         if track < 0 or lm is None:
             return
         last = self._landmarks.get(track)
-        self._landmarks[track] = lm.copy()
-        self._still = last is not None and np.array_equal(last, lm)
+        self._landmarks[track] = (lm.copy(), target.copy())
+        self._still = (
+            last is not None
+            and np.array_equal(last[0], lm)
+            and last[1].shape == target.shape
+            and np.array_equal(last[1], target)
+        )
         if not self._still:
             self._visits[track] = self._visits.get(track, -1) + 1
         every = max(1, self.options.measure_every)
@@ -528,8 +534,8 @@ class ClassicSwapper(CpuPart):
         ``name`` (every ``options.measure_every``-th, the tracks in turn; always for an
         untracked face and for a track's first); on the others the smoothed value moves
         on towards the track's last measurement, ``measure`` not called. A face with its
-        track's last landmarks (``_visit``: a repeated camera frame) leaves the value as it
-        is, so a repeated frame gives the very same output."""
+        track's last landmarks on the same pixels (``_visit``: a repeated camera frame)
+        leaves the value as it is, so a repeated frame gives the very same output."""
         st = self._tracks.get(track_id, {}).get(name) if track_id >= 0 else None
         if st is not None and self._still:  # the same picture again
             st.seen = self._calls
@@ -540,7 +546,6 @@ class ClassicSwapper(CpuPart):
 
     def _swap_one(self, frame: Frame, work: FaceWork, source: SourceModel) -> None:
         target_lm = mesh.check_landmarks(work.face.landmarks, "target landmarks")
-        self._visit(work.face)
         track = work.face.track_id
         if self.options.lip_follow > 0 and track >= 0:
             target_lm = self._follow_upper_lip(frame, target_lm, track)
@@ -550,6 +555,7 @@ class ClassicSwapper(CpuPart):
             return
         x0, y0, x1, y1 = roi
         target = frame[y0:y1, x0:x1]
+        self._visit(work.face, target)
         origin = np.array([x0, y0], np.float32)
         lm_roi = target_lm - origin
         ext = ext_frame - origin

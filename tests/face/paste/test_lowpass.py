@@ -9,6 +9,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from face_helpers import least_cpu
 from face_parts_data import load_face_image
 
 from livecam.face.paste import colour as blend
@@ -89,3 +90,45 @@ def test_the_share_mixes_the_two_low_passes_where_it_says(testdata: Path) -> Non
     assert np.allclose(mixed[left], ones[left], atol=1e-4)
     assert np.allclose(mixed[right], zeros[right], atol=1e-4)
     assert not np.allclose(ones[right], zeros[right], atol=0.5)
+
+
+def test_a_grid_of_whole_cells_is_the_cells_mean_and_scales_back_to_the_image(
+    testdata: Path,
+) -> None:
+    """``to_grid`` on a portrait of odd size: each cell the mean of its scale x scale
+    pixels (the last partial column and row left out), in a third or less of the CPU time
+    OpenCV's area resize takes to a grid of a fractional ratio; ``from_grid`` brings it
+    back to the image's size, the left-out column and rows the last ones' values."""
+    img = load_face_image(testdata, "obama_official_portrait_2012.jpg", max_side=181)
+    lab = blend.to_lab(np.ascontiguousarray(img[:181, :153]))
+    h, w = lab.shape[:2]
+    for scale in (2, 3, 5):
+        small = blend.to_grid(lab, scale)
+        gh, gw = h // scale, w // scale
+        cells = lab[: gh * scale, : gw * scale].reshape(gh, scale, gw, scale, 3)
+        assert np.allclose(small, cells.mean(axis=(1, 3)), atol=1e-3), scale
+        back = blend.from_grid(small, scale, lab.shape)
+        assert back.shape == lab.shape
+        assert np.array_equal(
+            back[:, gw * scale :],
+            np.repeat(back[:, gw * scale - 1 :][:, :1], w - gw * scale, axis=1),
+        )
+        assert np.array_equal(
+            back[gh * scale :], np.repeat(back[gh * scale - 1 :][:1], h - gh * scale, axis=0)
+        )
+    assert blend.to_grid(lab[:1, :1], 2).shape == (1, 1, 3)  # smaller than a cell: one cell
+    plane = np.ascontiguousarray(lab[..., 0])
+    fast, fractional = least_cpu(
+        (
+            lambda: blend.to_grid(lab, 2),
+            lambda: cv2.resize(lab, (w // 2, h // 2), interpolation=cv2.INTER_AREA),
+        )
+    )
+    assert fast < fractional / 2, (fast, fractional)
+    fast, fractional = least_cpu(
+        (
+            lambda: blend.to_grid(plane, 2),
+            lambda: cv2.resize(plane, (w // 2, h // 2), interpolation=cv2.INTER_AREA),
+        )
+    )
+    assert fast < fractional / 3, (fast, fractional)

@@ -9,7 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from face_helpers import lite_analyzer
+from face_helpers import least_cpu, lite_analyzer
 from face_parts_data import load_face_image, read_color
 
 from livecam.benchmark.live_face import FaceMesh, glasses_lines, seam_steps
@@ -1278,19 +1278,6 @@ def test_a_faces_edge_takes_the_cameras_skin_colour(
 # ---------------------------------------------------------------- speed (issue 29)
 
 
-def _least_cpu(calls: tuple[object, ...], runs: int = 15) -> list[float]:
-    """Each call's least CPU time over ``runs`` interleaved runs (a shared machine)."""
-    import time
-
-    best = [float("inf")] * len(calls)
-    for _ in range(runs):
-        for i, call in enumerate(calls):
-            t0 = time.process_time()
-            call()  # type: ignore[operator]
-            best[i] = min(best[i], time.process_time() - t0)
-    return best
-
-
 def test_the_colour_work_per_face_runs_on_whole_planes_and_gives_the_same_bits(
     testdata, analyzer, obama
 ) -> None:
@@ -1336,7 +1323,7 @@ def test_the_colour_work_per_face_runs_on_whole_planes_and_gives_the_same_bits(
     }
     for name, (fast, plain) in pairs.items():
         assert np.array_equal(fast(), plain()), name
-        t_fast, t_plain = _least_cpu((fast, plain))
+        t_fast, t_plain = least_cpu((fast, plain))
         assert t_fast < 0.5 * t_plain, (name, t_fast, t_plain)
     # the likelihood as it was computed, on the half-size face
     small = cv2.resize(cam, (shape[1] // 2, shape[0] // 2), interpolation=cv2.INTER_AREA)
@@ -1387,3 +1374,65 @@ def test_the_inner_face_takes_the_cameras_light_but_not_its_shape(testdata, anal
                 into.append(float(change[y - 2 : y + 3, x - 2 : x + 3].mean()))
     assert min(gains) > 0.001 and np.mean(gains) > 0.002, gains
     assert np.mean(jaw) < 0.2 * np.mean(inner), (np.mean(jaw), np.mean(inner))
+
+
+# ---------------------------------------------------------------- what the additions cost
+
+
+def test_a_tracks_statistics_are_measured_every_third_frame_and_the_face_hardly_changes(
+    testdata: Path,
+    analyzer: FaceAnalyzer,
+    obama: tuple[np.ndarray, Face],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nine tracked frames of liveportrait_d6 (her brows rise, her eyes widen): the colour
+    statistics are measured on the first frame and then on every third of the track
+    (``measure_every``), not on all nine, and the swapped face is within 1.25 levels of the one
+    measured on every frame (mean over the face, each frame; the smoothed values move on
+    towards the last measurement between them). A repeated frame is still the very same
+    output (``test_the_same_camera_frame_twice_gives_the_same_output``)."""
+    src, sf = obama
+    assert sf.landmarks is not None
+    frames = [_clip_frame(testdata, "liveportrait_d6.mp4", 30 + 2 * i) for i in range(9)]
+    faces = [analyzer.analyze(f)[0] for f in frames]
+    real = blend.skin_model
+    calls: list[int] = []
+
+    def counted(lab: np.ndarray, sample: np.ndarray) -> np.ndarray | None:
+        calls.append(1)
+        return real(lab, sample)
+
+    monkeypatch.setattr(blend, "skin_model", counted)
+    outs: dict[int, list[tuple[Frame, FaceWork]]] = {}
+    measured: dict[int, int] = {}
+    for every in (1, ClassicOptions().measure_every):
+        swapper = ClassicSwapper(options=ClassicOptions(measure_every=every))
+        model = swapper.prepare_landmarks(src, sf.landmarks)
+        calls.clear()  # the photo's own skin model counted out
+        outs[every] = [
+            _swap_tracked(swapper, f, face, model, 1, i)
+            for i, (f, face) in enumerate(zip(frames, faces))
+        ]
+        measured[every] = len(calls)
+    assert measured == {1: 9, 3: 4}, measured  # frames 0, 2, 5, 8 of track 1
+    for (each, work), (fewer, _) in zip(*outs.values()):
+        assert work.mask is not None and work.affine is not None
+        x0, y0 = int(-work.affine[0, 2]), int(-work.affine[1, 2])
+        h, w = work.mask.shape
+        face = work.mask > 0.5
+        region = (slice(y0, y0 + h), slice(x0, x0 + w))
+        off = np.abs(each[region].astype(float) - fewer[region].astype(float)).max(axis=2)
+        assert float(off[face].mean()) < 1.25, float(off[face].mean())
+
+
+def test_the_rings_weight_is_numpys_bit_for_bit() -> None:
+    """``_ring`` (OpenCV's thresholds and multiply) gives ``((dist > 0) & (dist < width)) *
+    weight`` on a face's distance transform, its values on the bounds included."""
+    from livecam.face.swap.classic import _ring
+
+    hull = np.zeros((181, 153), np.uint8)
+    cv2.ellipse(hull, (76, 90), (60, 80), 0, 0, 360, 255, -1)
+    dist = np.asarray(cv2.distanceTransform(hull, cv2.DIST_L2, 3), np.float32)
+    weight = np.random.default_rng(3).random(dist.shape, dtype=np.float32)
+    for width in (10.6, float(dist[90, 30]), float(dist.max()) + 1.0):
+        assert np.array_equal(_ring(dist, width, weight), ((dist > 0) & (dist < width)) * weight)
