@@ -721,16 +721,24 @@ class ClassicSwapper(CpuPart):
             )
         if opts.camera_look > 0 or opts.camera_detail > 0:  # after the colour transfer:
             # its contrast scales detail
-            look_inner = None
-            if opts.camera_detail > 0:
-                look_inner = _inner_box(lm_roi, shape) & region
+
+            def look_inner() -> npt.NDArray[np.bool_]:  # made only on a measuring frame
+                inner = _inner_box(lm_roi, shape) & region
                 if self.config.eyes == "own":  # the camera's eyes go back over them
                     eyes = blend.polygon_mask(
                         shape, [lm_roi[mesh.LEFT_EYE], lm_roi[mesh.RIGHT_EYE]], convex=False
                     )
-                    look_inner &= cv2.dilate(eyes, np.ones((5, 5), np.uint8)) == 0
+                    inner &= cv2.dilate(eyes, np.ones((5, 5), np.uint8)) == 0
+                return inner
+
             warped_lab = self._camera_look(
-                warped_lab, target_lab, sample, track, look_inner, dist, size
+                warped_lab,
+                target_lab,
+                sample,
+                track,
+                look_inner if opts.camera_detail > 0 else None,
+                dist,
+                size,
             )
         model = smooth[12:].reshape(4, 3) if smooth.size == 24 else None
         tgt_skin = blend.skin_likelihood(target_lab, None, size / 30, model=model)
@@ -958,7 +966,7 @@ class ClassicSwapper(CpuPart):
         target_lab: blend.FloatImage,
         skin: npt.NDArray[np.bool_],
         track: int,
-        inner: npt.NDArray[np.bool_] | None,
+        inner: Callable[[], npt.NDArray[np.bool_]] | None,
         dist: blend.FloatImage,
         size: float,
     ) -> blend.FloatImage:
@@ -966,9 +974,10 @@ class ClassicSwapper(CpuPart):
         its fine detail on ``skin`` (cheeks and nose of both faces) is at most
         ``options.camera_look`` times the camera face's (``blend.blur_to_match`` on the
         lightness), then its finest band damped to ``options.camera_detail`` times the
-        camera's fine detail on ``inner`` (``blend.detail_gain``; a Gaussian blur of sigma
-        1 or more where the band alone is not enough); both amounts smoothed over the
-        track's frames: a crisp portrait on a soft webcam picture reads as a mask."""
+        camera's fine detail on ``inner()`` (made when measured; ``blend.detail_gain``; a
+        Gaussian blur of sigma 1 or more where the band alone is not enough); both amounts
+        smoothed over the track's frames (``_measured``): a crisp portrait on a soft webcam
+        picture reads as a mask."""
         opts = self.options
         sigma = 0.0
         if opts.camera_look > 0:
@@ -991,13 +1000,15 @@ class ClassicSwapper(CpuPart):
         if inner is None:
             return lab
         # the damping fades in from the mask's edge (``dist``) over ``detail_edge`` face sizes
-        depth = np.clip(dist * np.float32(1.0 / max(opts.detail_edge * size, 1e-3)), 0.0, 1.0)
+        scale = np.float32(1.0 / max(opts.detail_edge * size, 1e-3))
+        depth = np.clip(dist * scale, 0.0, 1.0)
         amount = float(
             self._measured(
                 track,
                 "detail",
                 lambda: np.array(
-                    [self._detail_cut(lab[..., 0], target_lab[..., 0], inner, depth)], np.float32
+                    [self._detail_cut(lab[..., 0], target_lab[..., 0], inner(), depth)],
+                    np.float32,
                 ),
             )[0]
         )
