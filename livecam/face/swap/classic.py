@@ -137,9 +137,10 @@ class ClassicOptions:
     track_ttl: int = 30
     eye_lid: float = 0.015  # own eyes: the lid edges kept around the eye opening
     # the camera look: the colour-matched face is blurred until its fine detail on the
-    # cheeks and nose is at most this many times the camera face's there (measured per
-    # frame, smoothed per track; 0 = off): a grainy portrait on a soft webcam picture reads
-    # as a pasted mask. Only far sharper photos are blurred: at 3x (the inner face then
+    # cheeks and nose is at most this many times the camera face's there (measured on
+    # every ``measure_every``-th frame, smoothed per track; 0 = off): a grainy portrait on
+    # a soft webcam picture reads as a pasted mask. Only far sharper photos are blurred:
+    # at 3x (the inner face then
     # as sharp as the camera's, 0.76-1.11) the grain of an old photo went with some of its
     # identity (`livecam check`'s clip, Grace Hopper on the astronaut: strength 69 -> 66;
     # 6x, 7x: 68; 8x, 10x: 69)
