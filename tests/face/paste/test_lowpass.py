@@ -96,9 +96,10 @@ def test_a_grid_of_whole_cells_is_the_cells_mean_and_scales_back_to_the_image(
     testdata: Path,
 ) -> None:
     """``to_grid`` on a portrait of odd size: each cell the mean of its scale x scale
-    pixels (the last partial column and row left out), in a third or less of the CPU time
-    OpenCV's area resize takes to a grid of a fractional ratio; ``from_grid`` brings it
-    back to the image's size, the left-out column and rows the last ones' values."""
+    pixels (the last partial column and row left out), in half or less of the CPU time
+    OpenCV's area resize takes to a grid of a fractional ratio (a third, one plane);
+    ``from_grid`` brings it back to the image's size, the left-out column and rows the last
+    ones' values."""
     img = load_face_image(testdata, "obama_official_portrait_2012.jpg", max_side=181)
     lab = blend.to_lab(np.ascontiguousarray(img[:181, :153]))
     h, w = lab.shape[:2]
